@@ -1,0 +1,3 @@
+"""Fan-out, routing on errorCategory, coverage gaps, answer assembly and the CLI."""
+
+__all__: list[str] = []

@@ -1,0 +1,219 @@
+"""The tool result envelope: every tool call ends in one, success or failure.
+
+The JSON wire names (``isError``, ``errorCategory``, ``isRetryable``) are aliases; a
+success serialises only the success fields and a failure only the failure fields, as
+DESIGN §2 shows them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from shared.categories import (
+    RETRYABLE,
+    ChangedState,
+    ErrorCategory,
+    NextSafeAction,
+    default_next_action,
+)
+
+
+class ToolError(BaseModel):
+    """What went wrong in one tool call, categorised so a program can route on it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True)
+
+    category: ErrorCategory = Field(alias="errorCategory")
+    error_type: str
+    message: str
+    retryable: bool = Field(alias="isRetryable")
+    next_safe_action: NextSafeAction
+    field: str | None = None
+    expected: str | None = None
+    retry_after_s: float | None = None
+    rule: str | None = None
+    limit: Any = None
+    requested: Any = None
+    scope: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        category: ErrorCategory,
+        error_type: str,
+        message: str,
+        **details: Any,
+    ) -> ToolError:
+        """A ToolError with the retryability and next action DESIGN §2 gives its category."""
+        details.setdefault("retryable", RETRYABLE[category])
+        details.setdefault("next_safe_action", default_next_action(category, error_type))
+        return cls(category=category, error_type=error_type, message=message, **details)
+
+
+_SUCCESS_ONLY: Final = frozenset({"empty", "complete", "data"})
+_ERROR_ONLY: Final = frozenset(
+    {
+        "errorCategory",
+        "error_type",
+        "isRetryable",
+        "message",
+        "field",
+        "expected",
+        "retry_after_s",
+    }
+)
+# Business and permission details appear only when a tool reported them.
+_OPTIONAL_ERROR: Final = frozenset({"rule", "limit", "requested", "scope", "idempotency_key"})
+
+
+class ToolResult(BaseModel):
+    """The envelope of one logical tool call, after every retry it took."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True)
+
+    ok: bool
+    is_error: bool = Field(alias="isError")
+    tool: str
+    trace_id: str
+    attempts: int = 1
+    changed_state: ChangedState = False
+    empty: bool = False
+    complete: bool = True
+    data: Any = None
+    next_safe_action: NextSafeAction = "continue"
+    elapsed_s: float = 0.0
+    category: ErrorCategory | None = Field(default=None, alias="errorCategory")
+    error_type: str | None = None
+    retryable: bool = Field(default=False, alias="isRetryable")
+    message: str | None = None
+    field: str | None = None
+    expected: str | None = None
+    retry_after_s: float | None = None
+    rule: str | None = None
+    limit: Any = None
+    requested: Any = None
+    scope: str | None = None
+    idempotency_key: str | None = None
+
+    @classmethod
+    def success(
+        cls,
+        tool: str,
+        data: Any,
+        *,
+        trace_id: str,
+        empty: bool = False,
+        complete: bool = True,
+        changed_state: ChangedState = False,
+        **extra: Any,
+    ) -> ToolResult:
+        """A successful envelope; ``empty`` marks a valid result with nothing in it."""
+        return cls(
+            ok=True,
+            is_error=False,
+            tool=tool,
+            trace_id=trace_id,
+            data=data,
+            empty=empty,
+            complete=complete,
+            changed_state=changed_state,
+            next_safe_action="continue",
+            **extra,
+        )
+
+    @classmethod
+    def failure(
+        cls, tool: str, error: ToolError, *, trace_id: str, **extra: Any
+    ) -> ToolResult:
+        """A failed envelope carrying ``error``'s category, retryability and details."""
+        fields = error.model_dump()
+        return cls(
+            ok=False,
+            is_error=True,
+            tool=tool,
+            trace_id=trace_id,
+            complete=False,
+            **fields,
+            **extra,
+        )
+
+    @property
+    def error(self) -> ToolError | None:
+        """The failure as a ToolError, or None for a success."""
+        if self.ok or self.category is None:
+            return None
+        return ToolError(
+            category=self.category,
+            error_type=self.error_type or "error",
+            message=self.message or "",
+            retryable=self.retryable,
+            next_safe_action=self.next_safe_action,
+            field=self.field,
+            expected=self.expected,
+            retry_after_s=self.retry_after_s,
+            rule=self.rule,
+            limit=self.limit,
+            requested=self.requested,
+            scope=self.scope,
+        )
+
+    @model_serializer(mode="wrap")
+    def _wire(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        by_alias = "isError" in data
+        drop = _ERROR_ONLY if self.ok else _SUCCESS_ONLY
+        if not by_alias:
+            # Python names: translate the alias sets to attribute names.
+            aliases = {"errorCategory": "category", "isRetryable": "retryable"}
+            drop = frozenset(aliases.get(k, k) for k in drop)
+        out = {k: v for k, v in data.items() if k not in drop}
+        for key in _OPTIONAL_ERROR:
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
+
+    def to_wire(self) -> dict[str, Any]:
+        """The envelope as a JSON-ready dict with the wire names."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def to_json(self) -> str:
+        """Compact JSON with the wire names, as it enters a subagent's context."""
+        return json.dumps(self.to_wire(), separators=(",", ":"), ensure_ascii=False)
+
+    def to_mcp(self) -> dict[str, Any]:
+        """The envelope as an MCP ``CallToolResult`` (content, structuredContent, isError)."""
+        wire = self.to_wire()
+        text = json.dumps(wire["data"] if self.ok else wire, ensure_ascii=False)
+        return {
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": wire,
+            "isError": self.is_error,
+        }
+
+
+class Finding(BaseModel):
+    """One successful result a subagent found; empty results are findings too."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True)
+
+    tool: str
+    data: Any = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    empty: bool = False
+    complete: bool = True
+    trace_id: str | None = None
+
+    @classmethod
+    def from_result(cls, result: ToolResult, args: dict[str, Any]) -> Finding:
+        """The finding a successful envelope contributes."""
+        return cls(
+            tool=result.tool,
+            data=result.data,
+            args=dict(args),
+            empty=result.empty,
+            complete=result.complete,
+            trace_id=result.trace_id,
+        )

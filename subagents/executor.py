@@ -1,0 +1,173 @@
+"""Safe execution of one logical tool call: validate, run, time out, classify, retry.
+
+Every failure of the tool comes back as a :class:`ToolResult` (never raised);
+cancellation of the caller propagates and cancels the tool.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio.to_thread
+
+from shared.categories import EFFECT_MAY_HAVE_HAPPENED
+from shared.classify import classify_exception
+from shared.clock import AnyioClock, Clock
+from shared.envelope import ToolError, ToolResult
+from shared.ids import new_trace_id
+from subagents.retry import RetryPolicy, run_with_retry
+from subagents.tool import CallContext, Tool, ToolOutput
+
+
+@dataclass(frozen=True, slots=True)
+class ExecEvent:
+    """Something that happened while a call ran: an attempt ended, or a wait began."""
+
+    kind: Literal["attempt", "wait"]
+    tool: str
+    trace_id: str
+    attempt: int
+    at: float
+    result: ToolResult | None = None
+    wait_s: float | None = None
+
+
+ExecObserver = Callable[[ExecEvent], None]
+
+
+def _is_empty(data: Any) -> bool:
+    if data is None:
+        return True
+    if isinstance(data, list | tuple | dict | str | set) and not data:
+        return True
+    # {"results": []} and the like: a container whose every value is an empty container.
+    return (
+        isinstance(data, dict)
+        and all(isinstance(v, list | tuple | dict) and not v for v in data.values())
+    )
+
+
+def rejected(tool: str, error: ToolError, *, trace_id: str) -> ToolResult:
+    """The envelope of a call refused before execution: one attempt, no time, no effect."""
+    return ToolResult.failure(tool, error, trace_id=trace_id, attempts=1)
+
+
+async def execute_tool_safely(
+    tool: Tool,
+    args: Mapping[str, Any],
+    *,
+    timeout: float | None,
+    retry: RetryPolicy | None = None,
+    trace_id: str | None = None,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+    idempotency_key: str | None = None,
+    scope: str = "",
+    observer: ExecObserver | None = None,
+) -> ToolResult:
+    """Run one logical call of ``tool`` and return its envelope; never raise for a failure.
+
+    Args:
+        tool: the tool; its schema is checked first and a bad argument is a
+            ``validation`` envelope naming the field, without running the body.
+        args: the call's arguments.
+        timeout: seconds per attempt (None: no limit).
+        retry: the policy for transient failures; None means a single attempt.
+        trace_id: the call's trace id (a fresh one by default).
+        clock: where time comes from; virtual in replays and tests.
+        rng: the jitter stream (the subtask's own, for reproducible replays).
+        idempotency_key: sent unchanged to every attempt of this logical call.
+        scope: who is calling (a subtask id), passed to tools that ask for context.
+        observer: told of every attempt and every wait, for traces and live displays.
+    """
+    clock = clock or AnyioClock()
+    trace_id = trace_id or new_trace_id()
+    key = idempotency_key or f"idem_{trace_id}"
+    policy = retry or RetryPolicy.no_retry()
+
+    violation = tool.check_args(args)
+    if violation is not None:
+        error = ToolError.of(
+            "validation",
+            "invalid_argument",
+            f"{tool.name}: {violation.message}",
+            field=violation.field,
+            expected=violation.expected,
+        )
+        result = rejected(tool.name, error, trace_id=trace_id)
+        if observer is not None:
+            observer(ExecEvent("attempt", tool.name, trace_id, 1, clock.now(), result))
+        return result
+    prepared = tool.prepare_args(args)
+    start = clock.now()
+
+    async def attempt(n: int) -> ToolResult:
+        ctx = CallContext(tool.name, n, trace_id, key, scope)
+        result = await _attempt_once(tool, prepared, ctx, timeout, clock)
+        if observer is not None:
+            observer(ExecEvent("attempt", tool.name, trace_id, n, clock.now(), result))
+        return result
+
+    def on_wait(seconds: float, next_attempt: int) -> None:
+        if observer is not None:
+            observer(
+                ExecEvent("wait", tool.name, trace_id, next_attempt, clock.now(), wait_s=seconds)
+            )
+
+    result, attempts = await run_with_retry(attempt, policy, clock=clock, rng=rng, on_wait=on_wait)
+    update: dict[str, Any] = {"attempts": attempts, "elapsed_s": round(clock.now() - start, 9)}
+    if tool.side_effects:
+        update["idempotency_key"] = key
+    return result.model_copy(update=update)
+
+
+async def _attempt_once(
+    tool: Tool, args: dict[str, Any], ctx: CallContext, timeout: float | None, clock: Clock
+) -> ToolResult:
+    """One attempt: a success or a classified failure. Only cancellation escapes."""
+    try:
+        with clock.fail_after(timeout):
+            raw = await _call(tool, args, ctx)
+    except Exception as exc:  # a tool failure is data; BaseException (cancellation) is not
+        error = classify_exception(exc)
+        if isinstance(exc, TimeoutError) and error.error_type == "timeout" and timeout:
+            error = error.model_copy(
+                update={"message": f"{tool.name} timed out after {timeout:g}s"}
+            )
+        changed: bool | Literal["unknown"] = False
+        if tool.side_effects and not tool.idempotent and error.error_type in (
+            EFFECT_MAY_HAVE_HAPPENED
+        ):
+            # The effect may or may not have happened: retrying could do it twice.
+            changed = "unknown"
+            error = error.model_copy(
+                update={"retryable": False, "next_safe_action": "verify_state_before_retry"}
+            )
+        return ToolResult.failure(tool.name, error, trace_id=ctx.trace_id, changed_state=changed)
+    if isinstance(raw, ToolOutput):
+        data, empty, complete = raw.data, raw.empty or _is_empty(raw.data), raw.complete
+    else:
+        data, empty, complete = raw, _is_empty(raw), True
+    return ToolResult.success(
+        tool.name,
+        data,
+        trace_id=ctx.trace_id,
+        empty=empty,
+        complete=complete,
+        changed_state=tool.side_effects,
+    )
+
+
+async def _call(tool: Tool, args: dict[str, Any], ctx: CallContext) -> Any:
+    kwargs = {**args, "ctx": ctx} if tool.wants_context else args
+    if tool.is_async:
+        return await tool.body(**kwargs)
+    # Sync bodies run in a worker thread so a slow one cannot stall the loop; on timeout
+    # the thread is abandoned (Python threads cannot be killed) and its result ignored.
+    return await anyio.to_thread.run_sync(
+        functools.partial(tool.body, **kwargs), abandon_on_cancel=True
+    )

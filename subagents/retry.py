@@ -1,0 +1,106 @@
+"""Local retry of transient failures: the one place fanout retries (tenacity underneath).
+
+The wait before retry k (k = 1 for the first retry) is
+``min(initial × multiplier^(k−1), max_backoff)``; with full jitter it is a uniform draw
+in [0, that] from the subtask's own random stream; it is never shorter than the
+failure's ``retry_after_s``. Attempts are bounded by ``max_attempts`` and, optionally, by
+``max_total_s`` measured from the logical call's first attempt. Only results whose
+``isRetryable`` is true are retried; sleeping goes through the injected clock.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from tenacity import AsyncRetrying, RetryCallState, retry_if_result
+
+from shared.clock import Clock
+from shared.envelope import ToolResult
+
+
+class RetryPolicy(BaseModel):
+    """How a subagent retries transient failures of one logical call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_attempts: int = Field(default=4, ge=1)
+    initial_backoff_s: float = Field(default=0.5, ge=0)
+    multiplier: float = Field(default=2.0, ge=1)
+    max_backoff_s: float = Field(default=8.0, ge=0)
+    jitter: Literal["full", "none"] = "full"
+    max_total_s: float | None = Field(default=None, gt=0)
+
+    def backoff(self, k: int) -> float:
+        """The un-jittered wait before retry ``k`` (k ≥ 1)."""
+        return min(self.initial_backoff_s * self.multiplier ** (k - 1), self.max_backoff_s)
+
+    @classmethod
+    def no_retry(cls) -> RetryPolicy:
+        """A single attempt: for callers that retry elsewhere, or tests."""
+        return cls(max_attempts=1)
+
+
+WaitHook = Callable[[float, int], None]
+"""Called before each wait with (seconds, number of the attempt that follows)."""
+
+
+async def run_with_retry(
+    attempt: Callable[[int], Awaitable[ToolResult]],
+    policy: RetryPolicy,
+    *,
+    clock: Clock,
+    rng: random.Random | None = None,
+    on_wait: WaitHook | None = None,
+) -> tuple[ToolResult, int]:
+    """Run ``attempt(n)`` until it succeeds, fails for good, or the bounds are reached.
+
+    Returns the last envelope and the number of attempts made. Cancellation propagates.
+    """
+    jitter_rng = rng if rng is not None else random.Random()
+    started = clock.now()
+    count = 0
+
+    async def once() -> ToolResult:
+        nonlocal count
+        count += 1
+        return await attempt(count)
+
+    def wait(state: RetryCallState) -> float:
+        if state.attempt_number >= policy.max_attempts:
+            # No retry will follow, so no wait is drawn: the jitter stream has one draw
+            # per wait that is actually considered.
+            return 0.0
+        base = policy.backoff(state.attempt_number)
+        if policy.jitter == "full":
+            base = jitter_rng.uniform(0, base)
+        last = state.outcome.result() if state.outcome is not None else None
+        floor = last.retry_after_s if isinstance(last, ToolResult) and last.retry_after_s else 0.0
+        return max(base, floor)
+
+    def stop(state: RetryCallState) -> bool:
+        if state.attempt_number >= policy.max_attempts:
+            return True
+        if policy.max_total_s is None:
+            return False
+        next_start = clock.now() + (state.upcoming_sleep or 0.0)
+        return next_start - started > policy.max_total_s
+
+    def before_sleep(state: RetryCallState) -> None:
+        if on_wait is not None:
+            on_wait(state.upcoming_sleep, state.attempt_number + 1)
+
+    retrying = AsyncRetrying(
+        retry=retry_if_result(lambda r: isinstance(r, ToolResult) and r.retryable),
+        wait=wait,
+        stop=stop,
+        sleep=clock.sleep,
+        before_sleep=before_sleep,
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+    )
+    result: object = await retrying(once)
+    if not isinstance(result, ToolResult):  # pragma: no cover - attempt() always returns one
+        raise TypeError("a retried attempt must return a ToolResult")
+    return result, count

@@ -1,0 +1,168 @@
+"""Tools: a name, a parameter schema, side-effect flags, and the body that runs."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+import pydantic
+
+from subagents.schema import SchemaViolation, params_to_schema, validate
+
+ToolBody = Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool body may return to say more than its data.
+
+    ``empty`` marks a valid result with nothing in it (not an error); ``complete=False``
+    marks partial data (page 1 of 3). A body that returns anything else returns data;
+    ``None`` and empty containers count as empty.
+    """
+
+    data: Any
+    empty: bool = False
+    complete: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """What a tool body may learn about the call it serves (ask for it as ``ctx``)."""
+
+    tool: str
+    attempt: int
+    trace_id: str
+    idempotency_key: str
+    scope: str = ""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable tool with a JSON-Schema parameter schema, validated before every call.
+
+    Build one with :meth:`from_function` (schema from type hints) or :meth:`from_schema`
+    (a JSON Schema, or a scenario's ``params`` dict).
+    """
+
+    name: str
+    body: ToolBody
+    schema: Mapping[str, Any]
+    description: str = ""
+    side_effects: bool = False
+    idempotent: bool = True
+    wants_context: bool = False
+    is_async: bool = False
+    _model: type[pydantic.BaseModel] | None = field(default=None, repr=False, compare=False)
+
+    def check_args(self, args: Mapping[str, Any]) -> SchemaViolation | None:
+        """The first problem with ``args``, or None when they may be sent."""
+        if self._model is not None:
+            try:
+                self._model.model_validate(dict(args))
+            except pydantic.ValidationError as exc:
+                return _violation_from_pydantic(exc, args)
+            return None
+        return validate(dict(args), self.schema)
+
+    def prepare_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments as the body receives them (coerced by the model, if any)."""
+        if self._model is None:
+            return dict(args)
+        model = self._model.model_validate(dict(args))
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: ToolBody,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        side_effects: bool = False,
+        idempotent: bool | None = None,
+    ) -> Tool:
+        """A tool whose schema comes from ``fn``'s signature and type hints.
+
+        A parameter named ``ctx`` receives the :class:`CallContext` and is not part of
+        the schema. ``idempotent`` defaults to True, or to False when ``side_effects``.
+        """
+        signature = inspect.signature(fn)
+        hints = get_type_hints(fn)
+        fields: dict[str, Any] = {}
+        wants_context = False
+        for pname, param in signature.parameters.items():
+            if pname == "ctx":
+                wants_context = True
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise TypeError(f"tool {fn.__name__}: *args/**kwargs cannot be described")
+            annotation = hints.get(pname, Any)
+            default = ... if param.default is param.empty else param.default
+            fields[pname] = (annotation, default)
+        model = pydantic.create_model(
+            f"{fn.__name__}_args",
+            __config__=pydantic.ConfigDict(extra="forbid", strict=False),
+            **fields,
+        )
+        schema = model.model_json_schema()
+        schema.pop("title", None)
+        return cls(
+            name=name or fn.__name__,
+            body=fn,
+            schema=schema,
+            description=description or inspect.getdoc(fn) or "",
+            side_effects=side_effects,
+            idempotent=(not side_effects) if idempotent is None else idempotent,
+            wants_context=wants_context,
+            is_async=inspect.iscoroutinefunction(fn),
+            _model=model,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        body: ToolBody,
+        schema: Mapping[str, Any],
+        *,
+        description: str = "",
+        side_effects: bool = False,
+        idempotent: bool | None = None,
+        wants_context: bool | None = None,
+    ) -> Tool:
+        """A tool with an explicit schema: a JSON Schema, or a scenario ``params`` dict."""
+        if schema.get("type") != "object":
+            schema = params_to_schema(schema)
+        if wants_context is None:
+            wants_context = "ctx" in inspect.signature(body).parameters
+        return cls(
+            name=name,
+            body=body,
+            schema=schema,
+            description=description,
+            side_effects=side_effects,
+            idempotent=(not side_effects) if idempotent is None else idempotent,
+            wants_context=wants_context,
+            is_async=inspect.iscoroutinefunction(body),
+        )
+
+
+def _violation_from_pydantic(
+    exc: pydantic.ValidationError, args: Mapping[str, Any]
+) -> SchemaViolation:
+    first: Any = exc.errors(include_url=False)[0]
+    loc = first.get("loc", ())
+    field_name = ".".join(str(p) for p in loc) or "<arguments>"
+    kind = first.get("type", "")
+    if kind == "missing":
+        expected, got = "a required argument", "nothing"
+    elif kind == "extra_forbidden":
+        expected, got = "no such argument", repr(first.get("input"))
+    else:
+        expected = str(first.get("msg", "a valid value"))
+        expected = expected[0].lower() + expected[1:] if expected else expected
+        got = repr(first.get("input"))
+    return SchemaViolation(field=field_name, expected=expected, got=got[:60])
