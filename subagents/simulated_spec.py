@@ -1,0 +1,108 @@
+"""The scenario format's simulated tools: parameters, latency, scripted responses."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from subagents.schema import params_to_schema
+
+_SPEC = ConfigDict(frozen=True, extra="forbid")
+
+SimErrorKind = Literal[
+    "timeout",
+    "unavailable",
+    "connection_reset",
+    "rate_limited",
+    "validation",
+    "business",
+    "permission",
+    "crash",
+]
+
+
+class ParamSpec(BaseModel):
+    """One parameter: JSON-Schema-like (type, required, enum, minimum, maximum, pattern)."""
+
+    model_config = _SPEC
+
+    type: Literal["string", "integer", "number", "boolean", "array", "object"] | None = None
+    required: bool = True
+    enum: list[Any] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    pattern: str | None = None
+    description: str | None = None
+
+
+class ResponseSpec(BaseModel):
+    """One scripted response: exactly one of ``ok``, ``empty``, ``partial``, ``error``."""
+
+    model_config = _SPEC
+
+    ok: Any = None
+    empty: bool | None = None
+    partial: Any = None
+    error: SimErrorKind | None = None
+    message: str | None = None
+    field: str | None = None
+    expected: str | None = None
+    rule: str | None = None
+    limit: Any = None
+    requested: Any = None
+    retry_after_s: float | None = Field(default=None, ge=0)
+    scope: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ResponseSpec:
+        kinds = [k for k in ("ok", "empty", "partial", "error") if k in self.model_fields_set]
+        if len(kinds) != 1:
+            raise ValueError("a response has exactly one of ok, empty, partial, error")
+        if self.empty is False:
+            raise ValueError("empty must be true (use ok: for data)")
+        return self
+
+    @property
+    def kind(self) -> Literal["ok", "empty", "partial", "error"]:
+        """Which of the four kinds this response is."""
+        for k in ("ok", "empty", "partial", "error"):
+            if k in self.model_fields_set:
+                return k
+        raise AssertionError("validated to have exactly one kind")  # pragma: no cover
+
+
+class WhenRule(BaseModel):
+    """Responses for calls whose arguments match (equality on the listed keys)."""
+
+    model_config = _SPEC
+
+    match: dict[str, Any]
+    responses: list[ResponseSpec] = Field(min_length=1)
+
+
+class SimToolSpec(BaseModel):
+    """A simulated tool: schema, side effects, latency and per-attempt responses."""
+
+    model_config = _SPEC
+
+    description: str = ""
+    params: dict[str, ParamSpec] = Field(default_factory=dict)
+    side_effects: bool = False
+    idempotent: bool | None = None
+    latency_s: float = Field(default=0.0, ge=0)
+    responses: list[ResponseSpec] = Field(min_length=1)
+    when: list[WhenRule] = Field(default_factory=list)
+
+    @property
+    def is_idempotent(self) -> bool:
+        """Idempotent defaults to true, or to false when the tool has side effects."""
+        return (not self.side_effects) if self.idempotent is None else self.idempotent
+
+    def json_schema(self) -> dict[str, Any]:
+        """The parameter schema as JSON Schema."""
+        params = {
+            name: p.model_dump(exclude_none=True, exclude={"description"})
+            for name, p in self.params.items()
+        }
+        return params_to_schema(params)

@@ -1,0 +1,64 @@
+"""What a subagent is given: a subtask with its plan, allowlist, budgets and retry policy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.categories import Trigger
+from subagents.retry import RetryPolicy
+
+_SPEC = ConfigDict(frozen=True, extra="forbid")
+
+
+class CallStep(BaseModel):
+    """Call a tool; ``on_validation`` is merged into the arguments after a validation error."""
+
+    model_config = _SPEC
+
+    call: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+    on_validation: dict[str, Any] | None = None
+
+
+class EscalateStep(BaseModel):
+    """Hand the subtask up on purpose (a question only a person can answer)."""
+
+    model_config = _SPEC
+
+    escalate: Trigger
+    message: str | None = None
+
+
+class FinishStep(BaseModel):
+    """End the subtask with a written conclusion (a finding when not empty)."""
+
+    model_config = _SPEC
+
+    finish: str
+
+
+PlanStep = CallStep | EscalateStep | FinishStep
+
+
+class SubtaskSettings(BaseModel):
+    """Budgets and retry policy; a job's ``defaults`` and each subtask's overrides."""
+
+    model_config = _SPEC
+
+    max_steps: int = Field(default=8, ge=0)
+    context_window: int = Field(default=16000, gt=0)
+    active_tool_budget: int = Field(default=2000, ge=0)
+    tool_timeout_s: float = Field(default=30.0, gt=0)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+
+class SubtaskSpec(SubtaskSettings):
+    """One subtask: a query, the tools it may use, the plan it follows, its budgets."""
+
+    id: str = Field(min_length=1)
+    query: str
+    weight: float = Field(default=1.0, ge=0)
+    tools: list[str] = Field(default_factory=list)
+    plan: list[PlanStep] = Field(default_factory=list)
