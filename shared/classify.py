@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import errno
+import math
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -189,7 +190,8 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
     except ValueError:
         pass
     else:
-        return max(0.0, seconds)
+        # "inf" or "nan" would mean waiting forever (or not at all): not a usable header.
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

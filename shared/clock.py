@@ -34,6 +34,10 @@ class Clock(Protocol):
         """A scope that raises TimeoutError after ``seconds`` of this clock's time."""
         ...
 
+    def move_on_after(self, seconds: float | None) -> AbstractContextManager[Any]:
+        """A cancel scope that quietly ends its body after ``seconds`` of this clock's time."""
+        ...
+
 
 class AnyioClock:
     """The event loop's clock, optionally running ``speed`` times faster than real time.
@@ -57,6 +61,10 @@ class AnyioClock:
     def fail_after(self, seconds: float | None) -> AbstractContextManager[Any]:
         """anyio.fail_after in this clock's seconds."""
         return anyio.fail_after(None if seconds is None else seconds / self.speed)
+
+    def move_on_after(self, seconds: float | None) -> AbstractContextManager[Any]:
+        """anyio.move_on_after in this clock's seconds."""
+        return anyio.move_on_after(None if seconds is None else seconds / self.speed)
 
 
 def run_in_virtual_time(fn: Callable[..., Awaitable[T]], *args: Any) -> T:

@@ -135,7 +135,6 @@ class ToolResult(BaseModel):
             is_error=True,
             tool=tool,
             trace_id=trace_id,
-            complete=False,
             **fields,
             **extra,
         )

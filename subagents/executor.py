@@ -25,9 +25,9 @@ from subagents.tool import CallContext, Tool, ToolOutput
 
 @dataclass(frozen=True, slots=True)
 class ExecEvent:
-    """Something that happened while a call ran: an attempt ended, or a wait began."""
+    """Something that happened while a call ran: an attempt began or ended, a wait began."""
 
-    kind: Literal["attempt", "wait"]
+    kind: Literal["start", "attempt", "wait"]
     tool: str
     trace_id: str
     attempt: int
@@ -100,6 +100,7 @@ async def execute_tool_safely(
         )
         result = rejected(tool.name, error, trace_id=trace_id)
         if observer is not None:
+            observer(ExecEvent("start", tool.name, trace_id, 1, clock.now()))
             observer(ExecEvent("attempt", tool.name, trace_id, 1, clock.now(), result))
         return result
     prepared = tool.prepare_args(args)
@@ -107,6 +108,8 @@ async def execute_tool_safely(
 
     async def attempt(n: int) -> ToolResult:
         ctx = CallContext(tool.name, n, trace_id, key, scope)
+        if observer is not None:
+            observer(ExecEvent("start", tool.name, trace_id, n, clock.now()))
         result = await _attempt_once(tool, prepared, ctx, timeout, clock)
         if observer is not None:
             observer(ExecEvent("attempt", tool.name, trace_id, n, clock.now(), result))

@@ -90,7 +90,8 @@ class Tool:
         the schema. ``idempotent`` defaults to True, or to False when ``side_effects``.
         """
         signature = inspect.signature(fn)
-        hints = get_type_hints(fn)
+        # include_extras keeps Annotated[int, Field(le=20)] constraints for the schema.
+        hints = get_type_hints(fn, include_extras=True)
         fields: dict[str, Any] = {}
         wants_context = False
         for pname, param in signature.parameters.items():

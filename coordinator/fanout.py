@@ -1,0 +1,190 @@
+"""The coordinator: fan out one subagent per subtask, isolate them, route, assemble.
+
+Subagents run in an anyio task group on a fixed pool of ``concurrency`` workers that
+take subtasks in order (FIFO by construction). A failing subagent, even one with a bug,
+becomes an ``internal`` escalation; it never cancels a sibling. Subtasks routed
+``retry_later`` run once more after the first round, resuming at the failed step. A job
+deadline cuts whatever still runs; each cut subagent hands up what it found.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Protocol
+
+import anyio
+
+from coordinator.job import JobSpec
+from coordinator.report import CoverageReport, assemble_report
+from coordinator.routing import RoutingTable
+from shared.clock import AnyioClock, Clock
+from shared.escalation import Escalation
+from shared.ids import RandomTraceIds, TraceIds
+from subagents.loop import (
+    ProgressEvent,
+    ProgressObserver,
+    SubagentResult,
+    SubagentRun,
+    cut_by_deadline,
+    run_subagent,
+)
+from subagents.planner import Planner
+from subagents.spec import SubtaskSpec
+from subagents.tool import Tool
+
+
+class ToolSource(Protocol):
+    """Where a subagent's tools come from (simulated, MCP, plain functions)."""
+
+    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
+        """The tools as subtask ``subtask_id`` sees them."""
+        ...
+
+
+class StaticTools:
+    """The same tools for every subtask."""
+
+    def __init__(self, tools: Mapping[str, Tool] | Iterable[Tool]) -> None:
+        items = tools.values() if isinstance(tools, Mapping) else tools
+        self.tools = {t.name: t for t in items}
+
+    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
+        """Every tool, whatever the subtask."""
+        return self.tools
+
+
+class EscalationHandler(Protocol):
+    """Receives every escalation routed ``escalate`` (a person, a ticket, a privileged path)."""
+
+    async def handle(self, escalation: Escalation) -> None:
+        """Take charge of ``escalation``."""
+        ...
+
+
+class RecordingHandler:
+    """The default handler: keeps the escalations; the report lists them."""
+
+    def __init__(self) -> None:
+        self.received: list[Escalation] = []
+
+    async def handle(self, escalation: Escalation) -> None:
+        """Record ``escalation``."""
+        self.received.append(escalation)
+
+
+ResultHook = Callable[[SubagentResult], Awaitable[None]]
+PlannerFactory = Callable[[SubtaskSpec], Planner]
+
+
+async def run_job(
+    job: JobSpec,
+    tools: ToolSource | Mapping[str, Tool],
+    *,
+    clock: Clock | None = None,
+    seed: object = 0,
+    trace_ids: TraceIds | None = None,
+    observer: ProgressObserver | None = None,
+    handler: EscalationHandler | None = None,
+    on_result: ResultHook | None = None,
+    planner_factory: PlannerFactory | None = None,
+    runs: Mapping[str, SubagentRun] | None = None,
+) -> CoverageReport:
+    """Run ``job`` to a coverage report; never raises for a failure inside the job.
+
+    Args:
+        job: the job, its subtasks with merged settings.
+        tools: a tool source (per-subtask tools) or one mapping shared by every subtask.
+        clock: the clock; virtual in replays and tests.
+        seed: seeds each subtask's jitter stream (``f"{seed}/{subtask_id}"``).
+        trace_ids: where trace ids come from (seeded in replays).
+        observer: hears every state change, attempt and wait of every subagent.
+        handler: receives the escalations routed ``escalate``.
+        on_result: awaited with each subagent's result before the coordinator counts it.
+        planner_factory: a planner per subtask (the scripted plan by default).
+        runs: existing subagent states to continue (a resumed run).
+    """
+    clock = clock or AnyioClock()
+    source: ToolSource = StaticTools(tools) if isinstance(tools, Mapping) else tools
+    trace_ids = trace_ids or RandomTraceIds()
+    handler = handler or RecordingHandler()
+    table = RoutingTable(job.routing)
+    start = clock.now()
+    deadline = None if job.deadline_s is None else start + job.deadline_s
+    states: dict[str, SubagentRun] = dict(runs or {})
+    for spec in job.subtasks:
+        if spec.id not in states:
+            planner = planner_factory(spec) if planner_factory else None
+            states[spec.id] = SubagentRun.for_subtask(spec, seed=seed, planner=planner)
+    results: dict[str, SubagentResult] = {}
+
+    def emit_queued(run: SubagentRun) -> None:
+        run.state = "queued"
+        if observer is not None:
+            observer(ProgressEvent(run.spec.id, "state", clock.now(), state="queued"))
+
+    async def one(run: SubagentRun) -> None:
+        try:
+            result = await run_subagent(
+                run,
+                source.for_subtask(run.spec.id),
+                clock=clock,
+                trace_ids=trace_ids,
+                observer=observer,
+            )
+        except Exception as exc:  # a bug in a planner, tool source or loop: isolate it
+            run.ended_s = clock.now()
+            run.state = "escalated"
+            run.escalate(
+                "internal_error",
+                f"subagent crashed: {type(exc).__name__}: {exc}",
+                category="internal",
+            )
+            result = run.result()
+        if on_result is not None:
+            await on_result(result)
+        results[run.spec.id] = result
+
+    async def round_of(batch: list[SubagentRun]) -> None:
+        queue = deque(batch)
+        for run in batch:
+            emit_queued(run)
+
+        async def worker() -> None:
+            while queue:
+                await one(queue.popleft())
+
+        remaining = None if deadline is None else deadline - clock.now()
+        with clock.move_on_after(remaining):
+            async with anyio.create_task_group() as tg:
+                for _ in range(min(job.concurrency, len(queue))):
+                    tg.start_soon(worker)
+        for run in batch:
+            if not run.finished:
+                cut_by_deadline(run, clock.now())
+                result = run.result()
+                if on_result is not None:
+                    await on_result(result)
+                results[run.spec.id] = result
+
+    pending = [states[s.id] for s in job.subtasks if not states[s.id].finished]
+    if pending:
+        await round_of(pending)
+    retry = [
+        states[s.id]
+        for s in job.subtasks
+        if (esc := states[s.id].escalation) is not None
+        and states[s.id].rounds < 2
+        and table.route(esc).route == "retry_later"
+    ]
+    if retry and (deadline is None or clock.now() < deadline):
+        await round_of(retry)
+    for s in job.subtasks:
+        if s.id not in results:
+            results[s.id] = states[s.id].result()
+    report = assemble_report(
+        job, [results[s.id] for s in job.subtasks], elapsed_s=clock.now() - start
+    )
+    for escalation in report.escalations:
+        await handler.handle(escalation)
+    return report

@@ -1,0 +1,62 @@
+"""Routing escalations on errorCategory (and, without one, on the trigger)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict
+
+from coordinator.job import Route
+from shared.categories import ErrorCategory, Trigger
+from shared.escalation import Escalation
+
+DEFAULT_ROUTES: Final[Mapping[ErrorCategory, Route]] = {
+    "transient": "retry_later",
+    "validation": "gap",
+    "business": "escalate",
+    "permission": "escalate",
+    "internal": "escalate",
+}
+
+_TRIGGER_ROUTES: Final[Mapping[Trigger, Route]] = {
+    "human_request": "escalate",
+    "step_budget": "gap",
+    "context_budget": "gap",
+    "deadline": "gap",
+    "incomplete_data": "gap",
+}
+
+
+class RoutingDecision(BaseModel):
+    """Where an escalation goes, and the trigger the gap report shows for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    route: Route
+    trigger: Trigger
+
+
+class RoutingTable:
+    """The default table with a job's overrides; ``None`` removes a category's route."""
+
+    def __init__(self, overrides: Mapping[ErrorCategory, Route | None] | None = None) -> None:
+        routes: dict[ErrorCategory, Route | None] = dict(DEFAULT_ROUTES)
+        routes.update(overrides or {})
+        self.routes = routes
+
+    def route(self, escalation: Escalation) -> RoutingDecision:
+        """Route ``escalation``: by category, else by trigger (DESIGN §4)."""
+        trigger = escalation.trigger
+        if trigger == "unknown_state":
+            # The world may have changed: never retried automatically, a person decides.
+            return RoutingDecision(route="escalate", trigger=trigger)
+        if trigger == "deadline":
+            return RoutingDecision(route="gap", trigger=trigger)
+        category = escalation.category
+        if category is None:
+            return RoutingDecision(route=_TRIGGER_ROUTES.get(trigger, "escalate"), trigger=trigger)
+        route = self.routes.get(category)
+        if route is None:
+            return RoutingDecision(route="escalate", trigger="missing_policy")
+        return RoutingDecision(route=route, trigger=trigger)

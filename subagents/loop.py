@@ -1,0 +1,354 @@
+"""The subagent loop: plan, gate the context, execute safely, escalate what it cannot fix.
+
+A subagent's state lives in a :class:`SubagentRun` owned by the caller, so a subagent
+that is cancelled (deadline) still hands up everything it found.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.categories import ErrorCategory, Trigger
+from shared.clock import Clock
+from shared.envelope import Finding, ToolError, ToolResult
+from shared.escalation import Escalation
+from shared.ids import RandomTraceIds, TraceIds
+from subagents.alternatives import alternatives_for
+from subagents.context import Context
+from subagents.executor import ExecEvent, execute_tool_safely, rejected
+from subagents.planner import (
+    CallAction,
+    EscalateAction,
+    FinishAction,
+    Observation,
+    Planner,
+    ScriptedPlanner,
+)
+from subagents.spec import SubtaskSpec
+from subagents.tool import Tool
+
+SubagentState = Literal["queued", "running", "retrying", "done", "escalated"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressEvent:
+    """What a live display or a trace hears from a subagent."""
+
+    subtask_id: str
+    kind: Literal["state", "call", "start", "attempt", "wait"]
+    at: float
+    state: SubagentState | None = None
+    tool: str | None = None
+    attempt: int | None = None
+    wait_s: float | None = None
+    result: ToolResult | None = None
+    step: int | None = None
+
+
+ProgressObserver = Callable[[ProgressEvent], None]
+
+
+class SubagentResult(BaseModel):
+    """What one subagent hands the coordinator: findings, escalation, counters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subtask_id: str
+    findings: list[Finding] = Field(default_factory=list)
+    escalation: Escalation | None = None
+    incomplete: bool = False
+    attempts: int = 0
+    steps: int = 0
+    rounds: int = 0
+    started_s: float | None = None
+    ended_s: float | None = None
+    trace_ids: list[str] = Field(default_factory=list)
+    compactions: int = 0
+    context_tokens: int = 0
+
+
+@dataclass
+class SubagentRun:
+    """A subagent's mutable state, held outside its task."""
+
+    spec: SubtaskSpec
+    planner: Planner
+    context: Context
+    rng: random.Random
+    findings: list[Finding] = field(default_factory=list)
+    escalation: Escalation | None = None
+    incomplete_tool: str | None = None
+    attempts: int = 0
+    steps: int = 0
+    rounds: int = 0
+    trace_ids: list[str] = field(default_factory=list)
+    in_flight: CallAction | None = None
+    last_call: CallAction | None = None
+    state: SubagentState = "queued"
+    started_s: float | None = None
+    ended_s: float | None = None
+
+    @classmethod
+    def for_subtask(
+        cls, spec: SubtaskSpec, *, seed: object = 0, planner: Planner | None = None
+    ) -> SubagentRun:
+        """A fresh run: scripted planner, empty context, the subtask's own jitter stream."""
+        return cls(
+            spec=spec,
+            planner=planner or ScriptedPlanner(list(spec.plan)),
+            context=Context(
+                spec.query, window=spec.context_window, active_tool_budget=spec.active_tool_budget
+            ),
+            rng=random.Random(f"{seed}/{spec.id}"),
+        )
+
+    @property
+    def finished(self) -> bool:
+        """True once the subagent returned (done or escalated)."""
+        return self.state in ("done", "escalated")
+
+    def result(self) -> SubagentResult:
+        """The report the coordinator counts."""
+        return SubagentResult(
+            subtask_id=self.spec.id,
+            findings=list(self.findings),
+            escalation=self.escalation,
+            incomplete=self.incomplete_tool is not None,
+            attempts=self.attempts,
+            steps=self.steps,
+            rounds=self.rounds,
+            started_s=self.started_s,
+            ended_s=self.ended_s,
+            trace_ids=list(self.trace_ids),
+            compactions=self.context.compactions,
+            context_tokens=self.context.tokens,
+        )
+
+    def attempted_query(self) -> str:
+        """The query and the call that was being attempted, for a person to read."""
+        call = self.in_flight or self.last_call
+        if call is None:
+            return self.spec.query
+        args = json.dumps(call.args, separators=(",", ":"), ensure_ascii=False)
+        return f"{self.spec.query} [{call.tool} {args}]"
+
+    def escalate(
+        self,
+        trigger: Trigger,
+        message: str,
+        *,
+        result: ToolResult | None = None,
+        category: ErrorCategory | None = None,
+        call: CallAction | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> Escalation:
+        """Build, record and return this subagent's escalation."""
+        call = call or self.in_flight or self.last_call
+        error = result.error if result is not None else None
+        escalation = Escalation(
+            subtask_id=self.spec.id,
+            category=error.category if error else category,
+            error_type=error.error_type if error else None,
+            retryable=bool(error and error.retryable and trigger == "retries_exhausted"),
+            trigger=trigger,
+            message=message,
+            attempted_query=self.attempted_query(),
+            partial_results=list(self.findings),
+            alternatives=alternatives_for(
+                trigger,
+                self.spec,
+                tool=call.tool if call else None,
+                args=call.args if call else None,
+                result=result,
+                detail=detail,
+            ),
+            attempts=self.attempts,
+            trace_ids=list(self.trace_ids),
+            field=error.field if error else None,
+            expected=error.expected if error else None,
+            tool=call.tool if call else None,
+            step=call.step if call else None,
+        )
+        self.escalation = escalation
+        return escalation
+
+
+_TRIGGER_BY_CATEGORY: Mapping[ErrorCategory, Trigger] = {
+    "transient": "retries_exhausted",
+    "permission": "permission_denied",
+    "internal": "internal_error",
+}
+
+
+def trigger_for(result: ToolResult) -> Trigger:
+    """The escalation trigger a failed envelope leads to (validation aside)."""
+    if result.changed_state == "unknown":
+        return "unknown_state"
+    if result.category == "business":
+        return "threshold_breach" if result.limit is not None else "business_rule"
+    return _TRIGGER_BY_CATEGORY.get(result.category or "internal", "internal_error")
+
+
+async def run_subagent(
+    run: SubagentRun,
+    tools: Mapping[str, Tool],
+    *,
+    clock: Clock,
+    trace_ids: TraceIds | None = None,
+    observer: ProgressObserver | None = None,
+) -> SubagentResult:
+    """Run (or resume) one subagent until it finishes or escalates.
+
+    Called again on the same ``run`` it resumes at the step that failed, with its
+    findings, step count and context kept (the coordinator's retry round).
+    """
+    trace_ids = trace_ids or RandomTraceIds()
+    spec = run.spec
+    run.rounds += 1
+    run.escalation = None
+    if run.started_s is None:
+        run.started_s = clock.now()
+
+    def emit(kind: Any, **kw: Any) -> None:
+        if observer is not None:
+            observer(ProgressEvent(spec.id, kind, clock.now(), **kw))
+
+    def set_state(state: SubagentState) -> None:
+        run.state = state
+        emit("state", state=state)
+
+    def on_exec(event: ExecEvent) -> None:
+        if event.kind == "start":
+            run.attempts += 1
+            if event.attempt > 1:
+                set_state("running")
+        elif event.kind == "wait":
+            set_state("retrying")
+        emit(
+            event.kind,
+            tool=event.tool,
+            attempt=event.attempt,
+            wait_s=event.wait_s,
+            result=event.result,
+        )
+
+    set_state("running")
+    last: Observation | None = None
+    while True:
+        action = run.planner.next_action(last)
+        if action is None:
+            break
+        if isinstance(action, FinishAction):
+            if action.text:
+                run.findings.append(Finding(tool="finish", data=action.text))
+            break
+        if isinstance(action, EscalateAction):
+            run.escalate(action.trigger, action.message or f"the plan asks: {action.trigger}")
+            break
+        if (
+            last is not None
+            and last.result.category == "validation"
+            and action.tool == last.action.tool
+            and action.args == last.action.args
+        ):
+            # The same input would fail the same way: it is not sent.
+            run.escalate(
+                "no_progress",
+                f"{action.tool}: no correction for {last.result.field}: {last.result.message}",
+                result=last.result,
+                call=last.action,
+                detail={"step": action.step},
+            )
+            break
+        if run.steps >= spec.max_steps:
+            run.escalate(
+                "step_budget",
+                f"the next call would exceed max_steps={spec.max_steps}",
+                call=action,
+            )
+            break
+        decision = run.context.ensure_room()
+        if decision.decision != "continue":
+            run.escalate(
+                "context_budget",
+                f"{decision.remaining_tokens} tokens left of {spec.context_window}, "
+                f"{decision.required_margin:g} needed even after compaction",
+                call=action,
+            )
+            break
+        result = await _call(run, action, tools, clock, trace_ids, on_exec, emit)
+        last = Observation(action, result)
+        if result.ok:
+            run.findings.append(Finding.from_result(result, action.args))
+            if not result.complete and run.incomplete_tool is None:
+                run.incomplete_tool = action.tool
+            continue
+        if result.category == "validation":
+            continue
+        trigger = trigger_for(result)
+        run.escalate(trigger, result.message or trigger, result=result, call=action)
+        break
+    run.ended_s = clock.now()
+    set_state("escalated" if run.escalation else "done")
+    return run.result()
+
+
+async def _call(
+    run: SubagentRun,
+    action: CallAction,
+    tools: Mapping[str, Tool],
+    clock: Clock,
+    trace_ids: TraceIds,
+    on_exec: Callable[[ExecEvent], None],
+    emit: Callable[..., None],
+) -> ToolResult:
+    spec = run.spec
+    run.steps += 1
+    run.context.add_call(action.tool, action.args)
+    trace_id = trace_ids.next(spec.id)
+    run.trace_ids.append(trace_id)
+    run.in_flight = action
+    emit("call", tool=action.tool, step=action.step)
+    tool = tools.get(action.tool)
+    if action.tool not in spec.tools or tool is None:
+        if action.tool not in spec.tools:
+            error = ToolError.of(
+                "permission",
+                "not_allowed",
+                f"{action.tool} is not on subtask {spec.id!r}'s allowlist",
+            )
+        else:
+            error = ToolError.of("internal", "unknown_tool", f"no tool named {action.tool}")
+        result = rejected(action.tool, error, trace_id=trace_id)
+        on_exec(ExecEvent("start", action.tool, trace_id, 1, clock.now()))
+        on_exec(ExecEvent("attempt", action.tool, trace_id, 1, clock.now(), result))
+    else:
+        result = await execute_tool_safely(
+            tool,
+            action.args,
+            timeout=spec.tool_timeout_s,
+            retry=spec.retry,
+            trace_id=trace_id,
+            clock=clock,
+            rng=run.rng,
+            idempotency_key=f"{spec.id}/{run.steps}",
+            scope=spec.id,
+            observer=on_exec,
+        )
+    run.in_flight = None
+    run.last_call = action
+    run.context.add_result(result)
+    return result
+
+
+def cut_by_deadline(run: SubagentRun, now: float) -> Escalation:
+    """Hand up what a subagent cut by the job deadline has found (trigger ``deadline``)."""
+    run.ended_s = now
+    run.state = "escalated"
+    return run.escalate("deadline", "the job deadline passed before this subtask finished")
