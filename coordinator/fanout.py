@@ -16,7 +16,7 @@ from typing import Protocol
 import anyio
 
 from coordinator.job import JobSpec
-from coordinator.report import CoverageReport, assemble_report
+from coordinator.report import CoverageReport, Decision, assemble_report
 from coordinator.routing import RoutingTable
 from shared.clock import AnyioClock, Clock
 from shared.escalation import Escalation
@@ -57,8 +57,8 @@ class StaticTools:
 class EscalationHandler(Protocol):
     """Receives every escalation routed ``escalate`` (a person, a ticket, a privileged path)."""
 
-    async def handle(self, escalation: Escalation) -> None:
-        """Take charge of ``escalation``."""
+    async def handle(self, escalation: Escalation) -> str | None:
+        """Take charge of ``escalation``; return the alternative chosen, if any."""
         ...
 
 
@@ -68,9 +68,10 @@ class RecordingHandler:
     def __init__(self) -> None:
         self.received: list[Escalation] = []
 
-    async def handle(self, escalation: Escalation) -> None:
-        """Record ``escalation``."""
+    async def handle(self, escalation: Escalation) -> str | None:
+        """Record ``escalation``; choose nothing."""
         self.received.append(escalation)
+        return None
 
 
 ResultHook = Callable[[SubagentResult], Awaitable[None]]
@@ -185,6 +186,11 @@ async def run_job(
     report = assemble_report(
         job, [results[s.id] for s in job.subtasks], elapsed_s=clock.now() - start
     )
+    decisions: list[Decision] = []
     for escalation in report.escalations:
-        await handler.handle(escalation)
+        choice = await handler.handle(escalation)
+        if choice is not None:
+            decisions.append(Decision(subtask_id=escalation.subtask_id, choice=choice))
+    if decisions:
+        report = report.model_copy(update={"decisions": decisions})
     return report

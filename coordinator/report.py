@@ -84,6 +84,15 @@ class Answer(BaseModel):
     missing: list[str]
 
 
+class Decision(BaseModel):
+    """What an escalation handler chose for an escalation (an alternative, or a note)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subtask_id: str
+    choice: str
+
+
 class CoverageReport(BaseModel):
     """The job's result: outcome, coverage, per-subtask status, gaps, escalations, answer."""
 
@@ -97,6 +106,7 @@ class CoverageReport(BaseModel):
     gaps: list[Gap]
     escalations: list[Escalation]
     answer: Answer
+    decisions: list[Decision] = Field(default_factory=list)
 
     def to_wire(self) -> dict[str, Any]:
         """The report as JSON-ready data with the wire names."""

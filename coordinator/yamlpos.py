@@ -68,6 +68,7 @@ def parse_yaml(text: str, file: str) -> ParsedYaml:
         if node is None:
             return ParsedYaml(data=None)
         walker = _Walker(file)
+        walker.lines[()] = node.start_mark.line + 1
         walker.walk(node, ())
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
@@ -81,8 +82,10 @@ def parse_yaml(text: str, file: str) -> ParsedYaml:
 
 def _syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputFileError:
     mark = exc.problem_mark or exc.context_mark
-    # A problem found at the end of the stream is marked past the last line; the last
-    # line is where a person has to look.
+    if mark is not None and mark.index >= len(text.rstrip()) and exc.context_mark is not None:
+        # Found only at the end of the stream (an unclosed quote or bracket): the line
+        # where the unclosed construct starts is where a person has to look.
+        mark = exc.context_mark
     last_line = max(1, len(text.splitlines()))
     line = min(mark.line + 1, last_line) if mark is not None else None
     problem = exc.problem or "a syntax error"

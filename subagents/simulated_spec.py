@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from subagents.schema import params_to_schema
 
@@ -34,6 +35,18 @@ class ParamSpec(BaseModel):
     maximum: float | None = None
     pattern: str | None = None
     description: str | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        # A bad pattern is the scenario author's mistake: report it when the file loads,
+        # not as a crash on the first call that reaches the tool.
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"a valid regular expression ({exc})") from None
+        return pattern
 
 
 class ResponseSpec(BaseModel):

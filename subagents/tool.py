@@ -118,7 +118,7 @@ class Tool:
             side_effects=side_effects,
             idempotent=(not side_effects) if idempotent is None else idempotent,
             wants_context=wants_context,
-            is_async=inspect.iscoroutinefunction(fn),
+            is_async=_is_async_callable(fn),
             _model=model,
         )
 
@@ -147,8 +147,17 @@ class Tool:
             side_effects=side_effects,
             idempotent=(not side_effects) if idempotent is None else idempotent,
             wants_context=wants_context,
-            is_async=inspect.iscoroutinefunction(body),
+            is_async=_is_async_callable(body),
         )
+
+
+def _is_async_callable(fn: ToolBody) -> bool:
+    """True for an async function, or an object whose ``__call__`` is async.
+
+    ``inspect.iscoroutinefunction`` is False for such an object; run as a sync body in a
+    worker thread it would return an unawaited coroutine as its "data".
+    """
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _violation_from_pydantic(

@@ -1,0 +1,101 @@
+"""Replaying scenarios in virtual time and checking what they expect."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coordinator.expect import Mismatch, check_expect
+from coordinator.fanout import EscalationHandler, run_job
+from coordinator.report import CoverageReport
+from coordinator.scenario import Scenario
+from shared.clock import AnyioClock, Clock, run_in_virtual_time
+from shared.ids import SeededTraceIds
+from subagents.loop import ProgressObserver
+from subagents.simulated import SimulatedTools
+
+
+class ScenarioResult(BaseModel):
+    """One replayed scenario: did its report meet ``expect``, and the report itself."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scenario: str
+    file: str
+    passed: bool
+    mismatches: list[Mismatch] = Field(default_factory=list)
+    report: dict[str, Any]
+    wall_s: float = Field(default=0.0, exclude=True)
+
+
+class ReplaySummary(BaseModel):
+    """What ``fanout replay --json`` prints."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    passed: int
+    failed: int
+    scenarios: list[ScenarioResult]
+
+
+async def run_scenario(
+    scenario: Scenario,
+    *,
+    clock: Clock | None = None,
+    observer: ProgressObserver | None = None,
+    handler: EscalationHandler | None = None,
+    tools: SimulatedTools | None = None,
+) -> CoverageReport:
+    """Run a scenario's job on its simulated tools with its seed (any clock)."""
+    clock = clock or AnyioClock()
+    sim = tools or SimulatedTools(scenario.tools, clock)
+    return await run_job(
+        scenario.job,
+        sim,
+        clock=clock,
+        seed=scenario.seed,
+        trace_ids=SeededTraceIds(scenario.seed),
+        observer=observer,
+        handler=handler,
+    )
+
+
+def replay(scenario: Scenario) -> ScenarioResult:
+    """Replay ``scenario`` in virtual time and check its ``expect`` block."""
+    started = time.perf_counter()
+    report = run_in_virtual_time(run_scenario, scenario)
+    wall = time.perf_counter() - started
+    wire = report.to_wire()
+    expect = scenario.expect.model_dump(exclude_none=True) if scenario.expect else {}
+    mismatches = check_expect(expect, wire)
+    return ScenarioResult(
+        scenario=scenario.scenario,
+        file=scenario.source,
+        passed=not mismatches,
+        mismatches=mismatches,
+        report=wire,
+        wall_s=wall,
+    )
+
+
+def replay_all(scenarios: Sequence[Scenario]) -> ReplaySummary:
+    """Replay every scenario, in order."""
+    results = [replay(s) for s in scenarios]
+    passed = sum(r.passed for r in results)
+    return ReplaySummary(passed=passed, failed=len(results) - passed, scenarios=results)
+
+
+def scenario_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The scenario files named by ``paths``: files as given, directories searched."""
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.y*ml") if p.suffix in (".yaml", ".yml")))
+        else:
+            files.append(path)
+    return files
