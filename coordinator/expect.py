@@ -23,7 +23,7 @@ class Mismatch(BaseModel):
 
 def _equal(expected: Any, actual: Any) -> bool:
     if isinstance(expected, bool) or isinstance(actual, bool):
-        return expected is actual or expected == actual and type(expected) is type(actual)
+        return expected is actual
     if isinstance(expected, int | float) and isinstance(actual, int | float):
         return math.isclose(expected, actual, rel_tol=0, abs_tol=FLOAT_TOLERANCE)
     return bool(expected == actual)

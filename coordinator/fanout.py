@@ -26,6 +26,7 @@ from subagents.loop import (
     ProgressObserver,
     SubagentResult,
     SubagentRun,
+    SubagentState,
     cut_by_deadline,
     run_subagent,
 )
@@ -119,10 +120,10 @@ async def run_job(
             states[spec.id] = SubagentRun.for_subtask(spec, seed=seed, planner=planner)
     results: dict[str, SubagentResult] = {}
 
-    def emit_queued(run: SubagentRun) -> None:
-        run.state = "queued"
+    def emit_state(run: SubagentRun, state: SubagentState) -> None:
+        run.state = state
         if observer is not None:
-            observer(ProgressEvent(run.spec.id, "state", clock.now(), state="queued"))
+            observer(ProgressEvent(run.spec.id, "state", clock.now(), state=state))
 
     async def one(run: SubagentRun) -> None:
         try:
@@ -135,12 +136,15 @@ async def run_job(
             )
         except Exception as exc:  # a bug in a planner, tool source or loop: isolate it
             run.ended_s = clock.now()
-            run.state = "escalated"
+            bug = f"{type(exc).__name__}: {exc}"
             run.escalate(
                 "internal_error",
-                f"subagent crashed: {type(exc).__name__}: {exc}",
+                f"subagent crashed: {bug}",
                 category="internal",
+                detail={"message": bug},
             )
+            # Observers (the live display) must hear this subagent end like any other.
+            emit_state(run, "escalated")
             result = run.result()
         if on_result is not None:
             await on_result(result)
@@ -149,7 +153,7 @@ async def run_job(
     async def round_of(batch: list[SubagentRun]) -> None:
         queue = deque(batch)
         for run in batch:
-            emit_queued(run)
+            emit_state(run, "queued")
 
         async def worker() -> None:
             while queue:
@@ -163,6 +167,7 @@ async def run_job(
         for run in batch:
             if not run.finished:
                 cut_by_deadline(run, clock.now())
+                emit_state(run, "escalated")
                 result = run.result()
                 if on_result is not None:
                     await on_result(result)
@@ -184,7 +189,7 @@ async def run_job(
         if s.id not in results:
             results[s.id] = states[s.id].result()
     report = assemble_report(
-        job, [results[s.id] for s in job.subtasks], elapsed_s=clock.now() - start
+        job, [_since(results[s.id], start) for s in job.subtasks], elapsed_s=clock.now() - start
     )
     decisions: list[Decision] = []
     for escalation in report.escalations:
@@ -194,3 +199,18 @@ async def run_job(
     if decisions:
         report = report.model_copy(update={"decisions": decisions})
     return report
+
+
+def _since(result: SubagentResult, start: float) -> SubagentResult:
+    """``result`` with its times in seconds since the job started, like ``elapsed_s``.
+
+    The loop stamps times on the clock's own scale (on asyncio, the loop's monotonic
+    clock), which means nothing in a report and differs between two runs of one job.
+    """
+
+    def rebase(t: float | None) -> float | None:
+        return None if t is None else round(t - start, 9)
+
+    return result.model_copy(
+        update={"started_s": rebase(result.started_s), "ended_s": rebase(result.ended_s)}
+    )

@@ -32,6 +32,8 @@ STEP_KINDS: dict[str, type[BaseModel]] = {
 }
 """The key that makes a plan step each kind, and the model it is validated as."""
 
+_KIND_OF_MODEL = {model.__name__: kind for kind, model in STEP_KINDS.items()}
+
 _RESPONSE_KINDS = ("ok", "empty", "partial", "error")
 
 _TYPE_PHRASES = {
@@ -49,6 +51,7 @@ _TYPE_PHRASES = {
     "model_attributes_type": "a mapping",
     "none_required": "null",
     "finite_number": "a finite number",
+    "invalid_key": "a field name that is a string",
 }
 
 _PLAIN_TYPES: dict[Any, str] = {
@@ -117,18 +120,16 @@ def _superseded(err: ErrorDetails, where: _Resolved, data: Any) -> bool:
     if err["type"] == "value_error" and "duplicate subtask id" in str(err.get("msg")):
         return True  # the loader points at the second id's own line
     for depth, tag in where.tags:
-        step_models = {model.__name__: kind for kind, model in STEP_KINDS.items()}
-        if tag in step_models:
+        if tag in _KIND_OF_MODEL:
             # A plan step is validated against every kind; only the kind its key names
             # speaks for it, and a step with no (or several) kinds is reported already.
-            return step_kind(_get(data, where.path[:depth])) != step_models[tag]
+            return step_kind(_get(data, where.path[:depth])) != _KIND_OF_MODEL[tag]
     return False
 
 
 def _union_tagged(where: _Resolved) -> bool:
     """Whether an error comes from one member of a union of plain types (not a plan step)."""
-    step_names = {model.__name__ for model in STEP_KINDS.values()}
-    return any(tag not in step_names for _, tag in where.tags)
+    return any(tag not in _KIND_OF_MODEL for _, tag in where.tags)
 
 
 def _describe_error(err: ErrorDetails, where: _Resolved, data: Any) -> tuple[str, str | None]:
@@ -136,11 +137,10 @@ def _describe_error(err: ErrorDetails, where: _Resolved, data: Any) -> tuple[str
     kind = err["type"]
     ctx: dict[str, Any] = dict(err.get("ctx") or {})
     got: str | None = show(err["input"])
-    if where.owner in (WhenRule, SimToolSpec) and where.path[-1:] == ["responses"]:
-        if kind in ("missing", "too_short"):
-            return "at least one response (ok, empty, partial or error)", (
-                None if kind == "missing" else got
-            )
+    responses = where.owner in (WhenRule, SimToolSpec) and where.path[-1:] == ["responses"]
+    if responses and kind in ("missing", "too_short"):
+        got = None if kind == "missing" else got
+        return "at least one response (ok, empty, partial or error)", got
     if kind == "extra_forbidden":
         return _unknown_field(where), None
     if kind == "missing":
@@ -159,10 +159,11 @@ def _describe_error(err: ErrorDetails, where: _Resolved, data: Any) -> tuple[str
         if _model_at(where) is ResponseSpec:
             return _response_problem(_get(data, where.path), str(ctx.get("error", "")))
         return str(ctx.get("error", err["msg"])), got
-    bound = _bound(kind, ctx)
+    bound = _bound(kind, ctx, "an integer" if where.annotation is int else "a number")
     if bound is not None:
         return bound, got
-    return _TYPE_PHRASES.get(kind, err["msg"]), got
+    expected = _TYPE_PHRASES.get(kind, err["msg"])
+    return (f"a key that is {expected}" if where.is_key else expected), got
 
 
 def _number(value: Any) -> str:
@@ -171,16 +172,16 @@ def _number(value: Any) -> str:
     return str(value)
 
 
-def _bound(kind: str, ctx: dict[str, Any]) -> str | None:
+def _bound(kind: str, ctx: dict[str, Any], noun: str) -> str | None:
     ctx = {key: _number(value) for key, value in ctx.items()}
     if kind == "greater_than":
-        return f"a number > {ctx['gt']}"
+        return f"{noun} > {ctx['gt']}"
     if kind == "greater_than_equal":
-        return f"a number ≥ {ctx['ge']}"
+        return f"{noun} ≥ {ctx['ge']}"
     if kind == "less_than":
-        return f"a number < {ctx['lt']}"
+        return f"{noun} < {ctx['lt']}"
     if kind == "less_than_equal":
-        return f"a number ≤ {ctx['le']}"
+        return f"{noun} ≤ {ctx['le']}"
     if kind == "too_short":
         count = ctx.get("min_length", "1")
         return f"at least {count} item{'s' if count != '1' else ''}"
@@ -256,20 +257,23 @@ def _resolve(root: type[BaseModel], loc: Sequence[str | int]) -> _Resolved:
             out.tags.append((len(out.path), str(part)))
             current = next((m for m in members if _tag_of(m) == part), Any)
             continue
+        step: str | int = part
         if isinstance(current, type) and issubclass(current, BaseModel):
             out.owner = current
-            info = current.model_fields.get(part) if isinstance(part, str) else None
+            step = str(part)  # a mapping key, even when YAML read it as a number
+            info = current.model_fields.get(step)
             current = info.annotation if info is not None else Any
         else:
             args = get_args(current)
             if get_origin(current) is list and args:
                 current = args[0]
             elif get_origin(current) is dict and args:
+                step = str(part)
                 key_type, current = args
             else:
                 current = Any
             out.owner = None
-        out.path.append(part)
+        out.path.append(step)
     out.annotation, out.nullable = _unwrap(current)
     return out
 

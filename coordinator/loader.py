@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from coordinator.input_errors import STEP_KINDS, step_kind, suggest, translate
+from coordinator.input_errors import STEP_KINDS, suggest, translate
 from coordinator.scenario import Scenario, scenario_json_schema
 from coordinator.yamlpos import ParsedYaml, format_path, parse_yaml, show
 from coordinator.yamlpos import Path as FieldPath
@@ -70,7 +70,9 @@ def load_scenario_text(text: str, file: str) -> Scenario:
 
     problems = list(parsed.problems)
     problems += _check_references(data, parsed, file)
-    prepared = {**data, "job": _merge_defaults(data.get("job")), "source": file}
+    prepared = {**data, "source": file}
+    if "job" in data:
+        prepared["job"] = _merge_defaults(data["job"])
     scenario: Scenario | None = None
     try:
         scenario = Scenario.model_validate(prepared, strict=True)
@@ -171,9 +173,10 @@ class _Checker:
             self.add(path, f"one of {_KIND_LIST}", got=got)
         elif len(present) > 1:
             self.add((*path, present[1]), f"exactly one of {_KIND_LIST}", got=" and ".join(present))
-        elif step_kind(step) == "call" and isinstance(step["call"], str) and step["call"]:
-            if not self.defined(step["call"]):
-                self.undefined_tool((*path, "call"), step["call"])
+        else:
+            name = step.get("call")
+            if isinstance(name, str) and name and not self.defined(name):
+                self.undefined_tool((*path, "call"), name)
 
     def subtasks(self, subtasks: list[Any]) -> dict[str, int]:
         """Check every subtask; returns the line of each subtask id's first use."""

@@ -7,7 +7,6 @@ from the job's defaults; :mod:`coordinator.loader` reads files into them and
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,11 +30,17 @@ class Expect(BaseModel):
     outcome: Outcome | None = None
     coverage: float | None = Field(default=None, ge=0, le=1)
     elapsed_s: float | None = Field(default=None, ge=0)
-    subtasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Per subtask id, report fields to subset-match (status, attempts, rounds, ...)."""
-    gaps: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    """Per subtask id, gap fields to subset-match (errorCategory, trigger, route, ...)."""
-    escalations: int | None = Field(default=None, ge=0)
+    subtasks: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per subtask id, report fields to match (status, attempts, rounds, ...).",
+    )
+    gaps: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per subtask id, gap fields to match (errorCategory, trigger, route, ...).",
+    )
+    escalations: int | None = Field(
+        default=None, ge=0, description="How many escalations are routed to escalate."
+    )
 
 
 class Scenario(BaseModel):
@@ -43,15 +48,21 @@ class Scenario(BaseModel):
 
     model_config = _SPEC
 
-    scenario: str = Field(min_length=1)
-    description: str = ""
-    seed: int | str = 0
+    scenario: str = Field(min_length=1, description="The scenario's name, unique in a library.")
+    description: str = Field(default="", description="What the scenario teaches.")
+    seed: int | str = Field(default=0, description="Drives jitter: same seed, same report.")
     job: JobSpec
-    tools: dict[str, SimToolSpec] = Field(default_factory=dict)
-    """Simulated tools by name; a name may contain dots (``server.tool`` for MCP)."""
-    expect: Expect | None = None
-    mcp_servers: dict[str, Any] = Field(default_factory=dict)
-    """Reserved for MCP tool servers; a tool ``server.name`` may then be left undefined."""
+    tools: dict[str, SimToolSpec] = Field(
+        default_factory=dict,
+        description="Simulated tools by name; a name may contain dots (server.tool).",
+    )
+    expect: Expect | None = Field(
+        default=None, description="What a replay must report (subset match)."
+    )
+    mcp_servers: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Reserved for MCP servers: a tool server.name is then not defined here.",
+    )
     source: str = Field(default="", exclude=True)
     """The file the scenario was read from (set by the loader, never serialized)."""
 
@@ -72,7 +83,7 @@ def scenario_json_schema() -> dict[str, Any]:
     Cross-references (a plan calling an undefined tool, duplicate ids) are beyond JSON
     Schema; the loader reports those.
     """
-    schema = copy.deepcopy(Scenario.model_json_schema(mode="validation"))
+    schema = Scenario.model_json_schema(mode="validation")
     schema["properties"].pop("source", None)
     defs: dict[str, Any] = schema["$defs"]
     _strip_titles(schema)
@@ -82,9 +93,8 @@ def scenario_json_schema() -> dict[str, Any]:
         prop = defs["SubtaskSpec"]["properties"][key]
         prop.pop("default", None)
         prop["description"] = f"Overrides job.defaults.{key} for this subtask."
-    retry_ref = {"$ref": "#/$defs/RetryPolicy"}
     defs["SubtaskSpec"]["properties"]["retry"] = {
-        **retry_ref,
+        "$ref": "#/$defs/RetryPolicy",
         "description": "Merged key by key over job.defaults.retry.",
     }
 
@@ -101,8 +111,12 @@ def scenario_json_schema() -> dict[str, Any]:
     response = defs["ResponseSpec"]
     response["oneOf"] = [{"required": [kind]} for kind in _RESPONSE_KINDS]
     response["properties"]["empty"] = {"const": True, "description": "A valid empty result."}
+    response["properties"]["error"] = response["properties"]["error"]["anyOf"][0]
     for kind in ("ok", "partial"):
         response["properties"][kind].pop("default", None)
+
+    pattern = defs["ParamSpec"]["properties"]["pattern"]
+    pattern["anyOf"][0]["format"] = "regex"
 
     schema["$schema"] = JSON_SCHEMA_DIALECT
     schema["title"] = "fanout scenario"
@@ -117,16 +131,11 @@ def _strip_titles(node: Any) -> None:
     """Drop pydantic's generated titles: they repeat the property names."""
     if isinstance(node, dict):
         props = node.get("properties")
-        if isinstance(props, dict):
-            for sub in props.values():
-                if isinstance(sub, dict):
-                    sub.pop("title", None)
-        for key, value in node.items():
-            if key != "properties" or not isinstance(value, dict):
-                _strip_titles(value)
-            else:
-                for sub in value.values():
-                    _strip_titles(sub)
+        for sub in props.values() if isinstance(props, dict) else ():
+            if isinstance(sub, dict):
+                sub.pop("title", None)
+        for value in node.values():
+            _strip_titles(value)
     elif isinstance(node, list):
         for item in node:
             _strip_titles(item)

@@ -88,15 +88,15 @@ def _syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputFileE
         mark = exc.context_mark
     last_line = max(1, len(text.splitlines()))
     line = min(mark.line + 1, last_line) if mark is not None else None
+    if "single document" in (exc.context or ""):
+        got = "a second document (a '---' line starts one)"
+        return InputFileError(file, line, "<yaml>", "a single YAML document", got=got)
     problem = exc.problem or "a syntax error"
     if exc.context and exc.context_mark is not None:
         problem += f" ({exc.context} at line {exc.context_mark.line + 1})"
     elif exc.context:
         problem += f" ({exc.context})"
-    expected = "a single YAML document" if "single document" in (exc.context or "") else (
-        "valid YAML"
-    )
-    return InputFileError(file, line, "<yaml>", expected, got=problem)
+    return InputFileError(file, line, "<yaml>", "valid YAML", got=problem)
 
 
 def _path_key(part: Any) -> str | int:
@@ -115,7 +115,18 @@ class _Walker:
         self._active: set[int] = set()
 
     def walk(self, node: yaml.Node, path: Path) -> None:
-        if id(node) in self._active:  # a recursive alias: its lines are already known
+        if id(node) in self._active:
+            # An alias inside its own anchor makes a value that contains itself: nothing
+            # downstream (arguments, JSON reports) can hold that.
+            self.problems.append(
+                InputFileError(
+                    self.file,
+                    self.lines.get(path),
+                    format_path(path),
+                    "a value that does not contain itself",
+                    got="an alias to an enclosing anchor",
+                )
+            )
             return
         self._active.add(id(node))
         try:
@@ -155,8 +166,8 @@ class _Walker:
         # `<<: *defaults` merges: keys written here override merged ones, without being
         # duplicates, so merged mappings only fill the lines not known yet.
         for value_node in merged:
-            sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-            for source in sources:
+            many = isinstance(value_node, yaml.SequenceNode)
+            for source in value_node.value if many else [value_node]:
                 if isinstance(source, yaml.MappingNode):
                     self._merged(source, path)
 
@@ -171,7 +182,8 @@ class _Walker:
 def _key_text(node: yaml.Node) -> str:
     if isinstance(node, yaml.ScalarNode):
         return str(node.value)
-    return f"<{node.id} key at line {node.start_mark.line + 1}>"
+    kind = "mapping" if isinstance(node, yaml.MappingNode) else "sequence"
+    return f"<{kind} key at line {node.start_mark.line + 1}>"
 
 
 def show(value: Any) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pydantic
 
-from shared.categories import ErrorCategory
+from shared.categories import ERROR_CATEGORIES, ErrorCategory
 from shared.envelope import ToolError
 from shared.errors import (
     BusinessRuleViolation,
@@ -44,6 +44,9 @@ _TRANSIENT_CLASS_NAMES: Mapping[str, str] = {
     "BrokenResourceError": "connection_reset",
     "ClosedResourceError": "connection_reset",
     "EndOfStream": "connection_reset",
+    # requests' exceptions are OSErrors without an errno, not the builtin ConnectionError.
+    "ConnectionError": "unavailable",
+    "Timeout": "timeout",
 }
 
 _TRANSIENT_ERRNOS = frozenset(
@@ -68,6 +71,8 @@ def register_classifier(
     Registered mappings win over the built-in rules; the most specific class wins.
     """
     if isinstance(classifier, str):
+        if classifier not in ERROR_CATEGORIES:
+            raise ValueError(f"unknown error category {classifier!r}: one of {ERROR_CATEGORIES}")
         category: ErrorCategory = classifier
 
         def by_category(exc: BaseException) -> ToolError:
@@ -114,6 +119,8 @@ def _builtin(exc: BaseException) -> ToolError:
     if isinstance(exc, TimeoutError):
         return ToolError.of("transient", "timeout", _describe(exc, "timed out"))
     for klass in type(exc).__mro__:
+        if klass.__module__ == "builtins":
+            continue  # builtins are matched by type below, not by name
         kind = _TRANSIENT_CLASS_NAMES.get(klass.__name__)
         if kind is not None:
             return ToolError.of("transient", kind, _describe(exc))

@@ -48,7 +48,9 @@ class TokenCounter:
         tokens = self._enc.encode_ordinary(text)
         if len(tokens) <= max_tokens:
             return text, len(tokens)
-        cut: str = self._enc.decode(tokens[:max_tokens])
+        # errors="ignore" drops a multi-byte character cut in half instead of inserting
+        # U+FFFD, so the result stays a prefix of ``text``.
+        cut: str = self._enc.decode(tokens[:max_tokens], errors="ignore")
         # Decoding a cut can merge into fewer or split into more tokens; recount.
         n = self.count(cut)
         while n > max_tokens and cut:

@@ -63,9 +63,16 @@ def alternatives_for(
         out.append(f"check whether {tool} {_args(args)} took effect (idempotency key {key})")
         out.append(f"make {tool} idempotent on its idempotency key so it can be retried safely")
     elif trigger == "internal_error":
-        message = result.message if result is not None else detail.get("message", "")
-        target = tool or "the subagent"
-        out.append(f"report a bug in {target}: {message}")
+        if result is not None:
+            out.append(f"report a bug in {tool}: {result.message}")
+        else:
+            # No envelope: the bug is in the planner, the tool source or the loop, not in
+            # the last tool called, which only says where the subagent was.
+            where = f" (its last call was {tool})" if tool else ""
+            out.append(
+                f"report a bug in the subagent's planner or loop{where}: "
+                f"{detail.get('message', 'see the message')}"
+            )
         out += use_other
     elif trigger == "step_budget":
         out.append(f"raise max_steps above {spec.max_steps} for subtask {spec.id!r}")

@@ -132,12 +132,16 @@ async def _attempt_once(
     tool: Tool, args: dict[str, Any], ctx: CallContext, timeout: float | None, clock: Clock
 ) -> ToolResult:
     """One attempt: a success or a classified failure. Only cancellation escapes."""
+    scope: Any = None
     try:
-        with clock.fail_after(timeout):
+        with clock.fail_after(timeout) as scope:
             raw = await _call(tool, args, ctx)
     except Exception as exc:  # a tool failure is data; BaseException (cancellation) is not
         error = classify_exception(exc)
-        if isinstance(exc, TimeoutError) and error.error_type == "timeout" and timeout:
+        # Only our own limit gets the "timed out after Ns" message; a tool's own
+        # TimeoutError keeps its text.
+        ours = bool(getattr(scope, "cancelled_caught", False))
+        if isinstance(exc, TimeoutError) and error.error_type == "timeout" and timeout and ours:
             error = error.model_copy(
                 update={"message": f"{tool.name} timed out after {timeout:g}s"}
             )

@@ -242,11 +242,20 @@ async def run_subagent(
     last: Observation | None = None
     while True:
         action = run.planner.next_action(last)
-        if action is None:
-            break
-        if isinstance(action, FinishAction):
-            if action.text:
+        if action is None or isinstance(action, FinishAction):
+            if isinstance(action, FinishAction) and action.text:
                 run.findings.append(Finding(tool="finish", data=action.text))
+            if last is not None and last.result.category == "validation":
+                # Giving up on a refused call is no correction (DESIGN §3); ending quietly
+                # would report a failure as "nothing there".
+                run.escalate(
+                    "no_progress",
+                    f"{last.action.tool}: no correction for {last.result.field}: "
+                    f"{last.result.message}",
+                    result=last.result,
+                    call=last.action,
+                    detail={"step": last.action.step},
+                )
             break
         if isinstance(action, EscalateAction):
             run.escalate(action.trigger, action.message or f"the plan asks: {action.trigger}")

@@ -22,9 +22,8 @@ async def test_anyio_clock_fail_after_raises_timeout() -> None:
     """fail_after raises TimeoutError after exactly its seconds; None means no limit."""
     clock = AnyioClock()
     start = clock.now()
-    with pytest.raises(TimeoutError):
-        with clock.fail_after(30):
-            await clock.sleep(100)
+    with pytest.raises(TimeoutError), clock.fail_after(30):
+        await clock.sleep(100)
     assert clock.now() - start == 30
     with clock.fail_after(None):
         await clock.sleep(1000)

@@ -50,13 +50,15 @@ def test_truncate_cuts_to_the_budget() -> None:
 
 
 def test_truncate_never_exceeds_the_budget_on_multibyte_text() -> None:
-    """Cutting through multi-byte characters still yields at most max_tokens tokens."""
+    """Cutting through multi-byte characters yields a clean prefix of at most max_tokens."""
     counter = TokenCounter()
     text = "電池の固体電解質は" * 30
     for budget in (1, 3, 7, 20):
         cut, n = counter.truncate(text, budget)
         assert n <= budget
         assert n == counter.count(cut)
+        assert "\ufffd" not in cut
+        assert text.startswith(cut)
 
 
 NO_NETWORK_SCRIPT = textwrap.dedent(

@@ -23,6 +23,9 @@ from shared import (
 )
 from subagents import CallContext, ExecEvent, RetryPolicy, Tool, ToolOutput, execute_tool_safely
 
+HANG = object()
+"""A scripted outcome that never answers: the attempt's timeout decides what it costs."""
+
 NO_JITTER = RetryPolicy(max_attempts=4, initial_backoff_s=0.5, multiplier=2, jitter="none")
 
 
@@ -74,6 +77,8 @@ class Script:
         try:
             outcome = self.outcomes[min(len(self.calls), len(self.outcomes)) - 1]
             await anyio.sleep(self.latency)
+            if outcome is HANG:
+                await anyio.sleep_forever()
             if isinstance(outcome, BaseException):
                 raise outcome
             return outcome
@@ -188,7 +193,8 @@ async def test_valid_empty_result_is_ok_and_empty(data: Any) -> None:
 async def test_non_empty_and_partial_results() -> None:
     """Data is not empty; ToolOutput(complete=False) marks a partial result that is ok."""
     full = await _call(_tool(Script({"results": ["a"]})))
-    assert (full.ok, full.empty, full.complete, full.data) == (True, False, True, {"results": ["a"]})
+    assert (full.ok, full.empty, full.complete) == (True, False, True)
+    assert full.data == {"results": ["a"]}
     partial = await _call(_tool(Script(ToolOutput({"page": 1, "of": 3}, complete=False))))
     assert (partial.ok, partial.empty, partial.complete) == (True, False, False)
     assert partial.data == {"page": 1, "of": 3}
@@ -262,7 +268,7 @@ async def test_max_total_stops_further_attempts_end_to_end() -> None:
     policy = RetryPolicy(
         max_attempts=10, initial_backoff_s=1, multiplier=2, jitter="none", max_total_s=40
     )
-    script = Script(None, latency=100)
+    script = Script(HANG)
     start = anyio.current_time()
     result = await _call(_tool(script), retry=policy)
     # Attempt 1: 0–30, wait 1, attempt 2: 31–61; attempt 3 would start at 63 > 40.
@@ -316,7 +322,7 @@ async def test_retry_after_header_as_http_date_is_honoured() -> None:
 @pytest.mark.anyio
 async def test_timeout_is_transient_and_costs_exactly_the_timeout() -> None:
     """An attempt that outlives its timeout is cut at exactly the timeout: transient timeout."""
-    script = Script({"results": ["late"]}, latency=100)
+    script = Script(HANG)
     start = anyio.current_time()
     result = await _call(_tool(script, name="slow_search"), timeout=30)
     assert result.ok is False
@@ -333,7 +339,7 @@ async def test_timeout_is_transient_and_costs_exactly_the_timeout() -> None:
 async def test_each_timed_out_attempt_costs_the_timeout() -> None:
     """Retried timeouts each cost exactly the timeout, plus the backoff between them."""
     policy = RetryPolicy(max_attempts=3, initial_backoff_s=0.5, multiplier=2, jitter="none")
-    script = Script(None, latency=100)
+    script = Script(HANG)
     start = anyio.current_time()
     result = await _call(_tool(script), retry=policy, timeout=30)
     assert result.attempts == 3 == script.runs
@@ -347,24 +353,24 @@ async def test_each_timed_out_attempt_costs_the_timeout() -> None:
 @pytest.mark.anyio
 async def test_fractional_timeout_in_the_message() -> None:
     """The timeout message shows a fractional timeout as given."""
-    result = await _call(_tool(Script(None, latency=1), name="t"), timeout=0.5)
+    result = await _call(_tool(Script(HANG), name="t"), timeout=0.5)
     assert result.message == "t timed out after 0.5s"
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    ("outcome", "error_type", "latency"),
+    ("outcome", "error_type"),
     [
-        pytest.param(None, "timeout", 100, id="timeout"),
-        pytest.param(ConnectionResetError("reset mid-request"), "connection_reset", 0,
+        pytest.param(HANG, "timeout", id="timeout"),
+        pytest.param(ConnectionResetError("reset mid-request"), "connection_reset",
                      id="connection-reset"),
     ],
 )
 async def test_non_idempotent_side_effect_failure_leaves_unknown_state(
-    outcome: Any, error_type: str, latency: float
+    outcome: Any, error_type: str
 ) -> None:
     """A non-idempotent side-effect tool whose effect may have happened is tried once only."""
-    script = Script(outcome, {"booked": True}, latency=latency)
+    script = Script(outcome, {"booked": True})
     tool = _tool(script, name="book_flight", side_effects=True, idempotent=False)
     result = await _call(tool, retry=NO_JITTER)
     assert script.runs == 1
@@ -401,18 +407,10 @@ async def test_non_idempotent_side_effect_refusal_is_retried(refusal: Exception)
 @pytest.mark.anyio
 async def test_idempotent_side_effect_tool_is_retried_with_one_key() -> None:
     """An idempotent side-effect tool that times out is retried with the same key each time."""
-    script = Script(None, None, {"charged": True})
-    script.latency = 0
-    slow_twice = Script(None, latency=100)
-
-    async def body(query: str, ctx: CallContext) -> Any:
-        if ctx.attempt <= 2:
-            return await slow_twice(query, ctx)
-        return await script(query, ctx)
-
-    tool = Tool.from_function(body, name="charge", side_effects=True, idempotent=True)
+    script = Script(HANG, HANG, {"charged": True})
+    tool = _tool(script, name="charge", side_effects=True, idempotent=True)
     result = await _call(tool, retry=NO_JITTER, trace_id="tr_000000000001", scope="billing")
-    calls = slow_twice.calls + script.calls
+    calls = script.calls
     assert result.ok
     assert result.attempts == 3
     assert [c.attempt for c in calls] == [1, 2, 3]
@@ -455,13 +453,16 @@ async def test_permission_and_business_errors_are_attempted_once(exc: Exception)
     assert anyio.current_time() == start
 
 
-async def search(query: str, limit: Annotated[int, Field(ge=1, le=20)] = 5) -> list[str]:
-    """A hint-built tool for validation tests."""
-    SEARCH_RUNS.append(query)
-    return [query] * limit
+def _search_tool(runs: list[str]) -> Tool:
+    """A hint-built tool that records each execution in ``runs``."""
+
+    async def search(query: str, limit: Annotated[int, Field(ge=1, le=20)] = 5) -> list[str]:
+        runs.append(query)
+        return [query] * limit
+
+    return Tool.from_function(search)
 
 
-SEARCH_RUNS: list[str] = []
 PATENT_PARAMS = {
     "since": {"type": "string", "pattern": "^[0-9]{4}-(0[1-9]|1[0-2])-[0-9]{2}$"},
     "limit": {"type": "integer", "minimum": 1, "maximum": 20, "required": False},
@@ -489,20 +490,17 @@ async def test_validation_rejects_before_the_body_runs(
     use_hints: bool, args: dict[str, Any], field: str, expected_part: str
 ) -> None:
     """Bad arguments give a validation envelope naming field and expectation; no body runs."""
-    script = Script({"results": ["never"]})
+    runs: list[str] = []
 
     async def patents(since: str, limit: int = 5) -> list[str]:
-        script.calls.append(CallContext("patent_db", 0, "", ""))
+        runs.append(since)
         return []
 
-    SEARCH_RUNS.clear()
-    tool = (
-        Tool.from_function(search) if use_hints else Tool.from_schema("patent_db", patents,
-                                                                      PATENT_PARAMS)
-    )
+    tool = _search_tool(runs) if use_hints else Tool.from_schema("patent_db", patents,
+                                                                  PATENT_PARAMS)
     start = anyio.current_time()
     result = await _call(tool, args, retry=NO_JITTER)
-    assert SEARCH_RUNS == [] and script.runs == 0
+    assert runs == []
     assert result.ok is False
     assert result.category == "validation"
     assert result.field == field
@@ -518,11 +516,11 @@ async def test_validation_rejects_before_the_body_runs(
 @pytest.mark.anyio
 async def test_valid_arguments_reach_the_body_coerced() -> None:
     """Arguments that pass validation reach the body with defaults filled in."""
-    SEARCH_RUNS.clear()
-    result = await _call(Tool.from_function(search), {"query": "cells"})
+    runs: list[str] = []
+    result = await _call(_search_tool(runs), {"query": "cells"})
     assert result.ok
     assert result.data == ["cells"] * 5
-    assert SEARCH_RUNS == ["cells"]
+    assert runs == ["cells"]
 
 
 @pytest.mark.anyio

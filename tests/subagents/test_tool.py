@@ -145,3 +145,16 @@ def test_from_schema_accepts_json_schema_and_detects_ctx() -> None:
     assert tool.schema == schema
     assert tool.wants_context is True
     assert tool.prepare_args({"q": "x"}) == {"q": "x"}
+
+
+class AsyncBody:
+    """A tool body that is an object with an async ``__call__``."""
+
+    async def __call__(self, q: str) -> str:
+        return q
+
+
+def test_an_object_with_async_call_is_an_async_body() -> None:
+    """A callable object whose __call__ is async is awaited, not run in a worker thread."""
+    assert Tool.from_schema("t", AsyncBody(), {"q": {"type": "string"}}).is_async is True
+    assert Tool.from_schema("t", search, {"q": {"type": "string"}}).is_async is False

@@ -1,0 +1,64 @@
+"""The scenario library in scenarios/: every file validates, replays and meets its expect."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from coordinator.loader import load_scenario, scenario_json_schema
+from coordinator.replay import replay, scenario_files
+from shared.categories import ERROR_CATEGORIES, TRIGGERS
+
+LIBRARY = Path(__file__).resolve().parents[2] / "scenarios"
+# Live jobs (real MCP servers) are run by `fanout run`, not replayed.
+FILES = [f for f in scenario_files([LIBRARY]) if "live" not in f.parts]
+
+
+def test_library_is_substantial() -> None:
+    """The library holds at least 15 scenarios, each with an expect block and a description."""
+    assert len(FILES) >= 15
+    for file in FILES:
+        scenario = load_scenario(file)
+        assert scenario.expect is not None, file.name
+        assert len(scenario.description) > 20, file.name
+
+
+@pytest.mark.parametrize("file", [pytest.param(f, id=f.stem) for f in FILES])
+def test_scenario_meets_its_expect(file: Path) -> None:
+    """Replaying the scenario in virtual time gives the report its expect block describes."""
+    result = replay(load_scenario(file))
+    assert result.passed, [m.model_dump() for m in result.mismatches]
+
+
+@pytest.mark.parametrize("file", [pytest.param(f, id=f.stem) for f in FILES])
+def test_scenario_validates_against_the_json_schema(file: Path) -> None:
+    """The file is valid under `fanout schema`, so editors can check it as people type."""
+    jsonschema.validate(yaml.safe_load(file.read_text()), scenario_json_schema())
+
+
+def test_library_teaches_every_category_and_trigger() -> None:
+    """Across the library every error category and every trigger appears in some gap."""
+    categories: set[str] = set()
+    triggers: set[str] = set()
+    for file in FILES:
+        report = replay(load_scenario(file)).report
+        for gap in report["gaps"]:
+            if gap["errorCategory"]:
+                categories.add(gap["errorCategory"])
+            triggers.add(gap["trigger"])
+            if gap.get("original_trigger"):
+                triggers.add(gap["original_trigger"])
+    assert set(ERROR_CATEGORIES) <= categories
+    assert set(TRIGGERS) <= triggers
+
+
+def test_demo_scenario_is_a_flagship() -> None:
+    """research_demo.yaml has at least 8 subtasks and mixed outcomes."""
+    scenario = load_scenario(LIBRARY / "research_demo.yaml")
+    assert len(scenario.job.subtasks) >= 8
+    report = replay(scenario).report
+    statuses = {s["status"] for s in report["subtasks"]}
+    assert {"complete", "gap"} <= statuses or {"complete", "partial"} <= statuses

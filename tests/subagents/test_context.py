@@ -1,0 +1,141 @@
+"""A subagent's context: counted once, truncated to the tool budget, compacted with pins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared import TokenCounter, ToolError, ToolResult
+from subagents.context import Context, summarize
+
+
+class CountingCounter(TokenCounter):
+    """A token counter that remembers every text it was asked to count."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counted: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.counted.append(text)
+        return super().count(text)
+
+
+def _ok(tool: str, items: int = 2, words: int = 1) -> ToolResult:
+    data = {"results": [" ".join(["word"] * words)] * items}
+    return ToolResult.success(tool, data, trace_id=f"tr_{tool}")
+
+
+def _failed(tool: str, category: Any, **details: Any) -> ToolResult:
+    error = ToolError.of(category, "e", f"{tool}: {category} failure", **details)
+    return ToolResult.failure(tool, error, trace_id=f"tr_{tool}")
+
+
+def _fresh_total(context: Context) -> int:
+    counter = TokenCounter()
+    return sum(counter.count(m.text) for m in context.messages)
+
+
+def test_each_message_is_counted_once() -> None:
+    """Adding messages and running the gate counts each message's text exactly once."""
+    counter = CountingCounter()
+    context = Context(
+        "solid-state batteries", window=16000, active_tool_budget=2000, counter=counter
+    )
+    for i in range(5):
+        context.add_call(f"tool{i}", {"query": f"q{i}"})
+        context.gate()
+        context.add_result(_ok(f"tool{i}"))
+        context.gate()
+    assert len(counter.counted) == len(context.messages) == 11
+    assert counter.counted == [m.text for m in context.messages]
+    assert context.tokens == sum(m.tokens for m in context.messages) == _fresh_total(context)
+
+
+def test_a_large_result_enters_truncated_to_the_tool_budget() -> None:
+    """A result over active_tool_budget is cut to that many tokens; smaller ones are whole."""
+    context = Context("q", window=16000, active_tool_budget=100)
+    big = _ok("web_search", items=20, words=20)
+    small = _ok("web_search")
+    context.add_result(big)
+    context.add_result(small)
+    cut, whole = context.messages[1], context.messages[2]
+    assert cut.tokens <= 100 < TokenCounter().count(big.to_json())
+    assert big.to_json().startswith(cut.text)
+    assert whole.text == small.to_json()
+    assert context.tokens == _fresh_total(context)
+
+
+def test_compaction_keeps_query_pins_and_the_newest_result() -> None:
+    """Every unpinned result but the newest becomes a summary; pins and the query stay."""
+    context = Context("battery patents since 2024", window=16000, active_tool_budget=2000)
+    results = [
+        _ok("web_search", items=5, words=30),
+        _failed("patent_db", "validation", field="since", expected="a date"),
+        _ok("news", items=3, words=30),
+        _failed("patent_db", "permission"),
+        _ok("web_search", items=4, words=30),
+    ]
+    for r in results:
+        context.add_call(r.tool, {})
+        context.add_result(r)
+    before = context.tokens
+    freed = context.compact()
+    kinds = [(m.kind, m.tool) for m in context.messages]
+    assert context.messages[0].kind == "query"
+    assert context.messages[0].text == "battery patents since 2024"
+    assert kinds[2::2] == [
+        ("summary", "web_search"),
+        ("result", "patent_db"),
+        ("summary", "news"),
+        ("result", "patent_db"),
+        ("result", "web_search"),
+    ]
+    assert context.messages[-1].text == results[-1].to_json()
+    assert context.messages[4].text == results[1].to_json()
+    assert context.messages[8].text == results[3].to_json()
+    assert freed > 0 and context.tokens == before - freed == _fresh_total(context)
+    assert context.compactions == 1
+
+
+def test_summary_names_the_tool_the_outcome_and_the_items() -> None:
+    """A compacted result leaves the tool, ok/empty/partial or the category, and an item count."""
+    partial = ToolResult.success("news", [1, 2, 3], trace_id="t", complete=False)
+    assert summarize(_ok("web_search", items=4)) == "[compacted] web_search: ok, 4 items"
+    assert summarize(partial) == "[compacted] news: ok, partial, 3 items"
+    assert "transient" in summarize(_failed("news", "transient"))
+
+
+def test_ensure_room_compacts_when_the_margin_is_short() -> None:
+    """When the margin is short the gate compacts once and lets the next call go."""
+    context = Context("q", window=3000, active_tool_budget=400)
+    for _ in range(10):
+        context.add_call("web_search", {})
+        context.add_result(_ok("web_search", items=10, words=25))
+        if context.gate().decision == "compact_before_next_tool":
+            break
+    else:
+        pytest.fail("the context never reached the margin")
+    decision = context.ensure_room()
+    assert decision.decision == "continue"
+    assert context.compactions == 1
+    assert decision.remaining_tokens >= decision.required_margin
+
+
+@pytest.mark.parametrize(
+    ("query", "window", "budget"),
+    [
+        pytest.param("q", 10, 8000, id="tool-budget-larger-than-window"),
+        pytest.param("word " * 200, 100, 0, id="query-longer-than-window"),
+    ],
+)
+def test_ensure_room_fails_when_compaction_cannot_help(
+    query: str, window: int, budget: int
+) -> None:
+    """A window with no margin stays short after compaction: the decision is to stop."""
+    context = Context(query, window=window, active_tool_budget=budget)
+    decision = context.ensure_room()
+    assert decision.decision == "compact_before_next_tool"
+    assert decision.remaining_tokens < decision.required_margin
+    assert context.messages[0].text == query
