@@ -18,7 +18,7 @@ import anyio
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Decision, assemble_report
 from coordinator.routing import RoutingTable
-from shared.clock import AnyioClock, Clock
+from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
 from shared.ids import RandomTraceIds, TraceIds
 from subagents.loop import (
@@ -91,6 +91,8 @@ async def run_job(
     on_result: ResultHook | None = None,
     planner_factory: PlannerFactory | None = None,
     runs: Mapping[str, SubagentRun] | None = None,
+    checkpoint: Callable[[SubagentRun], None] | None = None,
+    elapsed_offset: float = 0.0,
 ) -> CoverageReport:
     """Run ``job`` to a coverage report; never raises for a failure inside the job.
 
@@ -104,15 +106,18 @@ async def run_job(
         handler: receives the escalations routed ``escalate``.
         on_result: awaited with each subagent's result before the coordinator counts it.
         planner_factory: a planner per subtask (the scripted plan by default).
-        runs: existing subagent states to continue (a resumed run).
+        runs: existing subagent states to continue (a resumed run): finished ones are
+            counted as they are, unfinished ones continue their round.
+        checkpoint: called with a subagent's state after each logical call it survives.
+        elapsed_offset: the job time already spent (a resumed run continues from it);
+            every time in the report is seconds since the job started.
     """
-    clock = clock or AnyioClock()
+    clock = JobClock(clock or AnyioClock(), offset=elapsed_offset)
     source: ToolSource = StaticTools(tools) if isinstance(tools, Mapping) else tools
     trace_ids = trace_ids or RandomTraceIds()
     handler = handler or RecordingHandler()
     table = RoutingTable(job.routing)
-    start = clock.now()
-    deadline = None if job.deadline_s is None else start + job.deadline_s
+    deadline = job.deadline_s
     states: dict[str, SubagentRun] = dict(runs or {})
     for spec in job.subtasks:
         if spec.id not in states:
@@ -133,6 +138,7 @@ async def run_job(
                 clock=clock,
                 trace_ids=trace_ids,
                 observer=observer,
+                checkpoint=checkpoint,
             )
         except Exception as exc:  # a bug in a planner, tool source or loop: isolate it
             run.ended_s = clock.now()
@@ -173,24 +179,26 @@ async def run_job(
                     await on_result(result)
                 results[run.spec.id] = result
 
-    pending = [states[s.id] for s in job.subtasks if not states[s.id].finished]
-    if pending:
-        await round_of(pending)
+    def retry_later(run: SubagentRun) -> bool:
+        esc = run.escalation
+        return esc is not None and run.rounds < 2 and table.route(esc).route == "retry_later"
+
+    first = [states[s.id] for s in job.subtasks if states[s.id].rounds < 2]
+    first = [r for r in first if not r.finished]
+    if first:
+        await round_of(first)
+    # A resumed run may have been cut inside the retry round: those continue in it.
     retry = [
         states[s.id]
         for s in job.subtasks
-        if (esc := states[s.id].escalation) is not None
-        and states[s.id].rounds < 2
-        and table.route(esc).route == "retry_later"
+        if retry_later(states[s.id]) or (states[s.id].rounds == 2 and not states[s.id].finished)
     ]
     if retry and (deadline is None or clock.now() < deadline):
         await round_of(retry)
     for s in job.subtasks:
         if s.id not in results:
             results[s.id] = states[s.id].result()
-    report = assemble_report(
-        job, [_since(results[s.id], start) for s in job.subtasks], elapsed_s=clock.now() - start
-    )
+    report = assemble_report(job, [results[s.id] for s in job.subtasks], elapsed_s=clock.now())
     decisions: list[Decision] = []
     for escalation in report.escalations:
         choice = await handler.handle(escalation)
@@ -199,18 +207,3 @@ async def run_job(
     if decisions:
         report = report.model_copy(update={"decisions": decisions})
     return report
-
-
-def _since(result: SubagentResult, start: float) -> SubagentResult:
-    """``result`` with its times in seconds since the job started, like ``elapsed_s``.
-
-    The loop stamps times on the clock's own scale (on asyncio, the loop's monotonic
-    clock), which means nothing in a report and differs between two runs of one job.
-    """
-
-    def rebase(t: float | None) -> float | None:
-        return None if t is None else round(t - start, 9)
-
-    return result.model_copy(
-        update={"started_s": rebase(result.started_s), "ended_s": rebase(result.ended_s)}
-    )

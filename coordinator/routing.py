@@ -25,6 +25,7 @@ _TRIGGER_ROUTES: Final[Mapping[Trigger, Route]] = {
     "context_budget": "gap",
     "deadline": "gap",
     "incomplete_data": "gap",
+    "interrupted": "gap",
 }
 
 

@@ -32,6 +32,7 @@ Trigger = Literal[
     "deadline",
     "incomplete_data",
     "internal_error",
+    "interrupted",
 ]
 """The concrete condition that ended a subagent's work; never a self-rated confidence."""
 

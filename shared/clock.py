@@ -78,3 +78,30 @@ def run_in_virtual_time(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     return anyio.run(
         fn, *args, backend="trio", backend_options={"clock": MockClock(autojump_threshold=0)}
     )
+
+
+class JobClock:
+    """A clock that reads seconds since a job started (plus ``offset`` for a resumed run).
+
+    Reports, traces and deadlines use it so times mean the same on any backend.
+    """
+
+    def __init__(self, base: Clock, *, offset: float = 0.0) -> None:
+        self.base = base
+        self._origin = base.now() - offset
+
+    def now(self) -> float:
+        """Seconds since the job started, to the nanosecond."""
+        return round(self.base.now() - self._origin, 9)
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep on the base clock."""
+        await self.base.sleep(seconds)
+
+    def fail_after(self, seconds: float | None) -> AbstractContextManager[Any]:
+        """The base clock's timeout scope."""
+        return self.base.fail_after(seconds)
+
+    def move_on_after(self, seconds: float | None) -> AbstractContextManager[Any]:
+        """The base clock's cancel scope."""
+        return self.base.move_on_after(seconds)

@@ -41,3 +41,11 @@ class SeededTraceIds:
         self._counters[scope] = n
         digest = hashlib.blake2b(f"{self._seed}/{scope}/{n}".encode(), digest_size=6)
         return "tr_" + digest.hexdigest()
+
+    def position(self, scope: str) -> int:
+        """How many ids ``scope`` has drawn (for checkpoints)."""
+        return self._counters.get(scope, 0)
+
+    def set_position(self, scope: str, n: int) -> None:
+        """Continue ``scope`` after ``n`` ids (restoring a checkpoint)."""
+        self._counters[scope] = n

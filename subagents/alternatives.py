@@ -87,6 +87,8 @@ def alternatives_for(
         out.append("resume the run, or raise the job's deadline_s")
     elif trigger == "incomplete_data":
         out.append(f"fetch the remaining pages from {tool}")
+    elif trigger == "interrupted":
+        out.append("resume the run with `fanout resume RUN_ID`; finished subtasks are kept")
     elif trigger == "human_request":
         out.append(f"answer the subagent's question for subtask {spec.id!r}")
     return out

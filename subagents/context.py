@@ -112,6 +112,7 @@ class Context:
         """Summarise every unpinned result but the newest; return the tokens freed."""
         results = [i for i, m in enumerate(self.messages) if m.kind == "result"]
         freed = 0
+        replaced = False
         for i in results[:-1]:
             message = self.messages[i]
             if message.pinned:
@@ -120,7 +121,9 @@ class Context:
             freed += message.tokens - n
             self.counter.total -= message.tokens - n
             self.messages[i] = Message("summary", message.summary, n, tool=message.tool)
-        self.compactions += 1
+            replaced = True
+        if replaced:
+            self.compactions += 1
         return freed
 
     def ensure_room(self) -> ContextDecision:

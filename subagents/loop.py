@@ -93,6 +93,10 @@ class SubagentRun:
     state: SubagentState = "queued"
     started_s: float | None = None
     ended_s: float | None = None
+    # Set on a run restored from a checkpoint taken mid-round: the loop continues the
+    # round (rounds is not counted again) from the observation it had last.
+    resuming: bool = False
+    pending: Observation | None = None
 
     @classmethod
     def for_subtask(
@@ -202,15 +206,25 @@ async def run_subagent(
     clock: Clock,
     trace_ids: TraceIds | None = None,
     observer: ProgressObserver | None = None,
+    checkpoint: Callable[[SubagentRun], None] | None = None,
 ) -> SubagentResult:
     """Run (or resume) one subagent until it finishes or escalates.
+
+    ``checkpoint`` is called after every logical call whose outcome lets the subagent go
+    on, with its state complete enough to continue from there after a crash.
 
     Called again on the same ``run`` it resumes at the step that failed, with its
     findings, step count and context kept (the coordinator's retry round).
     """
     trace_ids = trace_ids or RandomTraceIds()
     spec = run.spec
-    run.rounds += 1
+    last: Observation | None = None
+    if run.resuming:
+        run.resuming = False
+        last = run.pending
+    else:
+        run.rounds += 1
+    run.pending = None
     run.escalation = None
     if run.started_s is None:
         run.started_s = clock.now()
@@ -238,8 +252,12 @@ async def run_subagent(
             result=event.result,
         )
 
+    def saved(observation: Observation) -> None:
+        run.pending = observation
+        if checkpoint is not None:
+            checkpoint(run)
+
     set_state("running")
-    last: Observation | None = None
     while True:
         action = run.planner.next_action(last)
         if action is None or isinstance(action, FinishAction):
@@ -297,8 +315,10 @@ async def run_subagent(
             run.findings.append(Finding.from_result(result, action.args))
             if not result.complete and run.incomplete_tool is None:
                 run.incomplete_tool = action.tool
+            saved(last)
             continue
         if result.category == "validation":
+            saved(last)
             continue
         trigger = trigger_for(result)
         run.escalate(trigger, result.message or trigger, result=result, call=action)

@@ -45,6 +45,20 @@ class SimulatedTools:
         """The tools as one subtask sees them (its own counters)."""
         return {name: self._tool(name, spec, subtask_id) for name, spec in self.specs.items()}
 
+    def snapshot(self, subtask_id: str) -> list[list[Any]]:
+        """One subtask's response counters, as JSON-ready [tool, rule, count] triples."""
+        return [
+            [tool, rule, n] for (sid, tool, rule), n in sorted(self.counters.items())
+            if sid == subtask_id
+        ]
+
+    def restore(self, subtask_id: str, counters: list[list[Any]]) -> None:
+        """Continue one subtask's counters from a :meth:`snapshot`."""
+        for key in [k for k in self.counters if k[0] == subtask_id]:
+            del self.counters[key]
+        for tool, rule, n in counters:
+            self.counters[(subtask_id, str(tool), int(rule))] = int(n)
+
     def _tool(self, name: str, spec: SimToolSpec, subtask_id: str) -> Tool:
         async def body(ctx: CallContext, **args: Any) -> Any:
             response = self._next_response(name, spec, subtask_id, args)

@@ -1,0 +1,105 @@
+"""Saving a subagent's state as JSON and restoring it, so a killed run can resume.
+
+A checkpoint holds everything the loop needs to go on exactly as it would have:
+the planner's position, findings, counters, the context's messages, the jitter
+stream's state and the observation it had last.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from shared.envelope import Finding, ToolResult
+from shared.escalation import Escalation
+from subagents.context import Context, Message
+from subagents.loop import SubagentRun
+from subagents.planner import CallAction, Observation, Planner, ScriptedPlanner
+from subagents.spec import SubtaskSpec
+
+CHECKPOINT_VERSION = 1
+
+
+def _action(a: CallAction | None) -> dict[str, Any] | None:
+    return None if a is None else {"tool": a.tool, "args": a.args, "step": a.step}
+
+
+def _unaction(d: dict[str, Any] | None) -> CallAction | None:
+    return None if d is None else CallAction(d["tool"], dict(d["args"]), int(d["step"]))
+
+
+def snapshot_run(run: SubagentRun) -> dict[str, Any]:
+    """The run's state as JSON-ready data."""
+    snap = getattr(run.planner, "snapshot", None)
+    version, internal, gauss = run.rng.getstate()
+    pending = run.pending
+    return {
+        "version": CHECKPOINT_VERSION,
+        "subtask_id": run.spec.id,
+        "planner": snap() if callable(snap) else None,
+        "findings": [f.model_dump(mode="json") for f in run.findings],
+        "escalation": None if run.escalation is None else run.escalation.to_wire(),
+        "incomplete_tool": run.incomplete_tool,
+        "attempts": run.attempts,
+        "steps": run.steps,
+        "rounds": run.rounds,
+        "trace_ids": list(run.trace_ids),
+        "last_call": _action(run.last_call),
+        "state": run.state,
+        "started_s": run.started_s,
+        "ended_s": run.ended_s,
+        "pending": None
+        if pending is None
+        else {"action": _action(pending.action), "result": pending.result.to_wire()},
+        "rng": [version, list(internal), gauss],
+        "context": {
+            "compactions": run.context.compactions,
+            "messages": [
+                [m.kind, m.text, m.tokens, m.pinned, m.tool, m.summary]
+                for m in run.context.messages
+            ],
+        },
+    }
+
+
+def restore_run(
+    spec: SubtaskSpec, state: dict[str, Any], *, planner: Planner | None = None
+) -> SubagentRun:
+    """A SubagentRun that continues from ``state`` (see :func:`snapshot_run`)."""
+    if state.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(f"checkpoint version {state.get('version')} is not supported")
+    planner = planner or ScriptedPlanner(list(spec.plan))
+    restore = getattr(planner, "restore", None)
+    if state.get("planner") is not None and callable(restore):
+        restore(state["planner"])
+    context = Context(
+        spec.query, window=spec.context_window, active_tool_budget=spec.active_tool_budget
+    )
+    context.messages = [Message(*m) for m in state["context"]["messages"]]
+    context.counter.total = sum(m.tokens for m in context.messages)
+    context.compactions = int(state["context"]["compactions"])
+    rng = random.Random()
+    version, internal, gauss = state["rng"]
+    rng.setstate((version, tuple(internal), gauss))
+    run = SubagentRun(spec=spec, planner=planner, context=context, rng=rng)
+    run.findings = [Finding.model_validate(f) for f in state["findings"]]
+    if state["escalation"] is not None:
+        run.escalation = Escalation.model_validate(state["escalation"])
+    run.incomplete_tool = state["incomplete_tool"]
+    run.attempts = int(state["attempts"])
+    run.steps = int(state["steps"])
+    run.rounds = int(state["rounds"])
+    run.trace_ids = list(state["trace_ids"])
+    run.last_call = _unaction(state["last_call"])
+    run.started_s = state["started_s"]
+    run.ended_s = state["ended_s"]
+    run.state = state["state"]
+    pending = state["pending"]
+    if pending is not None:
+        action = _unaction(pending["action"])
+        assert action is not None
+        run.pending = Observation(action, ToolResult.model_validate(pending["result"]))
+    if not run.finished:
+        # Taken mid-round: continue that round from the pending observation.
+        run.resuming = True
+    return run
