@@ -15,6 +15,7 @@ from coordinator.report import CoverageReport
 from coordinator.scenario import Scenario
 from shared.clock import AnyioClock, Clock, run_in_virtual_time
 from shared.ids import SeededTraceIds
+from shared.tokens import TokenCounter
 from subagents.loop import ProgressObserver
 from subagents.simulated import SimulatedTools
 
@@ -82,8 +83,15 @@ def replay(scenario: Scenario) -> ScenarioResult:
     )
 
 
+async def _noop() -> None:
+    return None
+
+
 def replay_all(scenarios: Sequence[Scenario]) -> ReplaySummary:
     """Replay every scenario, in order."""
+    # Load the encoding and the trio backend once, outside any scenario's timing.
+    TokenCounter()
+    run_in_virtual_time(_noop)
     results = [replay(s) for s in scenarios]
     passed = sum(r.passed for r in results)
     return ReplaySummary(passed=passed, failed=len(results) - passed, scenarios=results)

@@ -345,7 +345,9 @@ class RunRecorder:
 
         await anyio.to_thread.run_sync(self._writer.submit_and_wait, op)
 
-    async def finish(self, report: dict[str, Any], escalations: list[tuple[str, str, str]]) -> None:
+    async def finish(
+        self, report: dict[str, Any], escalations: Sequence[tuple[str, str, str]]
+    ) -> None:
         """Record the final report and its escalations; the run is finished."""
         run_id = self.run_id
 
