@@ -60,7 +60,8 @@ code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", "Liberation Mono", 
   margin: 0 2px; }
 svg.timeline { display:block; font-family: inherit; }
 svg.timeline .band { fill: transparent; }
-svg.timeline .row:nth-child(even) .band { fill: #f8f9fa; }
+svg.timeline .band.alt { fill: #f8f9fa; }
+svg.timeline .attempt { stroke: #fff; stroke-width: 1; }
 svg.timeline .grid { stroke: #e9ecef; stroke-width: 1; }
 svg.timeline .end { stroke: #495057; stroke-width: 1.5; stroke-dasharray: 4 3; }
 svg.timeline .resume { stroke: #1c7ed6; stroke-width: 2; stroke-dasharray: 2 3; }
@@ -82,6 +83,9 @@ th { text-align:left; font-size: 12px; text-transform: uppercase; letter-spacing
   color: var(--muted); border-bottom: 2px solid var(--line); padding: 6px 8px; }
 td { border-bottom: 1px solid var(--line); padding: 8px; vertical-align: top; }
 td ul { margin: 0; padding-left: 18px; }
+table.gaps { table-layout: fixed; }
+table.gaps td { overflow-wrap: anywhere; }
+table.gaps td.mono { font-size: 12px; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .pill { display:inline-block; padding: 1px 8px; border-radius: 6px; font-size: 12.5px;
   font-weight:600; background:#f1f3f5; white-space: nowrap; }

@@ -238,6 +238,9 @@ def timeline_svg(report: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
            '<line x1="0" y1="0" x2="0" y2="6" stroke="#f76707" stroke-width="2.2"/>'
            '</pattern></defs>']
     bottom = height - 8
+    # Row bands and labels first, so the grid and the end line are drawn over the bands.
+    for i, row in enumerate(rows):
+        out.append(_label_svg(row, _AXIS_H + i * _ROW_H, width, alt=i % 2 == 1))
     n_ticks = round(horizon / step)
     for i in range(n_ticks + 1):
         t = i * step
@@ -267,21 +270,26 @@ def _session_starts(events: Sequence[Mapping[str, Any]]) -> list[float]:
     return sorted(firsts.values())[1:]
 
 
-def _row_svg(row: _Row, top: float, x: Any, width: float) -> str:
+def _label_svg(row: _Row, top: float, width: float, *, alt: bool) -> str:
     s = row.subtask
-    sid = _text(s.get("id"))
     mid = top + _ROW_H / 2
-    bar_y = mid - _BAR_H / 2
     status = str(s.get("status", ""))
     detail = f"{status} · {s.get('attempts', 0)} attempt(s)"
     if int(s.get("rounds") or 0) > 1:
         detail += f" · {s.get('rounds')} rounds"
-    parts = [f'<g class="row" data-subtask="{sid}">',
-             f'<rect class="band" x="0" y="{top:.1f}" width="{width}" height="{_ROW_H}"/>',
-             f'<text class="sid" x="12" y="{mid - 3:.1f}">{sid}<title>{_text(s.get("query", ""))}'
-             '</title></text>',
-             f'<circle cx="{_LABEL_W - 14}" cy="{mid - 7:.1f}" r="5" class="st-{_text(status)}"/>',
-             f'<text class="detail" x="12" y="{mid + 11:.1f}">{_text(detail)}</text>']
+    band = "band alt" if alt else "band"
+    return (f'<g class="label"><rect class="{band}" x="0" y="{top:.1f}" width="{width}" '
+            f'height="{_ROW_H}"/><text class="sid" x="12" y="{mid - 3:.1f}">{_text(s.get("id"))}'
+            f'<title>{_text(s.get("query", ""))}</title></text>'
+            f'<circle cx="{_LABEL_W - 14}" cy="{mid - 7:.1f}" r="5" class="st-{_text(status)}"/>'
+            f'<text class="detail" x="12" y="{mid + 11:.1f}">{_text(detail)}</text></g>')
+
+
+def _row_svg(row: _Row, top: float, x: Any, width: float) -> str:
+    sid = _text(row.subtask.get("id"))
+    mid = top + _ROW_H / 2
+    bar_y = mid - _BAR_H / 2
+    parts = [f'<g class="row" data-subtask="{sid}">']
     for q in row.queued:
         if q.end > q.start:
             parts.append(f'<line class="queued" x1="{x(q.start):.1f}" y1="{mid:.1f}" '
@@ -293,16 +301,27 @@ def _row_svg(row: _Row, top: float, x: Any, width: float) -> str:
                      f'height="{_BAR_H + 8}" rx="5"><title>{sid} {span.kind.replace("round", "round ")}: '
                      f'{span.start:g}s → {span.end:g}s</title></rect>')
         if span.kind != "round1":
-            parts.append(f'<text class="round" x="{x(span.start) + 3:.1f}" '
-                         f'y="{bar_y - 6:.1f}">↻ retry round</text>')
+            # Beside the span when it fits, else just above it.
+            label = f"↻ {span.kind.replace('round', 'round ')}"
+            lx = x(span.end) + 6
+            if lx + len(label) * _CHAR_W < width:
+                parts.append(f'<text class="round" x="{lx:.1f}" y="{mid + 4:.1f}">{label}</text>')
+            else:
+                parts.append(f'<text class="round" x="{x(span.start) + 3:.1f}" '
+                             f'y="{bar_y - 6:.1f}">{label}</text>')
     for w in row.waits:
         parts.append(f'<rect class="wait" x="{x(w.start):.1f}" y="{bar_y + 3:.1f}" '
                      f'width="{max(x(w.end) - x(w.start), 1.5):.1f}" height="{_BAR_H - 6}">'
                      f'<title>{_text(w.tip)}</title></rect>')
-    for a in row.attempts:
-        w_px = max(x(a.end) - x(a.start), 4.0)
-        parts.append(f'<rect class="attempt" x="{x(a.start):.1f}" y="{bar_y:.1f}" '
-                     f'width="{w_px:.1f}" height="{_BAR_H}" rx="2" '
+    # Instant attempts (a call refused before execution) are drawn last, as tall ticks,
+    # so the attempt that follows at the same moment does not hide them.
+    for a in sorted(row.attempts, key=lambda a: x(a.end) - x(a.start) < 2):
+        w_px = x(a.end) - x(a.start)
+        left, top_y, height = x(a.start), bar_y, float(_BAR_H)
+        if w_px < 2:
+            left, top_y, height, w_px = left - 2.5, bar_y - 4, _BAR_H + 8.0, 5.0
+        parts.append(f'<rect class="attempt" x="{left:.1f}" y="{top_y:.1f}" '
+                     f'width="{w_px:.1f}" height="{height:.1f}" rx="2" '
                      f'fill="{OUTCOME_COLOURS.get(a.kind, "#868e96")}" data-outcome="{a.kind}">'
                      f'<title>{_text(a.tip)}</title></rect>')
     for m in row.marks:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from shared.categories import Trigger
 from shared.envelope import ToolResult
 from subagents.spec import SubtaskSpec
+
+
+# "role analyst lacks patents:read" → who="role analyst", scope="patents:read"
+_LACKS = re.compile(r"(?:(?P<who>(?:role|user|team|key)\s+\S+)\s+)?lacks\s+(?P<scope>[\w.:/-]+)", re.I)
 
 
 def _args(args: dict[str, Any] | None) -> str:
@@ -33,6 +38,9 @@ def alternatives_for(
             out.append(f"add {tool} to subtask {spec.id!r}'s tools allowlist")
         elif result is not None and result.scope:
             out.append(f"request the {result.scope} scope for {tool}")
+        elif result is not None and (lack := _LACKS.search(result.message or "")):
+            who = f" for {lack['who']}" if lack["who"] else ""
+            out.append(f"request {lack['scope']}{who} (needed by {tool})")
         elif result is not None and result.message:
             out.append(f"request access for {tool}: {result.message}")
         out += use_other

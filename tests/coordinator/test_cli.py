@@ -106,9 +106,12 @@ def test_schema_prints_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert {"scenario", "job", "tools", "expect"} <= set(schema["properties"])
 
 
-def test_run_json_uses_real_time_at_speed(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_json_uses_real_time_at_speed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """run --json executes the job on the asyncio backend and prints the report."""
-    code = main(["run", str(DESIGN), "--json", "--speed", "1000"])
+    store = str(tmp_path / "runs.sqlite")
+    code = main(["run", str(DESIGN), "--json", "--speed", "1000", "--store", store])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     assert report["outcome"] == "partial"
