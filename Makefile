@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: test demo bench lint clean
 
@@ -23,7 +24,12 @@ lint: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/fanout run scenarios/research_demo.yaml --speed 20
 
-bench: $(STAMP)
+# The bench extra (the LangGraph baseline, pyinstrument) goes into the same venv.
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -1,12 +1,53 @@
-"""Fan-out, routing on errorCategory, coverage gaps, answer assembly and the CLI."""
+"""Fan-out, routing on errorCategory, coverage gaps, answer assembly, run store and CLI."""
 
+from coordinator.fanout import (
+    EscalationHandler,
+    RecordingHandler,
+    StaticTools,
+    ToolSource,
+    run_job,
+)
+from coordinator.job import JobSpec, Route
 from coordinator.loader import load_scenario, load_scenario_text
+from coordinator.replay import replay, replay_all, run_scenario
+from coordinator.report import (
+    Answer,
+    CoverageReport,
+    Gap,
+    Section,
+    SubtaskOutcome,
+    assemble_report,
+    subtask_status,
+)
+from coordinator.routing import DEFAULT_ROUTES, RoutingTable
 from coordinator.scenario import Expect, Scenario, scenario_json_schema
+from coordinator.store import RunStore, store_path
 
 __all__ = [
+    "DEFAULT_ROUTES",
+    "Answer",
+    "CoverageReport",
+    "EscalationHandler",
     "Expect",
+    "Gap",
+    "JobSpec",
+    "RecordingHandler",
+    "Route",
+    "RoutingTable",
+    "RunStore",
     "Scenario",
+    "Section",
+    "StaticTools",
+    "SubtaskOutcome",
+    "ToolSource",
+    "assemble_report",
     "load_scenario",
     "load_scenario_text",
+    "replay",
+    "replay_all",
+    "run_job",
+    "run_scenario",
     "scenario_json_schema",
+    "store_path",
+    "subtask_status",
 ]

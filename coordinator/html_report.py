@@ -150,7 +150,7 @@ def _gaps(report: Mapping[str, Any]) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("subtask", "category", "trigger", "route",
                                               "attempted query", "partial", "alternatives",
                                               "message"))
-    cols = "".join(f'<col style="width:{w}%">' for w in (10, 9, 13, 8, 21, 6, 18, 15))
+    cols = "".join(f'<col style="width:{w}%">' for w in (12, 9, 13, 8, 20, 6, 18, 14))
     return (f'<section class="card" id="gaps"><h2>Coverage gaps <span class="count">'
             f'{len(gaps)}</span></h2><table class="gaps"><colgroup>{cols}</colgroup>'
             f"<thead><tr>{head}</tr></thead>"

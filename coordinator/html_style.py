@@ -55,25 +55,26 @@ code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", "Liberation Mono", 
 .key i.hatch { background: repeating-linear-gradient(45deg,#f76707 0 2px,#fff4e6 2px 5px); }
 .key i.queued { height: 0; border-top: 2px dotted #adb5bd; border-radius:0; width: 18px; }
 .key i.span-key { background:#f1f3f5; border:1px solid #ced4da; }
-.key i.span-key.r2 { background:#f3f0ff; border:1.5px dashed #7950f2; }
+.key i.span-key.r2 { background:#e7f5ff; border:1.5px dashed #1971c2; }
 .key b.diamond { width: 10px; height: 10px; transform: rotate(45deg); display:inline-block;
   margin: 0 2px; }
+.key b.diamond.hollow { background:#fff; border: 2px solid #e67700; width: 9px; height: 9px; }
 svg.timeline { display:block; font-family: inherit; }
 svg.timeline .band { fill: transparent; }
 svg.timeline .band.alt { fill: #f8f9fa; }
 svg.timeline .attempt { stroke: #fff; stroke-width: 1; }
 svg.timeline .grid { stroke: #e9ecef; stroke-width: 1; }
 svg.timeline .end { stroke: #495057; stroke-width: 1.5; stroke-dasharray: 4 3; }
-svg.timeline .resume { stroke: #1c7ed6; stroke-width: 2; stroke-dasharray: 2 3; }
+svg.timeline .resume { stroke: #0c8599; stroke-width: 2; stroke-dasharray: 2 3; }
 svg.timeline .tick { font-size: 12px; fill: var(--muted); }
 svg.timeline .sid { font-size: 13.5px; font-weight: 700; fill: var(--ink); }
 svg.timeline .detail { font-size: 11.5px; fill: var(--muted); }
 svg.timeline .queued { stroke: #adb5bd; stroke-width: 2; stroke-dasharray: 2 4; }
 svg.timeline .span { fill: #f1f3f5; stroke: #ced4da; stroke-width: 1; }
-svg.timeline .span.round2, svg.timeline .span.round3 { fill: #f3f0ff; stroke: #7950f2;
+svg.timeline .span.round2, svg.timeline .span.round3 { fill: #e7f5ff; stroke: #1971c2;
   stroke-width: 1.5; stroke-dasharray: 5 3; }
 svg.timeline .wait { fill: url(#hatch); }
-svg.timeline .round { font-size: 11px; font-weight: 600; fill: #7950f2; }
+svg.timeline .round { font-size: 11.5px; font-weight: 700; fill: #1971c2; }
 svg.timeline .trigger { font-size: 12px; font-weight: 700; }
 svg.timeline .st-complete { fill: #2f9e44; } svg.timeline .st-empty { fill: #4dabf7; }
 svg.timeline .st-partial { fill: #fab005; } svg.timeline .st-gap { fill: #e03131; }

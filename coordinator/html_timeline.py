@@ -25,7 +25,7 @@ OUTCOME_COLOURS = {
     "internal": "#343a40",
     "cut": "#adb5bd",
 }
-ROUTE_COLOURS = {"escalate": "#c92a2a", "gap": "#e67700", "retry_later": "#f76707"}
+ROUTE_COLOURS = {"escalate": "#c92a2a", "gap": "#e67700", "retry_later": "#1971c2"}
 
 _LABEL_W = 200  # the left column with the subtask names
 _CHART_W = 900
@@ -327,9 +327,13 @@ def _row_svg(row: _Row, top: float, x: Any, width: float) -> str:
     for m in row.marks:
         mx = x(m.at)
         d = 8
+        # A gap is drawn hollow: recorded, not handed to anyone; the others are filled.
+        hollow = m.colour == ROUTE_COLOURS["gap"]
+        paint = (f'fill="#fff" stroke="{m.colour}" stroke-width="2.5"' if hollow
+                 else f'fill="{m.colour}" stroke="#fff" stroke-width="1.5"')
         parts.append(f'<g class="mark"><path d="M{mx:.1f} {mid - d:.1f} L{mx + d:.1f} {mid:.1f} '
-                     f'L{mx:.1f} {mid + d:.1f} L{mx - d:.1f} {mid:.1f} Z" fill="{m.colour}" '
-                     f'stroke="#fff" stroke-width="1.5"/><title>{_text(m.tip)}</title>')
+                     f'L{mx:.1f} {mid + d:.1f} L{mx - d:.1f} {mid:.1f} Z" {paint}/>'
+                     f"<title>{_text(m.tip)}</title>")
         if m.label:
             right = mx + d + 5 + len(m.label) * _CHAR_W < width
             lx, anchor = (mx + d + 5, "start") if right else (mx - d - 5, "end")
@@ -352,7 +356,8 @@ def legend_html() -> str:
         '<span class="key"><i class="span-key"></i>running</span>',
         '<span class="key"><i class="span-key r2"></i>retry round</span>',
         '<span class="key"><b class="diamond" style="background:#c92a2a"></b>escalated</span>',
-        '<span class="key"><b class="diamond" style="background:#e67700"></b>gap</span>',
-        '<span class="key"><b class="diamond" style="background:#f76707"></b>retry later</span>',
+        '<span class="key"><b class="diamond hollow"></b>gap recorded</span>',
+        '<span class="key"><b class="diamond" style="background:#1971c2"></b>retried later'
+        "</span>",
     ]
     return '<div class="legend">' + "".join(items) + "</div>"

@@ -11,96 +11,48 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import secrets
 import socket
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import anyio.to_thread
+from coordinator.recorder import RunRecorder, now_iso
+from coordinator.store_schema import (
+    APP_ID,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    ResumeRefused,
+    RunNotFound,
+    StoreError,
+    connect,
+)
 
-from shared.errors import FanoutError
+__all__ = [
+    "APP_ID",
+    "DEFAULT_STORE",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "ResumeRefused",
+    "RunNotFound",
+    "RunRecorder",
+    "RunRow",
+    "RunStore",
+    "StoreError",
+    "connect",
+    "new_run_id",
+    "store_path",
+    "wait_for",
+]
 
 DEFAULT_STORE: Final = Path(".fanout") / "runs.sqlite"
-APP_ID: Final = "fanout-run-store"
 
 RunStatus = Literal["running", "interrupted", "finished"]
-
-# Each entry moves the schema from version i to i + 1; never edit one that shipped.
-MIGRATIONS: Final[Sequence[str]] = (
-    """
-    CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        job TEXT NOT NULL,
-        query TEXT NOT NULL,
-        file TEXT NOT NULL,
-        spec_text TEXT NOT NULL,
-        seed TEXT NOT NULL,
-        speed REAL NOT NULL DEFAULT 1.0,
-        started_at TEXT NOT NULL,
-        finished_at TEXT,
-        status TEXT NOT NULL,
-        outcome TEXT,
-        coverage REAL,
-        elapsed_s REAL,
-        pid INTEGER,
-        host TEXT,
-        sessions INTEGER NOT NULL DEFAULT 1,
-        report_json TEXT
-    );
-    CREATE TABLE events (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        seq INTEGER NOT NULL,
-        session INTEGER NOT NULL,
-        subtask_id TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        at REAL NOT NULL,
-        data_json TEXT NOT NULL,
-        PRIMARY KEY (run_id, seq)
-    );
-    CREATE TABLE checkpoints (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        subtask_id TEXT NOT NULL,
-        state_json TEXT NOT NULL,
-        PRIMARY KEY (run_id, subtask_id)
-    );
-    CREATE TABLE results (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        subtask_id TEXT NOT NULL,
-        session INTEGER NOT NULL,
-        result_json TEXT NOT NULL,
-        PRIMARY KEY (run_id, subtask_id)
-    );
-    CREATE TABLE escalations (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        subtask_id TEXT NOT NULL,
-        route TEXT NOT NULL,
-        escalation_json TEXT NOT NULL,
-        PRIMARY KEY (run_id, subtask_id)
-    );
-    """,
-)
-SCHEMA_VERSION: Final = len(MIGRATIONS)
-
-
-class StoreError(FanoutError):
-    """The store file cannot be used: not SQLite, not ours, too new, or locked."""
-
-
-class RunNotFound(StoreError):
-    """No run with that id (or no runs at all for ``latest``)."""
-
-
-class ResumeRefused(StoreError):
-    """The run cannot be resumed: finished already, or another process is running it."""
-
 
 @dataclass(frozen=True, slots=True)
 class RunRow:
@@ -153,10 +105,6 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 def _pid_alive(pid: int | None, host: str | None) -> bool:
     if pid is None or host != socket.gethostname():
         return False
@@ -172,209 +120,6 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
             return f.read().split(") ", 1)[1][:1] != "Z"
     except (OSError, IndexError):
         return True
-
-
-def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
-    """Open (and if needed create or migrate) the store at ``path``.
-
-    Raises:
-        StoreError: the file is not SQLite, belongs to something else, or is newer.
-    """
-    if not path.exists():
-        if not create:
-            raise StoreError(f"{path}: no run store here (run a job first, or pass --store)")
-        path.parent.mkdir(parents=True, exist_ok=True)
-    elif path.is_dir():
-        raise StoreError(f"{path}: is a directory, not a run store file")
-    try:
-        conn = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA busy_timeout = 10000")
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: not a fanout run store ({exc})") from None
-    if tables and "fanout_meta" not in tables:
-        conn.close()
-        raise StoreError(
-            f"{path}: a SQLite database of something else (tables: {', '.join(sorted(tables))})"
-        )
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        _migrate(conn, path)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise StoreError(f"{path}: the run store is damaged ({exc})") from None
-    return conn
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute("CREATE TABLE IF NOT EXISTS fanout_meta (key TEXT PRIMARY KEY, value TEXT)")
-        rows = dict(conn.execute("SELECT key, value FROM fanout_meta").fetchall())
-        if rows and rows.get("app") != APP_ID:
-            raise StoreError(f"{path}: fanout_meta does not describe a fanout run store")
-        version = int(rows.get("schema_version", "0"))
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{path}: written by a newer fanout (schema {version}, this one knows "
-                f"{SCHEMA_VERSION}); upgrade fanout to read it"
-            )
-        for target in range(version, SCHEMA_VERSION):
-            for statement in MIGRATIONS[target].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-        conn.execute("INSERT OR REPLACE INTO fanout_meta VALUES ('app', ?)", (APP_ID,))
-        conn.execute(
-            "INSERT OR REPLACE INTO fanout_meta VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
-        conn.execute("COMMIT")
-    except Exception:
-        conn.execute("ROLLBACK")
-        raise
-
-
-_Op = Callable[[sqlite3.Connection], object]
-
-
-class _Writer:
-    """One thread that owns the writing connection and applies queued operations in order."""
-
-    def __init__(self, path: Path) -> None:
-        self._queue: queue.SimpleQueue[tuple[_Op, threading.Event | None] | None] = (
-            queue.SimpleQueue()
-        )
-        self._conn = connect(path)
-        self.error: Exception | None = None
-        self._thread = threading.Thread(target=self._loop, name="fanout-store", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                break
-            ops = [item]
-            # Batch what is already queued into one transaction: one fsync for many events.
-            while len(ops) < 512:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._queue.put(None)
-                    break
-                ops.append(nxt)
-            try:
-                self._conn.execute("BEGIN")
-                for op, _ in ops:
-                    op(self._conn)
-                self._conn.execute("COMMIT")
-            except Exception as exc:  # recorded, and raised in the waiting caller's thread
-                self.error = exc
-                with suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
-            for _, done in ops:
-                if done is not None:
-                    done.set()
-        self._conn.close()
-
-    def submit(self, op: _Op) -> None:
-        """Queue ``op``; it will be applied in order, in a transaction."""
-        self._queue.put((op, None))
-
-    def submit_and_wait(self, op: _Op) -> None:
-        """Queue ``op`` and block until it (and all before it) is committed."""
-        done = threading.Event()
-        self._queue.put((op, done))
-        done.wait()
-        if self.error is not None:
-            raise StoreError(f"writing the run store failed: {self.error}")
-
-    def close(self) -> None:
-        """Flush everything queued and stop the thread."""
-        self._queue.put(None)
-        self._thread.join()
-
-
-class RunRecorder:
-    """Records one run (or one resumed session of it) as it happens."""
-
-    def __init__(self, path: Path, run_id: str, session: int) -> None:
-        self.path = path
-        self.run_id = run_id
-        self.session = session
-        self._writer = _Writer(path)
-        self._seq = self._last_seq()
-
-    def _last_seq(self) -> int:
-        conn = connect(self.path)
-        try:
-            row = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (self.run_id,)
-            ).fetchone()
-            return int(row[0])
-        finally:
-            conn.close()
-
-    def event(self, subtask_id: str, kind: str, at: float, data: dict[str, Any]) -> None:
-        """Append one trace event (never blocks on the disk)."""
-        self._seq += 1
-        row = (self.run_id, self._seq, self.session, subtask_id, kind, at, json.dumps(data))
-        self._writer.submit(lambda c: c.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?)", row))
-
-    def checkpoint(self, subtask_id: str, state: dict[str, Any]) -> None:
-        """Record a subagent's latest resumable state (never blocks on the disk)."""
-        row = (self.run_id, subtask_id, json.dumps(state))
-        self._writer.submit(
-            lambda c: c.execute("INSERT OR REPLACE INTO checkpoints VALUES (?,?,?)", row)
-        )
-
-    async def commit_result(
-        self, subtask_id: str, result: dict[str, Any], state: dict[str, Any]
-    ) -> None:
-        """Commit a subagent's result and final state; returns once it is on disk."""
-        rrow = (self.run_id, subtask_id, self.session, json.dumps(result))
-        crow = (self.run_id, subtask_id, json.dumps(state))
-
-        def op(c: sqlite3.Connection) -> None:
-            c.execute("INSERT OR REPLACE INTO results VALUES (?,?,?,?)", rrow)
-            c.execute("INSERT OR REPLACE INTO checkpoints VALUES (?,?,?)", crow)
-
-        await anyio.to_thread.run_sync(self._writer.submit_and_wait, op)
-
-    async def finish(
-        self, report: dict[str, Any], escalations: Sequence[tuple[str, str, str]]
-    ) -> None:
-        """Record the final report and its escalations; the run is finished."""
-        run_id = self.run_id
-
-        def op(c: sqlite3.Connection) -> None:
-            for subtask_id, route, payload in escalations:
-                c.execute(
-                    "INSERT OR REPLACE INTO escalations VALUES (?,?,?,?)",
-                    (run_id, subtask_id, route, payload),
-                )
-            c.execute(
-                "UPDATE runs SET status='finished', finished_at=?, outcome=?, coverage=?, "
-                "elapsed_s=?, report_json=?, pid=NULL WHERE id=?",
-                (
-                    _now_iso(),
-                    report["outcome"],
-                    report["coverage"],
-                    report["elapsed_s"],
-                    json.dumps(report),
-                    run_id,
-                ),
-            )
-
-        await anyio.to_thread.run_sync(self._writer.submit_and_wait, op)
-
-    def close(self) -> None:
-        """Flush and stop the writer."""
-        self._writer.close()
 
 
 class RunStore:
@@ -402,7 +147,7 @@ class RunStore:
                 "INSERT INTO runs (id, job, query, file, spec_text, seed, speed, started_at, "
                 "status, pid, host) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    run_id, job, query, file, spec_text, seed, speed, _now_iso(), "running",
+                    run_id, job, query, file, spec_text, seed, speed, now_iso(), "running",
                     os.getpid(), socket.gethostname(),
                 ),
             )
@@ -482,21 +227,21 @@ class RunStore:
                     raise RunNotFound(f"{self.path}: no run {run_id!r} (see `fanout runs`)")
         return self._row(row)
 
-    def results(self, run_id: str) -> dict[str, dict[str, Any]]:
-        """The committed subagent results of a run, by subtask id."""
+    def _by_subtask(self, table: str, run_id: str) -> dict[str, dict[str, Any]]:
+        column = {"results": "result_json", "checkpoints": "state_json"}[table]
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT subtask_id, result_json FROM results WHERE run_id = ?", (run_id,)
+                f"SELECT subtask_id, {column} FROM {table} WHERE run_id = ?", (run_id,)
             ).fetchall()
         return {r[0]: json.loads(r[1]) for r in rows}
 
+    def results(self, run_id: str) -> dict[str, dict[str, Any]]:
+        """The committed subagent results of a run, by subtask id."""
+        return self._by_subtask("results", run_id)
+
     def checkpoints(self, run_id: str) -> dict[str, dict[str, Any]]:
         """The latest resumable state of each subagent of a run, by subtask id."""
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT subtask_id, state_json FROM checkpoints WHERE run_id = ?", (run_id,)
-            ).fetchall()
-        return {r[0]: json.loads(r[1]) for r in rows}
+        return self._by_subtask("checkpoints", run_id)
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         """The run's trace, in order: every attempt, wait and state change."""

@@ -1,20 +1,66 @@
-"""Tools, their safe execution with local retry, and the subagent loop."""
+"""Tools, their safe execution with local retry, planners, context, and the subagent loop."""
 
+from subagents.context import Context
 from subagents.executor import ExecEvent, ExecObserver, execute_tool_safely
+from subagents.loop import (
+    ProgressEvent,
+    ProgressObserver,
+    SubagentResult,
+    SubagentRun,
+    run_subagent,
+)
+from subagents.planner import (
+    Action,
+    CallAction,
+    EscalateAction,
+    FinishAction,
+    Observation,
+    Planner,
+    ScriptedPlanner,
+)
 from subagents.retry import RetryPolicy, run_with_retry
 from subagents.schema import SchemaViolation, params_to_schema, validate
+from subagents.simulated import SimulatedTools
+from subagents.spec import (
+    CallStep,
+    EscalateStep,
+    FinishStep,
+    PlanStep,
+    SubtaskSettings,
+    SubtaskSpec,
+)
 from subagents.tool import CallContext, Tool, ToolOutput
 
 __all__ = [
+    "Action",
+    "CallAction",
     "CallContext",
+    "CallStep",
+    "Context",
+    "EscalateAction",
+    "EscalateStep",
     "ExecEvent",
     "ExecObserver",
+    "FinishAction",
+    "FinishStep",
+    "Observation",
+    "PlanStep",
+    "Planner",
+    "ProgressEvent",
+    "ProgressObserver",
     "RetryPolicy",
     "SchemaViolation",
+    "ScriptedPlanner",
+    "SimulatedTools",
+    "SubagentResult",
+    "SubagentRun",
+    "SubtaskSettings",
+    "SubtaskSpec",
     "Tool",
     "ToolOutput",
     "execute_tool_safely",
     "params_to_schema",
+    "run_subagent",
     "run_with_retry",
     "validate",
 ]

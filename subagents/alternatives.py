@@ -10,9 +10,10 @@ from shared.categories import Trigger
 from shared.envelope import ToolResult
 from subagents.spec import SubtaskSpec
 
-
 # "role analyst lacks patents:read" → who="role analyst", scope="patents:read"
-_LACKS = re.compile(r"(?:(?P<who>(?:role|user|team|key)\s+\S+)\s+)?lacks\s+(?P<scope>[\w.:/-]+)", re.I)
+_LACKS = re.compile(
+    r"(?:(?P<who>(?:role|user|team|key)\s+\S+)\s+)?lacks\s+(?P<scope>[\w.:/-]+)", re.I
+)
 
 
 def _args(args: dict[str, Any] | None) -> str:

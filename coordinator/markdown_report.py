@@ -1,0 +1,211 @@
+"""The Markdown report (GitHub-flavoured): a pure function of the stored report and run.
+
+Text from the report is escaped so that it reads as text: Markdown and HTML punctuation
+gets a backslash (CommonMark shows it literally), and table cells also lose line breaks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_MAX_TEXT = 280  # characters of one finding value before it is cut
+_MAX_ITEMS = 12  # list items shown per finding before "… n more"
+# Characters that start Markdown or inline HTML constructs; `_` is left alone because
+# GFM ignores it inside words (subtask ids like supply_chain stay readable).
+_SPECIAL = re.compile(r"([\\`*<>\[\]|#!~])")
+
+
+def md_text(value: object) -> str:
+    """``value`` as inline Markdown text: one line, special characters escaped."""
+    text = " ".join(str(value).split())
+    return _SPECIAL.sub(r"\\\1", text)
+
+
+def md_cell(value: object) -> str:
+    """``value`` for a table cell: escaped, ``|`` included, never empty."""
+    return md_text(value) or " "
+
+
+def _cut(text: str, limit: int = _MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _compact(value: object) -> str:
+    return _cut(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def _code(value: object) -> str:
+    """An inline code span that survives backticks in ``value``."""
+    text = " ".join(str(value).split()).replace("|", "\\|")
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _pct(share: float) -> str:
+    text = f"{share * 100:.1f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def _table(head: list[str], rows: list[list[str]], align: str) -> list[str]:
+    marks = {"l": "---", "r": "---:"}
+    return ["| " + " | ".join(head) + " |",
+            "| " + " | ".join(marks[a] for a in align) + " |",
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def _data_lines(data: object, indent: str) -> list[str]:
+    """A finding's data as bullets: lists item by item, dicts as key: value."""
+    if isinstance(data, dict):
+        lines = []
+        for key, value in list(data.items())[:_MAX_ITEMS]:
+            if isinstance(value, list) and value and all(
+                not isinstance(v, dict | list) for v in value
+            ):
+                lines.append(f"{indent}- {md_text(key)}:")
+                lines.extend(f"{indent}  - {md_text(_cut(str(v)))}" for v in value[:_MAX_ITEMS])
+                lines.extend(_more(len(value), indent + "  "))
+            elif isinstance(value, dict | list):
+                lines.append(f"{indent}- {md_text(key)}: {_code(_compact(value))}")
+            else:
+                lines.append(f"{indent}- {md_text(key)}: {md_text(_cut(str(value)))}")
+        return lines + _more(len(data), indent)
+    if isinstance(data, list):
+        lines = [f"{indent}- " + (_code(_compact(v)) if isinstance(v, dict | list)
+                                  else md_text(_cut(str(v)))) for v in data[:_MAX_ITEMS]]
+        return lines + _more(len(data), indent)
+    if data is None:
+        return []
+    return [f"{indent}- {md_text(_cut(str(data)))}"]
+
+
+def _more(n: int, indent: str) -> list[str]:
+    return [f"{indent}- … {n - _MAX_ITEMS} more"] if n > _MAX_ITEMS else []
+
+
+def _header(report: Mapping[str, Any], run: Mapping[str, Any] | None) -> list[str]:
+    lines = [f"# {md_text(report.get('query', ''))}", ""]
+    line = (f"**Outcome:** {md_text(report.get('outcome', ''))} · "
+            f"**Coverage:** {_pct(float(report.get('coverage', 0.0)))} · "
+            f"**Elapsed:** {float(report.get('elapsed_s') or 0.0):g}s")
+    if run:
+        if run.get("id"):
+            line += f" · **Run:** {_code(run['id'])}"
+        if run.get("status"):
+            line += f" ({md_text(run['status'])})"
+    lines += [line, ""]
+    if run and (run.get("file") or run.get("started")):
+        bits = []
+        if run.get("file") or run.get("job"):
+            bits.append(f"job {_code(run.get('file') or run.get('job'))}")
+        if run.get("started"):
+            bits.append(f"started {md_text(run['started'])}")
+        if run.get("finished"):
+            bits.append(f"finished {md_text(run['finished'])}")
+        lines += [" · ".join(bits), ""]
+    if run and run.get("status") == "interrupted":
+        rid = run.get("id") or "RUN_ID"
+        lines += [f"> **Interrupted** — `fanout resume {rid}` continues it. This report shows "
+                  "what was recorded before it stopped.", ""]
+    summary = (report.get("answer") or {}).get("summary")
+    if summary:
+        lines += [f"_{md_text(summary)}_", ""]
+    return lines
+
+
+def _subtasks(report: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for s in report.get("subtasks", []):
+        span = "–"
+        if s.get("started_s") is not None and s.get("ended_s") is not None:
+            span = f"{float(s['started_s']):g}–{float(s['ended_s']):g}s"
+        rows.append([md_cell(s.get("id")), md_cell(s.get("status")),
+                     f"{float(s.get('weight', 1.0)):g}", str(s.get("attempts", 0)),
+                     str(s.get("rounds", 0)), str(s.get("steps", 0)), str(s.get("findings", 0)),
+                     span, md_cell(s.get("query", ""))])
+    head = ["subtask", "status", "weight", "attempts", "rounds", "steps", "findings", "time",
+            "query"]
+    return ["## Subtasks", "", *_table(head, rows, "llrrrrrrl"), ""]
+
+
+def _gaps(report: Mapping[str, Any]) -> list[str]:
+    gaps = list(report.get("gaps", []))
+    lines = [f"## Coverage gaps ({len(gaps)})", ""]
+    if not gaps:
+        return [*lines, "No coverage gaps: every subtask was answered.", ""]
+    for g in gaps:
+        lines += [f"### {md_text(g.get('subtask_id'))}", "",
+                  f"- **Category:** {md_text(g.get('errorCategory') or 'none')}",
+                  f"- **Trigger:** {_code(g.get('trigger'))}"
+                  + (f" (was {_code(g['original_trigger'])})" if g.get("original_trigger")
+                     else ""),
+                  f"- **Route:** {_code(g.get('route'))}",
+                  f"- **Attempted query:** {md_text(g.get('attempted_query', ''))}",
+                  f"- **Partial results:** {len(g.get('partial_results', []))}",
+                  f"- **Message:** {md_text(g.get('message', ''))}"]
+        alternatives = g.get("alternatives", [])
+        if alternatives:
+            lines.append("- **Alternatives:**")
+            lines.extend(f"  - {md_text(a)}" for a in alternatives)
+        else:
+            lines.append("- **Alternatives:** none")
+        lines.append("")
+    return lines
+
+
+def _escalations(report: Mapping[str, Any]) -> list[str]:
+    escalations = list(report.get("escalations", []))
+    lines = [f"## Escalations ({len(escalations)})", ""]
+    if not escalations:
+        return [*lines, "Nothing was handed to a person.", ""]
+    for esc in escalations:
+        lines.append(f"- **{md_text(esc.get('subtask_id'))}**: "
+                     f"{md_text(esc.get('errorCategory') or 'no category')} / "
+                     f"{_code(esc.get('trigger'))} — {md_text(esc.get('message', ''))}")
+    for d in report.get("decisions", []):
+        lines.append(f"- decision for **{md_text(d.get('subtask_id'))}**: "
+                     f"{md_text(d.get('choice', ''))}")
+    return [*lines, ""]
+
+
+def _answer(report: Mapping[str, Any]) -> list[str]:
+    answer = report.get("answer") or {}
+    lines = ["## Answer", ""]
+    for s in answer.get("sections", []):
+        covered = "covered" if s.get("covered") else "not covered"
+        lines += [f"### {md_text(s.get('subtask_id'))} — {md_text(s.get('status', ''))}, "
+                  f"{covered}", "", f"_{md_text(s.get('query', ''))}_", ""]
+        findings = s.get("findings", [])
+        for f in findings:
+            flags = []
+            if f.get("empty"):
+                flags.append("empty: no matches")
+            if f.get("complete") is False:
+                flags.append("partial data")
+            tail = f" ({', '.join(flags)})" if flags else ""
+            lines.append(f"- **{md_text(f.get('tool'))}**{tail}")
+            lines.extend(_data_lines(f.get("data"), "  "))
+        if not findings:
+            lines.append("No findings.")
+        if s.get("gap"):
+            lines += ["", f"> gap: {md_text(s['gap'])}"]
+        lines.append("")
+    missing = answer.get("missing", [])
+    lines += ["### Missing", ""]
+    lines += [f"- {md_text(m)}" for m in missing] if missing else ["Nothing is missing."]
+    return [*lines, ""]
+
+
+def render_markdown(report: Mapping[str, Any], run: Mapping[str, Any] | None = None) -> str:
+    """The coverage report as a GitHub-flavoured Markdown document.
+
+    Args:
+        report: the coverage report's wire dict (``CoverageReport.to_wire()``).
+        run: the stored run's metadata (id, status, started, ...), if any.
+    """
+    lines = [*_header(report, run), *_subtasks(report), *_gaps(report), *_escalations(report),
+             *_answer(report)]
+    return "\n".join(lines).rstrip() + "\n"
