@@ -7,8 +7,10 @@ from coordinator.fanout import (
     ToolSource,
     run_job,
 )
+from coordinator.html_report import render_html
 from coordinator.job import JobSpec, Route
 from coordinator.loader import load_scenario, load_scenario_text
+from coordinator.markdown_report import render_markdown
 from coordinator.replay import replay, replay_all, run_scenario
 from coordinator.report import (
     Answer,
@@ -43,6 +45,8 @@ __all__ = [
     "assemble_report",
     "load_scenario",
     "load_scenario_text",
+    "render_html",
+    "render_markdown",
     "replay",
     "replay_all",
     "run_job",

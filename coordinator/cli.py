@@ -1,4 +1,4 @@
-"""The ``fanout`` command line: run, replay, schema, resume, runs, report, gaps, trace.
+"""The ``fanout`` command line: run, replay, tools, schema, resume, runs, report, gaps, trace.
 
 Output for people goes through rich; ``--json`` prints one JSON document for programs
 (``trace --json`` prints JSON Lines). Exit codes: 0 success, 1 a replay did not meet its
@@ -11,13 +11,15 @@ import argparse
 import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.prompt import Prompt
 
 from coordinator.job import JobSpec
@@ -50,7 +52,11 @@ from shared.errors import InputFileError, InputFileErrors
 from shared.escalation import Escalation
 from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter
+from subagents.mcp_spec import McpServerError
 from subagents.simulated import SimulatedTools
+
+if TYPE_CHECKING:
+    from subagents.mcp_tools import McpToolSource
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 
@@ -84,6 +90,15 @@ def cmd_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Replay scenario files in virtual time and check their ``expect`` blocks."""
     scenarios = _load_all(args.paths, err)
     if scenarios is None:
+        return EXIT_BAD_INPUT
+    live_jobs = [s for s in scenarios if s.mcp_servers]
+    for job in live_jobs:
+        err.print(
+            f"[bold red]error:[/] {escape(job.source)}: calls MCP servers "
+            f"({', '.join(job.mcp_servers)}); replay runs simulated tools in virtual time, "
+            f"so run it for real with `fanout run {escape(job.source)}`"
+        )
+    if live_jobs:
         return EXIT_BAD_INPUT
     summary = replay_all(scenarios)
     if args.json:
@@ -140,17 +155,29 @@ def _execute(
     main: Callable[[], Awaitable[CoverageReport]],
     live: Live | None,
     handler: AskHandler | None,
-    recorder: RunRecorder,
+    recorders: Sequence[RunRecorder],
+    *,
+    start_live: bool = True,
 ) -> CoverageReport:
     TokenCounter()  # load the encoding now, not on the job's clock
-    if live is not None:
+    if live is not None and start_live:
         live.start()
     try:
         return anyio.run(main, backend="asyncio")
     finally:
         if (handler is None or handler.live is not None) and live is not None:
             live.stop()
-        recorder.close()
+        for recorder in recorders:
+            recorder.close()
+
+
+def _job_servers(scenario: Scenario) -> AbstractAsyncContextManager[McpToolSource | None]:
+    """The job's MCP servers, started (None without any); the SDK loads only if needed."""
+    if not scenario.mcp_servers:
+        return nullcontext(None)
+    from coordinator.mcp_jobs import job_servers
+
+    return job_servers(scenario)
 
 
 def _print_report(report: CoverageReport, args: argparse.Namespace, out: Console) -> None:
@@ -170,25 +197,66 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if scenarios is None:
         return EXIT_BAD_INPUT
     scenario = scenarios[0]
+    if scenario.mcp_servers and args.speed != 1 and not args.json:
+        err.print(
+            f"[yellow]note:[/] --speed {args.speed:g} also scales the tool timeouts of the "
+            "job's MCP servers, which answer in real time"
+        )
     store = _store(args)
-    recorder = store.create_run(
-        job=scenario.scenario,
-        query=scenario.job.query,
-        file=str(args.job),
-        spec_text=Path(args.job).read_text(encoding="utf-8"),
-        seed=str(scenario.seed),
-        speed=args.speed,
-    )
-    if not args.json:
-        err.print(f"run [bold]{recorder.run_id}[/] recorded in {store.path}")
+    recorders: list[RunRecorder] = []
     board, live, handler = _live(scenario.job, args, out, args.speed)
+
+    def record() -> RunRecorder:
+        recorder = store.create_run(
+            job=scenario.scenario,
+            query=scenario.job.query,
+            file=str(args.job),
+            spec_text=Path(args.job).read_text(encoding="utf-8"),
+            seed=str(scenario.seed),
+            speed=args.speed,
+        )
+        recorders.append(recorder)
+        if not args.json:
+            err.print(f"run [bold]{recorder.run_id}[/] recorded in {store.path}")
+        if live is not None:
+            live.start()
+        return recorder
 
     async def main() -> CoverageReport:
         clock = AnyioClock(speed=args.speed)
-        return await run_recorded(scenario, recorder, clock=clock, observer=board, handler=handler)
+        # MCP servers start before the run is recorded: a server that cannot start is an
+        # error before any subagent runs, and leaves no half-made run in the store.
+        async with _job_servers(scenario) as mcp:
+            return await run_recorded(
+                scenario, record(), clock=clock, mcp=mcp, observer=board, handler=handler
+            )
 
-    report = _execute(main, live, handler, recorder)
+    report = _execute(main, live, handler, recorders, start_live=False)
     _print_report(report, args, out)
+    return EXIT_OK
+
+
+def cmd_tools(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Start a job's MCP servers and list the tools each offers, with their schemas."""
+    scenarios = _load_all([args.job], err)
+    if scenarios is None:
+        return EXIT_BAD_INPUT
+    scenario = scenarios[0]
+    from coordinator.mcp_jobs import list_job_tools, tools_view
+
+    listings = anyio.run(list_job_tools, scenario, backend="asyncio")
+    if args.json:
+        document = {
+            "job": scenario.scenario,
+            "file": str(args.job),
+            "servers": [listing.model_dump(mode="json") for listing in listings],
+        }
+        sys.stdout.write(_dump(document) + "\n")
+    elif not listings:
+        simulated = ", ".join(scenario.tools) or "none"
+        out.print(f"{escape(str(args.job))} declares no mcp_servers (simulated tools: {simulated})")
+    else:
+        out.print(tools_view(listings))
     return EXIT_OK
 
 
@@ -224,7 +292,7 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
             handler=handler,
         )
 
-    report = _execute(main, live, handler, recorder)
+    report = _execute(main, live, handler, [recorder])
     _print_report(report, args, out)
     return EXIT_OK
 
@@ -334,6 +402,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=cmd_replay)
 
+    p = sub.add_parser("tools", help="list the tools of a job's MCP servers, with schemas")
+    p.add_argument("job", metavar="JOB.yaml")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_tools)
+
     p = sub.add_parser("schema", help="print the JSON Schema of the scenario format")
     p.set_defaults(func=cmd_schema)
 
@@ -381,6 +454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args, out, err)
     except InputFileError as exc:
         print_input_error(err, exc)
+        return EXIT_BAD_INPUT
+    except McpServerError as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return EXIT_BAD_INPUT
     except ResumeRefused as exc:
         err.print(f"[bold red]refused:[/] {exc}")

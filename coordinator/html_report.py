@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from coordinator.html_style import CSS, OUTCOME_BADGE, STATUS_COLOURS
-from coordinator.html_timeline import legend_html, timeline_svg
+from coordinator.html_timeline import legend_html, seconds, timeline_svg
 
 _MAX_TEXT = 280  # characters of one finding value before it is cut
 _MAX_ITEMS = 12  # list items shown per finding before "… n more"
@@ -22,6 +22,11 @@ _STATUS_ORDER = ("complete", "empty", "partial", "gap")
 def _e(value: object) -> str:
     """``value`` as text escaped for HTML content and attribute values alike."""
     return escape(str(value), quote=True)
+
+
+def _breakable(value: object) -> str:
+    """Escaped text that may wrap after an underscore (long ids in narrow columns)."""
+    return _e(value).replace("_", "_<wbr>")
 
 
 def _cut(text: str, limit: int = _MAX_TEXT) -> str:
@@ -37,11 +42,10 @@ def _pct(share: float) -> str:
     return f"{text}%"
 
 
-def _seconds(value: object) -> str:
-    if value is None:
-        return "–"
-    s = float(str(value))
-    return f"{s:.3g}s" if s < 100 else f"{s:,.0f}s"
+def _when(value: object) -> str:
+    """An ISO timestamp, shorter: a space for the T, UTC spelled out."""
+    text = str(value).replace("T", " ", 1)
+    return text[:-6] + " UTC" if text.endswith("+00:00") else text
 
 
 def _badge(text: str, colour: str, extra: str = "") -> str:
@@ -60,7 +64,7 @@ def _header(report: Mapping[str, Any], run: Mapping[str, Any] | None) -> str:
     outcome = str(report.get("outcome", ""))
     meta = [_badge(outcome, OUTCOME_BADGE.get(outcome, "#868e96"), "big"),
             f"<span><b>{_pct(float(report.get('coverage', 0.0)))}</b> covered</span>",
-            f"<span>elapsed <b>{_seconds(report.get('elapsed_s'))}</b></span>",
+            f"<span>elapsed <b>{seconds(report.get('elapsed_s') or 0.0)}</b></span>",
             f"<span><b>{len(report.get('subtasks', []))}</b> subtasks</span>"]
     if run:
         if run.get("id"):
@@ -69,7 +73,7 @@ def _header(report: Mapping[str, Any], run: Mapping[str, Any] | None) -> str:
             meta.append(f"<span>status <b>{_e(run['status'])}</b></span>")
         for key in ("started", "finished"):
             if run.get(key):
-                meta.append(f"<span>{key} <b>{_e(run[key])}</b></span>")
+                meta.append(f"<span>{key} <b>{_e(_when(run[key]))}</b></span>")
         if run.get("file") or run.get("job"):
             meta.append(f'<span>job <b class="mono">{_e(run.get("file") or run.get("job"))}'
                         "</b></span>")
@@ -120,9 +124,9 @@ def _coverage(report: Mapping[str, Any]) -> str:
 
 def _timeline(report: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> str:
     note = ("" if events else '<p class="note">No trace recorded for this run: each bar spans '
-            "a subtask's start and end.</p>")
+            "a subtask's start and end, coloured by its status (see Coverage).</p>")
     return ('<section class="card" id="timeline"><h2>Timeline per subagent</h2>'
-            f"{timeline_svg(report, events)}{legend_html()}{note}"
+            f"{timeline_svg(report, events)}{legend_html(traced=bool(events))}{note}"
             '<p class="note">Hover a block for the tool, attempt, error and trace id.</p>'
             "</section>")
 
@@ -140,7 +144,7 @@ def _gaps(report: Mapping[str, Any]) -> str:
         if g.get("original_trigger"):
             trigger += f'<br><span class="note">was {_e(g["original_trigger"])}</span>'
         rows.append(
-            f'<tr><td><b>{_e(g.get("subtask_id"))}</b></td>'
+            f'<tr><td><b>{_breakable(g.get("subtask_id"))}</b></td>'
             f"<td>{_pill(category, category) if category else _pill('none')}</td>"
             f"<td><code>{trigger}</code></td><td>{_pill(g.get('route'), g.get('route'))}</td>"
             f'<td class="mono">{_e(_cut(str(g.get("attempted_query", ""))))}</td>'
@@ -150,7 +154,7 @@ def _gaps(report: Mapping[str, Any]) -> str:
     head = "".join(f"<th>{h}</th>" for h in ("subtask", "category", "trigger", "route",
                                               "attempted query", "partial", "alternatives",
                                               "message"))
-    cols = "".join(f'<col style="width:{w}%">' for w in (12, 9, 13, 8, 20, 6, 18, 14))
+    cols = "".join(f'<col style="width:{w}%">' for w in (13, 9, 13, 8, 19, 6, 18, 14))
     return (f'<section class="card" id="gaps"><h2>Coverage gaps <span class="count">'
             f'{len(gaps)}</span></h2><table class="gaps"><colgroup>{cols}</colgroup>'
             f"<thead><tr>{head}</tr></thead>"

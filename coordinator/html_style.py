@@ -66,6 +66,7 @@ svg.timeline .attempt { stroke: #fff; stroke-width: 1; }
 svg.timeline .grid { stroke: #e9ecef; stroke-width: 1; }
 svg.timeline .end { stroke: #495057; stroke-width: 1.5; stroke-dasharray: 4 3; }
 svg.timeline .resume { stroke: #0c8599; stroke-width: 2; stroke-dasharray: 2 3; }
+svg.timeline .endlabel { font-size: 12px; font-weight: 700; fill: #495057; }
 svg.timeline .tick { font-size: 12px; fill: var(--muted); }
 svg.timeline .sid { font-size: 13.5px; font-weight: 700; fill: var(--ink); }
 svg.timeline .detail { font-size: 11.5px; fill: var(--muted); }
@@ -73,6 +74,10 @@ svg.timeline .queued { stroke: #adb5bd; stroke-width: 2; stroke-dasharray: 2 4; 
 svg.timeline .span { fill: #f1f3f5; stroke: #ced4da; stroke-width: 1; }
 svg.timeline .span.round2, svg.timeline .span.round3 { fill: #e7f5ff; stroke: #1971c2;
   stroke-width: 1.5; stroke-dasharray: 5 3; }
+svg.timeline .span.bg-complete { fill: #b2f2bb; stroke: #2f9e44; }
+svg.timeline .span.bg-empty { fill: #d0ebff; stroke: #4dabf7; }
+svg.timeline .span.bg-partial { fill: #fff3bf; stroke: #fab005; }
+svg.timeline .span.bg-gap { fill: #ffe3e3; stroke: #e03131; }
 svg.timeline .wait { fill: url(#hatch); }
 svg.timeline .round { font-size: 11.5px; font-weight: 700; fill: #1971c2; }
 svg.timeline .trigger { font-size: 12px; font-weight: 700; }

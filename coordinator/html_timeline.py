@@ -36,6 +36,12 @@ _BAR_H = 18
 _CHAR_W = 6.4  # average width of an 11px sans-serif character, to place labels
 
 
+def seconds(value: object) -> str:
+    """A time in seconds for people: to 0.01 s below 100 s, whole seconds above."""
+    t = float(str(value))
+    return f"{t:,.0f}s" if abs(t) >= 100 else f"{round(t, 2):g}s"
+
+
 def _text(value: object) -> str:
     """``value`` as text escaped for HTML content and attribute values alike."""
     return escape(str(value), quote=True)
@@ -49,6 +55,7 @@ class _Block:
     end: float
     kind: str
     tip: str
+    css: str = ""
 
 
 @dataclass
@@ -91,7 +98,7 @@ def _attempt_tip(tool: str, attempt: object, result: Mapping[str, Any], start: f
         tip += f" ({result['error_type']})"
     if result.get("message"):
         tip += f" — {result['message']}"
-    tip += f"\n{start:g}s → {end:g}s"
+    tip += f"\n{seconds(start)} → {seconds(end)}"
     if result.get("trace_id"):
         tip += f" · {result['trace_id']}"
     return tip
@@ -117,7 +124,8 @@ def _rows_from_events(report: Mapping[str, Any], events: Sequence[Mapping[str, A
         span_at: float | None = None
         open_start: Mapping[str, Any] | None = None
         last_result: Mapping[str, Any] = {}
-        escalated: list[float] = []
+        # (when, the last result before it, how many spans had ended by then)
+        escalated: list[tuple[float, Mapping[str, Any], int]] = []
         for e in by_sub[sid]:
             kind, at = e.get("kind"), float(e.get("at", 0.0))
             if open_start is not None and kind in ("start", "state") and (
@@ -142,7 +150,7 @@ def _rows_from_events(report: Mapping[str, Any], events: Sequence[Mapping[str, A
                     row.spans.append(_Block(start, at, f"round{len(row.spans) + 1}", ""))
                     span_at = None
                     if state == "escalated":
-                        escalated.append(at)
+                        escalated.append((at, last_result, len(row.spans)))
             elif kind == "start":
                 open_start = e
             elif kind == "attempt":
@@ -156,8 +164,8 @@ def _rows_from_events(report: Mapping[str, Any], events: Sequence[Mapping[str, A
                 open_start = None
             elif kind == "wait":
                 wait_s = float(e.get("wait_s") or 0.0)
-                row.waits.append(_Block(at, at + wait_s, "wait",
-                                        f"backoff {wait_s:g}s before attempt {e.get('attempt')}"))
+                tip = f"backoff {seconds(wait_s)} before attempt {e.get('attempt')}"
+                row.waits.append(_Block(at, at + wait_s, "wait", tip))
         if open_start is not None:
             row.attempts.append(_Block(float(open_start["at"]), end_of_run, "cut",
                                        f"{open_start.get('tool')} attempt "
@@ -167,16 +175,21 @@ def _rows_from_events(report: Mapping[str, Any], events: Sequence[Mapping[str, A
         if span_at is not None:
             row.spans.append(_Block(span_at, end_of_run, f"round{len(row.spans) + 1}", ""))
         gap = gaps.get(sid)
-        for i, at in enumerate(escalated):
-            if i == len(escalated) - 1 and gap is not None:
+        for i, (at, before, ended) in enumerate(escalated):
+            retried = len(row.spans) > ended  # a later round started after it
+            if not retried and gap is not None:
                 continue  # the final escalation is drawn with the gap below
-            what = attempt_outcome(last_result) if last_result else "escalated"
-            row.marks.append(_Mark(at, ROUTE_COLOURS["retry_later"],
-                                   f"{sid}: round {i + 1} escalated ({what}"
-                                   f"{', ' + str(last_result.get('error_type')) if last_result.get('error_type') else ''})"
-                                   " → retried in the next round"))
+            tip = f"{sid}: round {i + 1} escalated"
+            if before:
+                tip += f" after {before.get('tool')} {attempt_outcome(before)}"
+                if before.get("error_type"):
+                    tip += f" ({before['error_type']})"
+                if before.get("message"):
+                    tip += f"\n{before['message']}"
+            tip += "\n→ retried in the next round" if retried else "\n→ to be retried later"
+            row.marks.append(_Mark(at, ROUTE_COLOURS["retry_later"], tip))
         if gap is not None:
-            at = escalated[-1] if escalated else _end_of(row, end_of_run)
+            at = escalated[-1][0] if escalated else _end_of(row, end_of_run)
             row.marks.append(_gap_mark(gap, at))
     return list(rows.values())
 
@@ -184,7 +197,7 @@ def _rows_from_events(report: Mapping[str, Any], events: Sequence[Mapping[str, A
 def _end_of(row: _Row, end_of_run: float) -> float:
     ended = row.subtask.get("ended_s")
     if ended is not None:
-        return float(ended)
+        return float(str(ended))
     return max((b.end for b in row.spans + row.attempts), default=end_of_run)
 
 
@@ -200,7 +213,8 @@ def _rows_from_subtasks(report: Mapping[str, Any], end_of_run: float) -> list[_R
         row = _Row(s)
         if s.get("started_s") is not None:
             end = float(s["ended_s"]) if s.get("ended_s") is not None else end_of_run
-            row.spans.append(_Block(float(s["started_s"]), end, "round1", ""))
+            status = _text(s.get("status", ""))
+            row.spans.append(_Block(float(s["started_s"]), end, "round1", "", f" bg-{status}"))
         if s["id"] in gaps:
             row.marks.append(_gap_mark(gaps[s["id"]], _end_of(row, end_of_run)))
         rows.append(row)
@@ -208,9 +222,9 @@ def _rows_from_subtasks(report: Mapping[str, Any], end_of_run: float) -> list[_R
 
 
 def _tick_step(span: float) -> float:
-    """A 1-2-5 step giving about eight ticks over ``span`` seconds."""
-    raw = max(span, 1e-9) / 8
-    magnitude = 10 ** math.floor(math.log10(raw))
+    """A 1-2-5 step giving at most ten ticks over ``span`` seconds."""
+    raw = max(span, 1e-9) / 10
+    magnitude = 10.0 ** math.floor(math.log10(raw))
     return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
 
 
@@ -226,7 +240,7 @@ def timeline_svg(report: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
     step = _tick_step(horizon)
     horizon = math.ceil(horizon / step - 1e-9) * step
     width = _LABEL_W + _CHART_W + _RIGHT_PAD
-    height = _AXIS_H + _ROW_H * len(rows) + 8
+    height = _AXIS_H + _ROW_H * len(rows) + 22
 
     def x(t: float) -> float:
         return _LABEL_W + _CHART_W * min(max(t, 0.0), horizon) / horizon
@@ -237,7 +251,7 @@ def timeline_svg(report: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
            'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff4e6"/>'
            '<line x1="0" y1="0" x2="0" y2="6" stroke="#f76707" stroke-width="2.2"/>'
            '</pattern></defs>']
-    bottom = height - 8
+    bottom = height - 20
     # Row bands and labels first, so the grid and the end line are drawn over the bands.
     for i, row in enumerate(rows):
         out.append(_label_svg(row, _AXIS_H + i * _ROW_H, width, alt=i % 2 == 1))
@@ -249,14 +263,15 @@ def timeline_svg(report: Mapping[str, Any], events: Sequence[Mapping[str, Any]])
         out.append(f'<text class="tick" x="{x(t):.1f}" y="{_AXIS_H - 12}" '
                    f'text-anchor="middle">{t:g}s</text>')
     elapsed = float(report.get("elapsed_s") or 0.0)
-    if 0 < elapsed < horizon:
+    if elapsed > 0:
         out.append(f'<line class="end" x1="{x(elapsed):.1f}" y1="{_AXIS_H - 6}" '
-                   f'x2="{x(elapsed):.1f}" y2="{bottom}"><title>job ended at {elapsed:g}s'
-                   '</title></line>')
+                   f'x2="{x(elapsed):.1f}" y2="{bottom + 4}"><title>job ended at {seconds(elapsed)}'
+                   f'</title></line><text class="endlabel" x="{x(elapsed):.1f}" '
+                   f'y="{bottom + 16}" text-anchor="middle">end {seconds(elapsed)}</text>')
     for session_start in _session_starts(events):
         out.append(f'<line class="resume" x1="{x(session_start):.1f}" y1="{_AXIS_H - 6}" '
                    f'x2="{x(session_start):.1f}" y2="{bottom}"><title>resumed at '
-                   f'{session_start:g}s</title></line>')
+                   f'{seconds(session_start)}</title></line>')
     for i, row in enumerate(rows):
         out.append(_row_svg(row, _AXIS_H + i * _ROW_H, x, width))
     out.append("</svg>")
@@ -293,22 +308,22 @@ def _row_svg(row: _Row, top: float, x: Any, width: float) -> str:
     for q in row.queued:
         if q.end > q.start:
             parts.append(f'<line class="queued" x1="{x(q.start):.1f}" y1="{mid:.1f}" '
-                         f'x2="{x(q.end):.1f}" y2="{mid:.1f}"><title>queued {q.start:g}s → '
-                         f'{q.end:g}s</title></line>')
+                         f'x2="{x(q.end):.1f}" y2="{mid:.1f}"><title>queued {seconds(q.start)} → '
+                         f'{seconds(q.end)}</title></line>')
     for span in row.spans:
-        parts.append(f'<rect class="span {span.kind}" x="{x(span.start) - 2:.1f}" '
+        when = f"{seconds(span.start)} → {seconds(span.end)}"
+        parts.append(f'<rect class="span {span.kind}{span.css}" x="{x(span.start) - 2:.1f}" '
                      f'y="{bar_y - 4:.1f}" width="{x(span.end) - x(span.start) + 4:.1f}" '
-                     f'height="{_BAR_H + 8}" rx="5"><title>{sid} {span.kind.replace("round", "round ")}: '
-                     f'{span.start:g}s → {span.end:g}s</title></rect>')
+                     f'height="{_BAR_H + 8}" rx="5"><title>{sid} '
+                     f'{span.kind.replace("round", "round ")}: {when}</title></rect>')
         if span.kind != "round1":
-            # Beside the span when it fits, else just above it.
+            # Named beside the span when there is room and no trigger label is there;
+            # the dashed outline (see the legend) marks the round either way.
             label = f"↻ {span.kind.replace('round', 'round ')}"
             lx = x(span.end) + 6
-            if lx + len(label) * _CHAR_W < width:
+            taken = any(m.label and x(m.at) >= x(span.end) - 10 for m in row.marks)
+            if not taken and lx + len(label) * _CHAR_W < width:
                 parts.append(f'<text class="round" x="{lx:.1f}" y="{mid + 4:.1f}">{label}</text>')
-            else:
-                parts.append(f'<text class="round" x="{x(span.start) + 3:.1f}" '
-                             f'y="{bar_y - 6:.1f}">{label}</text>')
     for w in row.waits:
         parts.append(f'<rect class="wait" x="{x(w.start):.1f}" y="{bar_y + 3:.1f}" '
                      f'width="{max(x(w.end) - x(w.start), 1.5):.1f}" height="{_BAR_H - 6}">'
@@ -344,17 +359,25 @@ def _row_svg(row: _Row, top: float, x: Any, width: float) -> str:
     return "".join(parts)
 
 
-def legend_html() -> str:
-    """The timeline's legend: attempt outcomes, waits, queueing, rounds and markers."""
-    items = [f'<span class="key"><i style="background:{c}"></i>{name}</span>'
-             for name, c in OUTCOME_COLOURS.items() if name != "cut"]
+def legend_html(*, traced: bool = True) -> str:
+    """The timeline's legend: attempt outcomes, waits, queueing, rounds and markers.
+
+    Without a trace the bars are subtask spans coloured by status, so only the markers
+    are explained.
+    """
+    items = []
+    if traced:
+        items += [f'<span class="key"><i style="background:{c}"></i>{name}</span>'
+                  for name, c in OUTCOME_COLOURS.items() if name != "cut"]
+        items += [
+            f'<span class="key"><i style="background:{OUTCOME_COLOURS["cut"]}"></i>'
+            "cut / no result</span>",
+            '<span class="key"><i class="hatch"></i>backoff wait</span>',
+            '<span class="key"><i class="queued"></i>queued</span>',
+            '<span class="key"><i class="span-key"></i>running</span>',
+            '<span class="key"><i class="span-key r2"></i>retry round</span>',
+        ]
     items += [
-        f'<span class="key"><i style="background:{OUTCOME_COLOURS["cut"]}"></i>cut / no result'
-        "</span>",
-        '<span class="key"><i class="hatch"></i>backoff wait</span>',
-        '<span class="key"><i class="queued"></i>queued</span>',
-        '<span class="key"><i class="span-key"></i>running</span>',
-        '<span class="key"><i class="span-key r2"></i>retry round</span>',
         '<span class="key"><b class="diamond" style="background:#c92a2a"></b>escalated</span>',
         '<span class="key"><b class="diamond hollow"></b>gap recorded</span>',
         '<span class="key"><b class="diamond" style="background:#1971c2"></b>retried later'

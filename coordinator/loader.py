@@ -11,6 +11,7 @@ problems are raised together, in line order, as :class:`~shared.errors.InputFile
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from coordinator.scenario import Scenario, scenario_json_schema
 from coordinator.yamlpos import ParsedYaml, format_path, parse_yaml, show
 from coordinator.yamlpos import Path as FieldPath
 from shared.errors import InputFileError, InputFileErrors
+from subagents.mcp_spec import SERVER_NAME_PATTERN
 from subagents.spec import SubtaskSettings
 
 __all__ = ["load_scenario", "load_scenario_text", "scenario_json_schema"]
@@ -135,6 +137,24 @@ class _Checker:
         servers = data.get("mcp_servers")
         self.servers = {str(k) for k in servers} if isinstance(servers, dict) else set()
 
+    def mcp_servers(self) -> None:
+        """Server names usable as SERVER.TOOL, and no simulated tool in a server's name space."""
+        for name in sorted(self.servers):
+            if not re.match(SERVER_NAME_PATTERN, name):
+                self.add(
+                    ("mcp_servers", name),
+                    "a server name of letters, digits, _ and - (its tools are SERVER.TOOL)",
+                    got=repr(name),
+                )
+        for tool in sorted(self.tools or ()):
+            server, dot, _ = tool.partition(".")
+            if dot and server in self.servers:
+                self.add(
+                    ("tools", tool),
+                    f"a tool name outside MCP server {server!r}'s SERVER.TOOL names",
+                    got=repr(tool),
+                )
+
     def add(self, path: FieldPath, expected: str, got: str | None = None) -> None:
         line = self.parsed.line_of(path)
         self.problems.append(InputFileError(self.file, line, format_path(path), expected, got=got))
@@ -155,6 +175,9 @@ class _Checker:
             hint = f" (defined: {', '.join(known)})"
         else:
             hint = " (none is defined)"
+        server, dot, _ = name.partition(".")
+        if dot:
+            hint += f", or a server {server!r} declared under mcp_servers"
         self.add(path, f"a tool defined under tools{hint}", got=repr(name))
 
     def step(self, path: FieldPath, step: Any) -> None:
@@ -222,6 +245,7 @@ class _Checker:
 
 def _check_references(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> list[InputFileError]:
     checker = _Checker(data, parsed, file)
+    checker.mcp_servers()
     if "source" in data:
         checker.add(("source",), "a known field (the loader sets source to the file's path)")
     job = data.get("job")

@@ -38,11 +38,16 @@ def _compact(value: object) -> str:
 
 
 def _code(value: object) -> str:
-    """An inline code span that survives backticks in ``value``."""
-    text = " ".join(str(value).split()).replace("|", "\\|")
+    """An inline code span that survives backticks in ``value`` (not for table cells)."""
+    text = " ".join(str(value).split())
     fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _seconds(value: object) -> str:
+    t = float(str(value))
+    return f"{t:,.0f}s" if abs(t) >= 100 else f"{round(t, 2):g}s"
 
 
 def _pct(share: float) -> str:
@@ -90,7 +95,7 @@ def _header(report: Mapping[str, Any], run: Mapping[str, Any] | None) -> list[st
     lines = [f"# {md_text(report.get('query', ''))}", ""]
     line = (f"**Outcome:** {md_text(report.get('outcome', ''))} · "
             f"**Coverage:** {_pct(float(report.get('coverage', 0.0)))} · "
-            f"**Elapsed:** {float(report.get('elapsed_s') or 0.0):g}s")
+            f"**Elapsed:** {_seconds(report.get('elapsed_s') or 0.0)}")
     if run:
         if run.get("id"):
             line += f" · **Run:** {_code(run['id'])}"
@@ -112,7 +117,7 @@ def _header(report: Mapping[str, Any], run: Mapping[str, Any] | None) -> list[st
                   "what was recorded before it stopped.", ""]
     summary = (report.get("answer") or {}).get("summary")
     if summary:
-        lines += [f"_{md_text(summary)}_", ""]
+        lines += [f"*{md_text(summary)}*", ""]
     return lines
 
 
@@ -121,7 +126,7 @@ def _subtasks(report: Mapping[str, Any]) -> list[str]:
     for s in report.get("subtasks", []):
         span = "–"
         if s.get("started_s") is not None and s.get("ended_s") is not None:
-            span = f"{float(s['started_s']):g}–{float(s['ended_s']):g}s"
+            span = f"{_seconds(s['started_s'])[:-1]}–{_seconds(s['ended_s'])}"
         rows.append([md_cell(s.get("id")), md_cell(s.get("status")),
                      f"{float(s.get('weight', 1.0)):g}", str(s.get("attempts", 0)),
                      str(s.get("rounds", 0)), str(s.get("steps", 0)), str(s.get("findings", 0)),
@@ -177,7 +182,7 @@ def _answer(report: Mapping[str, Any]) -> list[str]:
     for s in answer.get("sections", []):
         covered = "covered" if s.get("covered") else "not covered"
         lines += [f"### {md_text(s.get('subtask_id'))} — {md_text(s.get('status', ''))}, "
-                  f"{covered}", "", f"_{md_text(s.get('query', ''))}_", ""]
+                  f"{covered}", "", f"*{md_text(s.get('query', ''))}*", ""]
         findings = s.get("findings", [])
         for f in findings:
             flags = []

@@ -97,13 +97,29 @@ def replay_all(scenarios: Sequence[Scenario]) -> ReplaySummary:
     return ReplaySummary(passed=passed, failed=len(results) - passed, scenarios=results)
 
 
+LIVE_DIR = "live"
+"""Jobs under a directory of this name call real MCP servers: ``fanout run`` runs them,
+a directory given to ``fanout replay`` is searched without them."""
+
+
 def scenario_files(paths: Sequence[str | Path]) -> list[Path]:
-    """The scenario files named by ``paths``: files as given, directories searched."""
+    """The scenario files named by ``paths``: files as given, directories searched.
+
+    A directory is searched recursively, skipping ``live/`` directories below it (jobs
+    on real MCP servers cannot replay in virtual time).
+    """
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.y*ml") if p.suffix in (".yaml", ".yml")))
+            files.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*.y*ml")
+                    if p.suffix in (".yaml", ".yml")
+                    and LIVE_DIR not in p.relative_to(path).parts[:-1]
+                )
+            )
         else:
             files.append(path)
     return files

@@ -4,13 +4,18 @@
 (every state change, attempt and wait) and each subagent's checkpoint stream to the
 store as they happen, each subagent's result is committed before the coordinator counts
 it, and the final report closes the run.
+
+A job that declares ``mcp_servers`` gets its servers' tools next to its simulated ones.
+``fanout run`` starts the servers before it records the run and passes them in; a
+resume starts them here (MCP tools keep no counters: resuming just reconnects).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
 
-from coordinator.fanout import EscalationHandler, run_job
+from coordinator.fanout import EscalationHandler, ToolSource, run_job
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.routing import RoutingTable
@@ -21,6 +26,9 @@ from shared.ids import SeededTraceIds
 from subagents.checkpoint import restore_run, snapshot_run
 from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, SubagentRun
 from subagents.simulated import SimulatedTools
+
+if TYPE_CHECKING:
+    from subagents.mcp_tools import McpToolSource
 
 
 def event_data(event: ProgressEvent) -> dict[str, Any]:
@@ -119,29 +127,47 @@ async def run_recorded(
     clock: Clock,
     runs: dict[str, SubagentRun] | None = None,
     tools: SimulatedTools | None = None,
+    mcp: McpToolSource | None = None,
     trace_ids: SeededTraceIds | None = None,
     elapsed_offset: float = 0.0,
     observer: ProgressObserver | None = None,
     handler: EscalationHandler | None = None,
 ) -> CoverageReport:
-    """Run (or continue) ``scenario`` with everything recorded; close the run at the end."""
+    """Run (or continue) ``scenario`` with everything recorded; close the run at the end.
+
+    ``mcp`` is the job's running MCP servers; when the scenario declares servers and
+    none are given, they are started for this run and stopped after it.
+
+    Raises:
+        McpServerStartError: a declared server cannot start (nothing ran).
+    """
     tools = tools or SimulatedTools(scenario.tools, clock)
     trace_ids = trace_ids or SeededTraceIds(f"{scenario.seed}/{recorder.run_id}")
     runs = runs if runs is not None else fresh_runs(scenario)
     wiring = RecordedJob(recorder, scenario.job, tools, trace_ids, runs, also=observer)
-    report = await run_job(
-        scenario.job,
-        tools,
-        clock=clock,
-        seed=scenario.seed,
-        trace_ids=trace_ids,
-        observer=wiring.observer,
-        handler=handler,
-        on_result=wiring.on_result,
-        runs=runs,
-        checkpoint=wiring.checkpoint,
-        elapsed_offset=elapsed_offset,
-    )
+    async with AsyncExitStack() as stack:
+        source: ToolSource = tools
+        if scenario.mcp_servers:
+            # Imported here: the MCP SDK is loaded only by jobs that use it.
+            from coordinator.mcp_jobs import JobTools, job_servers
+
+            if mcp is None:
+                mcp = await stack.enter_async_context(job_servers(scenario))
+            if mcp is not None:
+                source = JobTools(tools, mcp)
+        report = await run_job(
+            scenario.job,
+            source,
+            clock=clock,
+            seed=scenario.seed,
+            trace_ids=trace_ids,
+            observer=wiring.observer,
+            handler=handler,
+            on_result=wiring.on_result,
+            runs=runs,
+            checkpoint=wiring.checkpoint,
+            elapsed_offset=elapsed_offset,
+        )
     table = RoutingTable(scenario.job.routing)
     escalations = [
         (e.subtask_id, table.route(e).route, e.model_dump_json(by_alias=True))

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.job import JobSpec
+from subagents.mcp_spec import SERVER_NAME_PATTERN, McpServerSpec
 from subagents.simulated_spec import SimToolSpec
 from subagents.spec import SubtaskSettings
 
@@ -59,9 +60,12 @@ class Scenario(BaseModel):
     expect: Expect | None = Field(
         default=None, description="What a replay must report (subset match)."
     )
-    mcp_servers: dict[str, Any] = Field(
+    mcp_servers: dict[str, McpServerSpec] = Field(
         default_factory=dict,
-        description="Reserved for MCP servers: a tool server.name is then not defined here.",
+        description=(
+            "MCP servers started over stdio for a real run (`fanout run`), by name; their "
+            "tools are called SERVER.TOOL and are not defined under tools."
+        ),
     )
     source: str = Field(default="", exclude=True)
     """The file the scenario was read from (set by the loader, never serialized)."""
@@ -114,6 +118,11 @@ def scenario_json_schema() -> dict[str, Any]:
     response["properties"]["error"] = response["properties"]["error"]["anyOf"][0]
     for kind in ("ok", "partial"):
         response["properties"][kind].pop("default", None)
+
+    # A server's tools are SERVER.TOOL, so its name holds no dot (the loader checks it too).
+    servers = schema["properties"]["mcp_servers"]
+    servers["patternProperties"] = {SERVER_NAME_PATTERN: servers.pop("additionalProperties")}
+    servers["additionalProperties"] = False
 
     pattern = defs["ParamSpec"]["properties"]["pattern"]
     pattern["anyOf"][0]["format"] = "regex"

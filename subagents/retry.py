@@ -59,12 +59,38 @@ async def run_with_retry(
 
     Returns the last envelope and the number of attempts made. Cancellation propagates.
     """
-    jitter_rng = rng if rng is not None else random.Random()
     started = clock.now()
-    count = 0
+    first = await attempt(1)
+    if isinstance(first, ToolResult) and (not first.retryable or policy.max_attempts <= 1):
+        # Fast path: most calls succeed (or fail for good) at once, and building the
+        # retry machinery for them was most of a call's overhead. What tenacity would
+        # decide here is the same: no retry, and no wait drawn from the jitter stream.
+        return first, 1
+    return await _retry(attempt, policy, first, started, clock=clock, rng=rng, on_wait=on_wait)
+
+
+async def _retry(
+    attempt: Callable[[int], Awaitable[ToolResult]],
+    policy: RetryPolicy,
+    first: ToolResult,
+    started: float,
+    *,
+    clock: Clock,
+    rng: random.Random | None,
+    on_wait: WaitHook | None,
+) -> tuple[ToolResult, int]:
+    """Continue a logical call whose first attempt failed retryably (it is tenacity's first)."""
+    jitter_rng = rng if rng is not None else random.Random()
+    count = 1
+    pending: ToolResult | None = first
 
     async def once() -> ToolResult:
-        nonlocal count
+        nonlocal count, pending
+        if pending is not None:
+            # Attempt 1 already ran: hand tenacity its outcome, so attempt numbers, waits
+            # and bounds are exactly those of a call tenacity ran from the start.
+            result, pending = pending, None
+            return result
         count += 1
         return await attempt(count)
 

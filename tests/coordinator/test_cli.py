@@ -119,3 +119,28 @@ def test_run_json_uses_real_time_at_speed(
         "market": "complete",
         "patents": "gap",
     }
+
+
+def test_ask_records_the_alternative_a_person_picks(tmp_path: Path) -> None:
+    """With --ask, the alternative typed at the prompt is recorded as the decision."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "coordinator.cli", "run", str(DESIGN), "--speed", "1000",
+         "--ask", "--store", str(tmp_path / "runs.sqlite")],
+        input="1\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "escalation: patents" in proc.stdout
+    stored = subprocess.run(
+        [sys.executable, "-m", "coordinator.cli", "report", "--format", "json",
+         "--store", str(tmp_path / "runs.sqlite")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    decisions = json.loads(stored.stdout)["decisions"]
+    assert decisions == [
+        {"subtask_id": "patents", "choice": "request patents:read for role analyst "
+         "(needed by patent_db)"}
+    ]
