@@ -49,7 +49,12 @@ def alternatives_for(
         field = result.field or "the arguments"
         value = (args or {}).get(result.field or "", None) if result.field else None
         shown = f" (sent {value!r})" if value is not None else ""
-        out.append(f"set {field} to {result.expected or 'a valid value'}{shown}")
+        expected = result.expected or "a valid value"
+        if expected.startswith("a required argument"):
+            kind = expected.removeprefix("a required argument").strip(" ()") or "any value"
+            out.append(f"provide the missing argument {field} ({kind})")
+        else:
+            out.append(f"set {field} to {expected}{shown}")
         out.append(f"add an on_validation correction for {field} to step {detail.get('step', 0)}")
     elif trigger == "retries_exhausted" and result is not None:
         attempts = result.attempts

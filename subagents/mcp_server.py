@@ -58,7 +58,6 @@ class _Connection:
     session: ClientSession
     tools: list[types.Tool]
     server_info: types.Implementation | None
-    number: int
     stderr: IO[str]
     alive: bool = True
     stop: anyio.Event = field(default_factory=anyio.Event)
@@ -105,7 +104,6 @@ class McpServer:
         self._task_group = task_group
         self._lock = anyio.Lock()
         self._connection: _Connection | None = None
-        self._started = 0
 
     @property
     def tools(self) -> list[types.Tool]:
@@ -116,6 +114,12 @@ class McpServer:
     def server_info(self) -> types.Implementation | None:
         """The name and version the server gave in ``initialize``."""
         return self._connection.server_info if self._connection is not None else None
+
+    @property
+    def session(self) -> ClientSession | None:
+        """The live session, for a bare ``call_tool`` (the overhead benchmark makes them)."""
+        connection = self._connection
+        return connection.session if connection is not None and connection.alive else None
 
     @property
     def command(self) -> str:
@@ -146,7 +150,12 @@ class McpServer:
             self._connection.stop.set()
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], *, qualified: str, schema: dict[str, Any],
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        qualified: str,
+        schema: dict[str, Any],
         meta: dict[str, Any] | None = None,
     ) -> types.CallToolResult:
         """Call ``tool`` once; a lost connection or protocol error raises McpToolError.
@@ -191,8 +200,9 @@ class McpServer:
         return result
 
     def _exit_detail(self, connection: _Connection) -> str:
-        tail = _tail(connection.stderr)
-        return f"server output: {tail}" if tail else "the process exited or closed stdout"
+        # One line at most: this text enters the subagent's context.
+        tail = _tail(connection.stderr, lines=1)[:200]
+        return f"its last words: {tail}" if tail else "the process exited or closed stdout"
 
     async def _current(self, qualified: str) -> _Connection:
         """The live connection, restarting a dead one (once, however many callers wait)."""
@@ -225,14 +235,13 @@ class McpServer:
         return connection
 
     def _start_error(self, exc: BaseException, stderr: str = "") -> McpServerStartError:
-        if isinstance(exc, FileNotFoundError):
-            problem = f"cannot start: {self.spec.argv()[0]!r} was not found"
-        elif isinstance(exc, PermissionError):
-            problem = f"cannot start: {self.spec.argv()[0]!r} is not executable"
-        elif isinstance(exc, NotADirectoryError | OSError) and self.cwd is not None and not Path(
-            self.cwd
-        ).is_dir():
+        program = self.spec.argv()[0]
+        if isinstance(exc, OSError) and self.cwd is not None and not Path(self.cwd).is_dir():
             problem = f"cannot start: working directory {str(self.cwd)!r} does not exist"
+        elif isinstance(exc, FileNotFoundError):
+            problem = f"cannot start: {program!r} was not found"
+        elif isinstance(exc, PermissionError):
+            problem = f"cannot start: {program!r} is not executable"
         elif isinstance(exc, TimeoutError):
             problem = (
                 f"did not finish initialize and tools/list within "
@@ -250,8 +259,6 @@ class McpServer:
         self, *, task_status: anyio.abc.TaskStatus[_Connection] = anyio.TASK_STATUS_IGNORED
     ) -> None:
         """Open a connection, hand it to the starter, and hold it until told to stop."""
-        self._started += 1
-        number = self._started
         # The server's stderr goes to a file: it must not scribble over the live display,
         # and its last lines explain a server that will not start or crashes.
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as stderr:
@@ -268,7 +275,6 @@ class McpServer:
                         session=session,
                         tools=tools,
                         server_info=init.server_info,
-                        number=number,
                         stderr=stderr,
                     )
                     task_status.started(connection)

@@ -153,13 +153,13 @@ def test_defined_tool_outside_allowlist_loads() -> None:
 def test_mcp_server_tools_need_no_definition() -> None:
     """A dotted tool whose prefix is a declared MCP server may be called and allowlisted."""
     text = BASE.replace("tools: [search]", "tools: [search, papers.find]") + (
-        "mcp_servers:\n  papers: {command: papers-mcp}\n"
+        "mcp_servers:\n  papers: {command: [papers-mcp]}\n"
     )
     assert _load(text).job.subtasks[0].tools == ["search", "papers.find"]
     undeclared = BASE.replace("tools: [search]", "tools: [search, papers.find]")
     assert _problems(undeclared) == [
         "inline.yaml:10: job.subtasks[0].tools[1]: expected a tool defined under tools "
-        "(defined: search), got 'papers.find'"
+        "(defined: search), or a server 'papers' declared under mcp_servers, got 'papers.find'"
     ]
 
 

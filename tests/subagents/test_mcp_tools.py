@@ -55,7 +55,7 @@ async def call(
     name: str,
     args: dict[str, object],
     *,
-    timeout: float = 10,
+    per_attempt_s: float = 10,
     retry: RetryPolicy = RETRY,
     events: list[ExecEvent] | None = None,
 ) -> ToolResult:
@@ -63,7 +63,7 @@ async def call(
     return await execute_tool_safely(
         source.tools[name],
         args,
-        timeout=timeout,
+        timeout=per_attempt_s,
         retry=retry,
         observer=events.append if events is not None else None,
     )
@@ -136,7 +136,7 @@ async def test_slow_tool_times_out_and_is_retried(fault_tools: McpToolSource) ->
     """A call over the tool timeout is a transient timeout; the retry then succeeds."""
     events: list[ExecEvent] = []
     result = await call(
-        fault_tools, "fault.slow_once", {"key": "retry", "seconds": 30}, timeout=0.5,
+        fault_tools, "fault.slow_once", {"key": "retry", "seconds": 30}, per_attempt_s=0.5,
         events=events,
     )
     first = attempts_of(events)[0]
@@ -213,7 +213,7 @@ async def test_timeout_on_a_non_idempotent_writer_is_unknown_state(
 ) -> None:
     """A tool annotated as writing and not idempotent is not retried after a timeout."""
     assert fault_tools.tools["fault.slow_write"].side_effects
-    result = await call(fault_tools, "fault.slow_write", {"seconds": 30}, timeout=0.3)
+    result = await call(fault_tools, "fault.slow_write", {"seconds": 30}, per_attempt_s=0.3)
     assert result.changed_state == "unknown" and result.retryable is False
     assert result.attempts == 1
 
@@ -223,6 +223,20 @@ async def test_result_without_content_is_empty_not_an_error(fault_tools: McpTool
     """A successful result with no content is a valid empty result."""
     result = await call(fault_tools, "fault.nothing", {})
     assert result.ok and result.empty
+
+
+@pytest.mark.anyio
+async def test_cancelled_call_propagates_and_server_stays_usable(
+    fault_tools: McpToolSource,
+) -> None:
+    """Cancelling a call mid-flight is not turned into a result; the server serves on."""
+    with anyio.move_on_after(0.3) as scope:
+        await call(fault_tools, "fault.sleep", {"seconds": 30})
+        pytest.fail("a cancelled call must not return")
+    assert scope.cancelled_caught
+    result = await call(fault_tools, "fault.echo", {"text": "still here"})
+    assert result.ok and result.data == {"result": "still here"}
+    assert fault_tools.servers["fault"].restarts == 0
 
 
 # --- crashes, restarts and the concurrency bound (a server each) --------------------
@@ -256,10 +270,12 @@ async def test_concurrent_callers_restart_a_crashed_server_once() -> None:
             except McpToolError as exc:
                 lost.append(exc.error.error_type)
 
+        sleep_args: dict[str, object] = {"seconds": 30}
+        die_args: dict[str, object] = {"delay": 0.3}
         async with anyio.create_task_group() as tg:
             for _ in range(3):
-                tg.start_soon(doomed, "sleep", {"seconds": 30})
-            tg.start_soon(doomed, "die", {"delay": 0.3})
+                tg.start_soon(doomed, "sleep", sleep_args)
+            tg.start_soon(doomed, "die", die_args)
         assert lost == ["connection_reset"] * 4
         pids: list[object] = []
 
@@ -298,6 +314,11 @@ async def test_calls_in_flight_are_bounded_per_server() -> None:
     [
         pytest.param(
             McpServerSpec(command=["no-such-mcp-server-binary"]), "was not found", id="bad-command"
+        ),
+        pytest.param(
+            McpServerSpec(command=[sys.executable, str(FAULT_SERVER)], cwd="/no/such/dir"),
+            "working directory '/no/such/dir' does not exist",
+            id="missing-cwd",
         ),
         pytest.param(
             McpServerSpec(command=[sys.executable, str(FAULT_SERVER), "--exit-at-start"]),
