@@ -10,6 +10,7 @@ counting, routing, the coverage report).
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, TypedDict
@@ -19,6 +20,8 @@ import anyio
 from benchmarks.stats import BenchResult, Figure, Stats, Target, ratios, timed_in_loop
 from benchmarks.workloads import fanout_job, instant_tools, lookup
 from coordinator.fanout import run_job
+from coordinator.job import JobSpec
+from coordinator.report import CoverageReport
 
 KEY = "fanout_overhead"
 TARGET_VS_BARE = 5.0
@@ -44,6 +47,12 @@ class FanState(TypedDict):
     results: Annotated[list[dict[str, Any]], operator.add]
 
 
+class Item(TypedDict):
+    """What ``Send`` hands one branch."""
+
+    i: int
+
+
 def langgraph_fanout() -> Callable[[int], Awaitable[list[Any]]] | None:
     """LangGraph's ``Send`` fan-out as ``run(n)``, or None when langgraph is not installed."""
     try:
@@ -55,11 +64,12 @@ def langgraph_fanout() -> Callable[[int], Awaitable[list[Any]]] | None:
     def fan(state: FanState) -> list[Any]:  # Send, imported lazily above
         return [Send("work", {"i": i}) for i in range(state["n"])]
 
-    async def work(item: dict[str, Any]) -> dict[str, Any]:
+    async def work(item: Item) -> dict[str, Any]:
         return {"results": [await lookup(item["i"])]}
 
     graph = StateGraph(FanState)
-    graph.add_node("work", work)
+    # LangGraph's overloads do not admit an async node typed on its Send payload.
+    graph.add_node("work", work)  # type: ignore[call-overload]
     graph.add_conditional_edges(START, fan, ["work"])
     graph.add_edge("work", END)
     app = graph.compile()
@@ -91,6 +101,7 @@ def run(sizes: Sequence[int], repeat: int) -> BenchResult:
     tools = instant_tools()
     result = BenchResult(
         KEY,
+        "1 · fan-out overhead",
         "Fan-out overhead (one instant async call per subagent, concurrency N, asyncio)",
         {"sizes": list(sizes), "repeat": repeat, "langgraph": lg is not None},
     )
@@ -105,16 +116,23 @@ def run(sizes: Sequence[int], repeat: int) -> BenchResult:
         bare: list[float] = []
         graph: list[float] = []
         ours: list[float] = []
+        def bare_run(n: int = n) -> Awaitable[list[Any]]:
+            return bare_fanout(n)
+
+        def ours_run(job: JobSpec = job) -> Awaitable[CoverageReport]:
+            return run_job(job, tools)
+
+        def one_each(r: list[Any], n: int = n) -> bool:
+            return len(r) == n
+
+        def complete(r: CoverageReport, n: int = n) -> bool:
+            return r.outcome == "complete" and len(r.subtasks) == n
+
         for _ in range(repeat):
-            bare.append(_checked(lambda n=n: bare_fanout(n), lambda r, n=n: len(r) == n))
+            bare.append(_checked(bare_run, one_each))
             if lg is not None:
-                graph.append(_checked(lambda n=n: lg(n), lambda r, n=n: len(r) == n))
-            ours.append(
-                _checked(
-                    lambda job=job: run_job(job, tools),
-                    lambda r, n=n: r.outcome == "complete" and len(r.subtasks) == n,
-                )
-            )
+                graph.append(_checked(functools.partial(lg, n), one_each))
+            ours.append(_checked(ours_run, complete))
         per = 1e6 / n
         result.figures.append(Figure(f"bare anyio task group, N={n:,}", "µs/subagent",
                                      Stats.of(bare).scaled(per)))

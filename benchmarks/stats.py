@@ -96,6 +96,7 @@ class BenchResult:
     """A benchmark's figures, with what it measured and the parameters it ran with."""
 
     key: str
+    heading: str
     title: str
     params: dict[str, Any]
     figures: list[Figure] = field(default_factory=list)
@@ -103,6 +104,7 @@ class BenchResult:
     def to_json(self) -> dict[str, Any]:
         """The benchmark as JSON-ready data."""
         return {
+            "heading": self.heading,
             "title": self.title,
             "params": self.params,
             "figures": [f.to_json() for f in self.figures],

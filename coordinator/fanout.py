@@ -21,6 +21,7 @@ from coordinator.routing import RoutingTable
 from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
 from shared.ids import RandomTraceIds, TraceIds
+from shared.tokens import TokenCounter
 from subagents.loop import (
     ProgressEvent,
     ProgressObserver,
@@ -118,17 +119,47 @@ async def run_job(
     handler = handler or RecordingHandler()
     table = RoutingTable(job.routing)
     deadline = job.deadline_s
-    states: dict[str, SubagentRun] = dict(runs or {})
-    for spec in job.subtasks:
-        if spec.id not in states:
-            planner = planner_factory(spec) if planner_factory else None
-            states[spec.id] = SubagentRun.for_subtask(spec, seed=seed, planner=planner)
+    # Subagent states exist only while they matter: a fresh one is made when its subtask
+    # starts, and dropped once its result is counted unless the retry round needs it.
+    # Holding all of them to the end kept every context (each envelope's JSON text) of
+    # the job alive, and made the garbage collector walk them over and over.
+    live: dict[str, SubagentRun] = dict(runs or {})
+    planners: dict[str, Planner] = {}
+    if planner_factory is not None:
+        # Asked up front, in subtask order, as before: a factory that fails, fails the job
+        # before anything runs.
+        for spec in job.subtasks:
+            if spec.id not in live:
+                planners[spec.id] = planner_factory(spec)
+    if len(live) < len(job.subtasks):
+        TokenCounter()  # load the encoding now: a missing one fails here, not in a subagent
+    dropped: set[str] = set()
     results: dict[str, SubagentResult] = {}
+
+    def run_of(spec: SubtaskSpec) -> SubagentRun:
+        run = live.get(spec.id)
+        if run is None:
+            planner = planners.pop(spec.id, None)
+            run = live[spec.id] = SubagentRun.for_subtask(spec, seed=seed, planner=planner)
+        return run
 
     def emit_state(run: SubagentRun, state: SubagentState) -> None:
         run.state = state
         if observer is not None:
             observer(ProgressEvent(run.spec.id, "state", clock.now(), state=state))
+
+    def retry_later(run: SubagentRun) -> bool:
+        esc = run.escalation
+        return esc is not None and run.rounds < 2 and table.route(esc).route == "retry_later"
+
+    async def counted(run: SubagentRun, result: SubagentResult) -> None:
+        if on_result is not None:
+            await on_result(result)
+        sid = run.spec.id
+        results[sid] = result
+        if run.finished and not retry_later(run):
+            del live[sid]
+            dropped.add(sid)
 
     async def one(run: SubagentRun) -> None:
         try:
@@ -152,52 +183,53 @@ async def run_job(
             # Observers (the live display) must hear this subagent end like any other.
             emit_state(run, "escalated")
             result = run.result()
-        if on_result is not None:
-            await on_result(result)
-        results[run.spec.id] = result
+        await counted(run, result)
 
-    async def round_of(batch: list[SubagentRun]) -> None:
+    async def round_of(batch: list[SubtaskSpec]) -> None:
         queue = deque(batch)
-        for run in batch:
-            emit_state(run, "queued")
+        for spec in batch:
+            run = live.get(spec.id)
+            if run is not None:
+                run.state = "queued"
+            # A subagent not made yet is queued already.
+            if observer is not None:
+                observer(ProgressEvent(spec.id, "state", clock.now(), state="queued"))
 
         async def worker() -> None:
             while queue:
-                await one(queue.popleft())
+                await one(run_of(queue.popleft()))
 
         remaining = None if deadline is None else deadline - clock.now()
         with clock.move_on_after(remaining):
             async with anyio.create_task_group() as tg:
                 for _ in range(min(job.concurrency, len(queue))):
                     tg.start_soon(worker)
-        for run in batch:
+        for spec in batch:
+            if spec.id in dropped:
+                continue  # finished and counted
+            run = run_of(spec)
             if not run.finished:
                 cut_by_deadline(run, clock.now())
                 emit_state(run, "escalated")
-                result = run.result()
-                if on_result is not None:
-                    await on_result(result)
-                results[run.spec.id] = result
+                await counted(run, run.result())
 
-    def retry_later(run: SubagentRun) -> bool:
-        esc = run.escalation
-        return esc is not None and run.rounds < 2 and table.route(esc).route == "retry_later"
-
-    first = [states[s.id] for s in job.subtasks if states[s.id].rounds < 2]
-    first = [r for r in first if not r.finished]
+    first = [
+        s for s in job.subtasks
+        if (r := live.get(s.id)) is None or (r.rounds < 2 and not r.finished)
+    ]
     if first:
         await round_of(first)
     # A resumed run may have been cut inside the retry round: those continue in it.
     retry = [
-        states[s.id]
-        for s in job.subtasks
-        if retry_later(states[s.id]) or (states[s.id].rounds == 2 and not states[s.id].finished)
+        s for s in job.subtasks
+        if (r := live.get(s.id)) is not None
+        and (retry_later(r) or (r.rounds == 2 and not r.finished))
     ]
     if retry and (deadline is None or clock.now() < deadline):
         await round_of(retry)
     for s in job.subtasks:
         if s.id not in results:
-            results[s.id] = states[s.id].result()
+            results[s.id] = live[s.id].result()
     report = assemble_report(job, [results[s.id] for s in job.subtasks], elapsed_s=clock.now())
     decisions: list[Decision] = []
     for escalation in report.escalations:

@@ -19,6 +19,7 @@ from shared.categories import (
     NextSafeAction,
     default_next_action,
 )
+from shared.wire import COMPACT_JSON, field_plan, plain_field
 
 
 class ToolError(BaseModel):
@@ -180,7 +181,32 @@ class ToolResult(BaseModel):
 
     def to_json(self) -> str:
         """Compact JSON with the wire names, as it enters a subagent's context."""
-        return json.dumps(self.to_wire(), separators=(",", ":"), ensure_ascii=False)
+        wire = self._plain_wire()
+        return COMPACT_JSON.encode(self.to_wire() if wire is None else wire)
+
+    def _plain_wire(self) -> dict[str, Any] | None:
+        """``to_wire()`` read straight from the fields, or None unless that is exact.
+
+        Every field must hold a plain value of its declared type (see shared.wire), so
+        pydantic's JSON-mode dump would return it unchanged; the key order and the
+        dropped keys are those of ``_wire``. The dict shares ``data``: it is only dumped.
+        """
+        plan = _TOOL_RESULT_PLAN
+        if plan is None or type(self) is not ToolResult:
+            return None
+        values = self.__dict__
+        drop = _ERROR_ONLY if self.ok else _SUCCESS_ONLY
+        out: dict[str, Any] = {}
+        for name, key, exact in plan:
+            if key in drop:
+                continue
+            value = values[name]
+            if value is None and key in _OPTIONAL_ERROR:
+                continue
+            if not plain_field(value, exact):
+                return None
+            out[key] = value
+        return out
 
     def to_mcp(self) -> dict[str, Any]:
         """The envelope as an MCP ``CallToolResult`` (content, structuredContent, isError)."""
@@ -191,6 +217,9 @@ class ToolResult(BaseModel):
             "structuredContent": wire,
             "isError": self.is_error,
         }
+
+
+_TOOL_RESULT_PLAN: Final = field_plan(ToolResult)
 
 
 class Finding(BaseModel):

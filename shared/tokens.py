@@ -23,21 +23,35 @@ def _encoding() -> Any:
 class TokenCounter:
     """Counts cl100k tokens, and keeps a running total so each text is counted once."""
 
-    __slots__ = ("_enc", "total")
+    __slots__ = ("_enc", "_last", "total")
 
     def __init__(self) -> None:
         self._enc = _encoding()
         self.total = 0
+        # The text counted last and its tokens: truncating that text right after
+        # counting it (a result over the tool budget) cuts them instead of encoding again.
+        self._last: tuple[str, list[int]] | None = None
 
     def count(self, text: str) -> int:
         """The number of cl100k tokens in ``text``."""
-        return len(self._enc.encode_ordinary(text))
+        tokens: list[int] = self._enc.encode_ordinary(text)
+        self._last = (text, tokens)
+        return len(tokens)
 
     def add(self, text: str) -> int:
         """Count ``text``, add it to the running total, and return its own count."""
         n = self.count(text)
+        self._last = None
         self.total += n
         return n
+
+    def fit(self, text: str, max_tokens: int) -> tuple[str, int]:
+        """``text`` as it may enter a context: counted once, cut to ``max_tokens`` if over."""
+        n = self.count(text)
+        if n <= max_tokens:
+            self._last = None
+            return text, n
+        return self.truncate(text, max_tokens)
 
     def remove(self, tokens: int) -> None:
         """Take ``tokens`` off the running total (a message left the context)."""
@@ -45,7 +59,11 @@ class TokenCounter:
 
     def truncate(self, text: str, max_tokens: int) -> tuple[str, int]:
         """``text`` cut to at most ``max_tokens`` tokens, and the tokens it now has."""
-        tokens = self._enc.encode_ordinary(text)
+        last = self._last
+        tokens = last[1] if last is not None and last[0] is text else None
+        self._last = None
+        if tokens is None:
+            tokens = self._enc.encode_ordinary(text)
         if len(tokens) <= max_tokens:
             return text, len(tokens)
         # errors="ignore" drops a multi-byte character cut in half instead of inserting

@@ -9,13 +9,13 @@ corrections made, rules hit, permissions denied) are never compacted.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from shared.budget import ContextDecision, should_compact_or_stop
 from shared.envelope import ToolResult
 from shared.tokens import TokenCounter
+from shared.wire import COMPACT_JSON
 
 MessageKind = Literal["query", "call", "result", "summary"]
 
@@ -35,7 +35,7 @@ class Message:
 
 
 def _compact_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=False)
+    return COMPACT_JSON.encode(value)
 
 
 def item_count(data: Any) -> int:
@@ -94,10 +94,7 @@ class Context:
 
     def add_result(self, result: ToolResult) -> None:
         """Record a call's final envelope, truncated to the active tool budget."""
-        text = result.to_json()
-        n = self.counter.count(text)
-        if n > self.active_tool_budget:
-            text, n = self.counter.truncate(text, self.active_tool_budget)
+        text, n = self.counter.fit(result.to_json(), self.active_tool_budget)
         self.counter.total += n
         pinned = not result.ok and result.category in _PINNED_CATEGORIES
         self.messages.append(

@@ -20,6 +20,7 @@ from shared.clock import AnyioClock, Clock
 from shared.envelope import ToolError, ToolResult
 from shared.ids import new_trace_id
 from subagents.retry import RetryPolicy, run_with_retry
+from subagents.schema import SchemaViolation
 from subagents.tool import CallContext, Tool, ToolOutput
 
 
@@ -89,8 +90,9 @@ async def execute_tool_safely(
     key = idempotency_key or f"idem_{trace_id}"
     policy = retry or RetryPolicy.no_retry()
 
-    violation = tool.check_args(args)
-    if violation is not None:
+    accepted = tool.accept(args)
+    if isinstance(accepted, SchemaViolation):
+        violation = accepted
         error = ToolError.of(
             "validation",
             "invalid_argument",
@@ -103,7 +105,7 @@ async def execute_tool_safely(
             observer(ExecEvent("start", tool.name, trace_id, 1, clock.now()))
             observer(ExecEvent("attempt", tool.name, trace_id, 1, clock.now(), result))
         return result
-    prepared = tool.prepare_args(args)
+    prepared = accepted
     start = clock.now()
 
     async def attempt(n: int) -> ToolResult:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from tenacity import AsyncRetrying, RetryCallState, retry_if_result
+from tenacity import AsyncRetrying, RetryCallState
 
 from shared.clock import Clock
 from shared.envelope import ToolResult
@@ -83,16 +83,29 @@ async def _retry(
     jitter_rng = rng if rng is not None else random.Random()
     count = 1
     pending: ToolResult | None = first
+    # The envelope of the attempt tenacity is judging. tenacity keeps outcomes in
+    # concurrent.futures Futures, whose every read takes a lock; attempts never raise
+    # (only cancellation escapes, and tenacity re-raises it), so reading our own copy
+    # gives the same answers for less.
+    last: object = None
 
     async def once() -> ToolResult:
-        nonlocal count, pending
+        nonlocal count, pending, last
+        last = None
         if pending is not None:
             # Attempt 1 already ran: hand tenacity its outcome, so attempt numbers, waits
             # and bounds are exactly those of a call tenacity ran from the start.
             result, pending = pending, None
-            return result
-        count += 1
-        return await attempt(count)
+        else:
+            count += 1
+            result = await attempt(count)
+        last = result
+        return result
+
+    def retryable(state: RetryCallState) -> bool:
+        # retry_if_result(lambda r: isinstance(r, ToolResult) and r.retryable): a raised
+        # outcome (last is None) is not retried.
+        return isinstance(last, ToolResult) and last.retryable
 
     def wait(state: RetryCallState) -> float:
         if state.attempt_number >= policy.max_attempts:
@@ -102,7 +115,6 @@ async def _retry(
         base = policy.backoff(state.attempt_number)
         if policy.jitter == "full":
             base = jitter_rng.uniform(0, base)
-        last = state.outcome.result() if state.outcome is not None else None
         floor = last.retry_after_s if isinstance(last, ToolResult) and last.retry_after_s else 0.0
         return max(base, floor)
 
@@ -119,12 +131,12 @@ async def _retry(
             on_wait(state.upcoming_sleep, state.attempt_number + 1)
 
     retrying = AsyncRetrying(
-        retry=retry_if_result(lambda r: isinstance(r, ToolResult) and r.retryable),
+        retry=retryable,
         wait=wait,
         stop=stop,
         sleep=clock.sleep,
         before_sleep=before_sleep,
-        retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+        retry_error_callback=lambda state: last,
     )
     result: object = await retrying(once)
     if not isinstance(result, ToolResult):  # pragma: no cover - attempt() always returns one

@@ -56,6 +56,7 @@ class Tool:
     wants_context: bool = False
     is_async: bool = False
     _model: type[pydantic.BaseModel] | None = field(default=None, repr=False, compare=False)
+    _fields: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
     def check_args(self, args: Mapping[str, Any]) -> SchemaViolation | None:
         """The first problem with ``args``, or None when they may be sent."""
@@ -72,7 +73,31 @@ class Tool:
         if self._model is None:
             return dict(args)
         model = self._model.model_validate(dict(args))
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        return {name: getattr(model, name) for name in self._field_names()}
+
+    def accept(self, args: Mapping[str, Any]) -> SchemaViolation | dict[str, Any]:
+        """:meth:`check_args` and :meth:`prepare_args` in one validation: the first
+        problem with ``args``, or the arguments as the body receives them."""
+        cls = type(self)
+        if cls.check_args is not Tool.check_args or cls.prepare_args is not Tool.prepare_args:
+            # A subclass that redefines either keeps exactly its own behaviour.
+            violation = self.check_args(args)
+            return violation if violation is not None else self.prepare_args(args)
+        if self._model is None:
+            plain = dict(args)
+            violation = validate(plain, self.schema)
+            return plain if violation is None else violation
+        try:
+            model = self._model.model_validate(dict(args))
+        except pydantic.ValidationError as exc:
+            return _violation_from_pydantic(exc, args)
+        return {name: getattr(model, name) for name in self._field_names()}
+
+    def _field_names(self) -> tuple[str, ...]:
+        if self._fields is not None:
+            return self._fields
+        assert self._model is not None
+        return tuple(self._model.model_fields)
 
     @classmethod
     def from_function(
@@ -120,6 +145,7 @@ class Tool:
             wants_context=wants_context,
             is_async=_is_async_callable(fn),
             _model=model,
+            _fields=tuple(model.model_fields),
         )
 
     @classmethod

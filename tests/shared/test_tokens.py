@@ -104,3 +104,21 @@ def test_token_counting_never_reaches_for_the_network(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "2"
+
+
+@pytest.mark.parametrize(
+    ("text", "budget"),
+    [
+        pytest.param("hello world", 5, id="fits"),
+        pytest.param("hello world " * 50, 10, id="cut"),
+        pytest.param("日本語のテキスト" * 30, 7, id="multibyte-cut"),
+        pytest.param("", 0, id="empty"),
+    ],
+)
+def test_fit_is_a_count_then_a_cut(text: str, budget: int) -> None:
+    """fit gives what counting and then truncating with a fresh counter gives."""
+    fresh = TokenCounter()
+    expected = (text, fresh.count(text)) if fresh.count(text) <= budget else (
+        TokenCounter().truncate(text, budget)
+    )
+    assert TokenCounter().fit(text, budget) == expected

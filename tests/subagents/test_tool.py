@@ -158,3 +158,28 @@ def test_an_object_with_async_call_is_an_async_body() -> None:
     """A callable object whose __call__ is async is awaited, not run in a worker thread."""
     assert Tool.from_schema("t", AsyncBody(), {"q": {"type": "string"}}).is_async is True
     assert Tool.from_schema("t", search, {"q": {"type": "string"}}).is_async is False
+
+
+def _noop(q: str) -> str:
+    return q
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        pytest.param(Tool.from_function(search), {"query": "x"}, id="hints-defaults"),
+        pytest.param(Tool.from_function(search), {"query": "x", "limit": "7"}, id="hints-coerced"),
+        pytest.param(Tool.from_function(search), {"limit": 3}, id="hints-missing"),
+        pytest.param(Tool.from_function(search), {"query": "x", "limit": 99}, id="hints-bound"),
+        pytest.param(Tool.from_function(search), {"query": "x", "x": 1}, id="hints-extra"),
+        pytest.param(Tool.from_schema("t", _noop, {"q": {"type": "string"}}), {"q": "a"},
+                     id="schema-ok"),
+        pytest.param(Tool.from_schema("t", _noop, {"q": {"type": "string"}}), {"q": 1},
+                     id="schema-bad"),
+    ],
+)
+def test_accept_is_check_then_prepare(tool: Tool, args: dict[str, Any]) -> None:
+    """accept gives check_args' violation, or else prepare_args' arguments, in one pass."""
+    violation = tool.check_args(args)
+    expected = violation if violation is not None else tool.prepare_args(args)
+    assert tool.accept(args) == expected
