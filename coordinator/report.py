@@ -176,11 +176,11 @@ def assemble_report(
     sections: list[Section] = []
     covered_weight = total_weight = 0.0
     for spec in job.subtasks:
-        result = by_id.get(spec.id) or SubagentResult(subtask_id=spec.id)
+        result = by_id.get(spec.id) or _missing(spec.id, spec.query)
         status = subtask_status(result)
         gap = _gap(result, spec.query, table, overrides.get(spec.id))
         outcomes.append(
-            SubtaskOutcome(
+            SubtaskOutcome.model_construct(
                 id=spec.id,
                 query=spec.query,
                 weight=spec.weight,
@@ -202,7 +202,7 @@ def assemble_report(
             if gap.route == "escalate" and result.escalation is not None:
                 escalations.append(result.escalation)
         sections.append(
-            Section(
+            Section.model_construct(
                 subtask_id=spec.id,
                 query=spec.query,
                 status=status,
@@ -240,6 +240,20 @@ def assemble_report(
         gaps=gaps,
         escalations=escalations,
         answer=answer,
+    )
+
+
+def _missing(subtask_id: str, query: str) -> SubagentResult:
+    """A subtask no result was reported for: a gap, never silently covered."""
+    return SubagentResult(
+        subtask_id=subtask_id,
+        escalation=Escalation(
+            subtask_id=subtask_id,
+            trigger="interrupted",
+            message="no result was reported for this subtask",
+            attempted_query=query,
+            alternatives=["run the subtask again (`fanout resume` continues a stored run)"],
+        ),
     )
 
 

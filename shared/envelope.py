@@ -237,7 +237,8 @@ class Finding(BaseModel):
     @classmethod
     def from_result(cls, result: ToolResult, args: dict[str, Any]) -> Finding:
         """The finding a successful envelope contributes."""
-        return cls(
+        # The envelope is validated already: construct without validating again.
+        return cls.model_construct(
             tool=result.tool,
             data=result.data,
             args=dict(args),

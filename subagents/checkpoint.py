@@ -31,6 +31,7 @@ def _unaction(d: dict[str, Any] | None) -> CallAction | None:
 def snapshot_run(run: SubagentRun) -> dict[str, Any]:
     """The run's state as JSON-ready data."""
     snap = getattr(run.planner, "snapshot", None)
+    run.context.count_pending()  # so every message carries its exact count
     version, internal, gauss = run.rng.getstate()
     pending = run.pending
     return {

@@ -5,6 +5,12 @@ and its final envelope (compact JSON, wire names), a result truncated to the act
 tool budget. Compaction replaces every result but the newest with a one-line summary;
 the query and pinned decisions (validation, business and permission outcomes: the
 corrections made, rules hit, permissions denied) are never compacted.
+
+Counting is exact and each message is counted at most once, but not before it matters:
+a cl100k token is at least one UTF-8 byte, so a message's byte length bounds its token
+count. While the bounds alone prove the margin is there, the gate needs no BPE at all;
+the first time they do not (or anyone asks for the count), the pending messages are
+counted exactly, once. The decisions are those of exact counting, always.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from shared.budget import ContextDecision, should_compact_or_stop
+from shared.budget import ContextDecision, required_margin, should_compact_or_stop
 from shared.envelope import ToolResult
 from shared.tokens import TokenCounter
 from shared.wire import COMPACT_JSON
@@ -20,6 +26,19 @@ from shared.wire import COMPACT_JSON
 MessageKind = Literal["query", "call", "result", "summary"]
 
 _PINNED_CATEGORIES = frozenset({"validation", "business", "permission"})
+_UNCOUNTED = -1
+
+
+def _byte_bound(text: str) -> int:
+    """An upper bound of ``text``'s cl100k tokens: every token is at least one byte."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _room_threshold(window: int, active_tool_budget: int) -> int:
+    """The largest token count the gate lets through without compaction."""
+    # continue ⇔ window − count ≥ margin ⇔ count ≤ window − margin; margin may be
+    # fractional (15% of the window), so the threshold is its floor.
+    return (window - required_margin(window, active_tool_budget)) // 1
 
 
 @dataclass(slots=True)
@@ -77,16 +96,37 @@ class Context:
         self.counter = counter or TokenCounter()
         self.messages: list[Message] = []
         self.compactions = 0
+        self._pending: list[Message] = []
+        self._pending_bound = 0
+        self._room_below = _room_threshold(window, active_tool_budget)
         self._append("query", query, pinned=True)
 
     @property
     def tokens(self) -> int:
-        """The context's token count: the sum of its messages' counts."""
+        """The context's exact token count: the sum of its messages' counts."""
+        self.count_pending()
         return self.counter.total
 
+    @property
+    def exact_tokens(self) -> int | None:
+        """The exact count if nothing is pending, else None (without counting anything)."""
+        return None if self._pending else self.counter.total
+
+    def count_pending(self) -> None:
+        """Count exactly, once, every message that so far had only its byte bound."""
+        if not self._pending:
+            return
+        for message in self._pending:
+            message.tokens = self.counter.count(message.text)
+            self.counter.total += message.tokens
+        self._pending = []
+        self._pending_bound = 0
+
     def _append(self, kind: MessageKind, text: str, *, pinned: bool = False, **kw: str) -> None:
-        n = self.counter.add(text)
-        self.messages.append(Message(kind, text, n, pinned, **kw))
+        message = Message(kind, text, _UNCOUNTED, pinned, **kw)
+        self.messages.append(message)
+        self._pending.append(message)
+        self._pending_bound += _byte_bound(text)
 
     def add_call(self, tool: str, args: dict[str, Any]) -> None:
         """Record a logical call before it is made."""
@@ -94,19 +134,31 @@ class Context:
 
     def add_result(self, result: ToolResult) -> None:
         """Record a call's final envelope, truncated to the active tool budget."""
-        text, n = self.counter.fit(result.to_json(), self.active_tool_budget)
-        self.counter.total += n
+        text = result.to_json()
         pinned = not result.ok and result.category in _PINNED_CATEGORIES
-        self.messages.append(
-            Message("result", text, n, pinned, tool=result.tool, summary=summarize(result))
-        )
+        summary = summarize(result)
+        if _byte_bound(text) <= self.active_tool_budget:
+            # It fits whatever its exact count: counted later, if ever needed.
+            self._append("result", text, pinned=pinned, tool=result.tool, summary=summary)
+            return
+        text, n = self.counter.fit(text, self.active_tool_budget)
+        self.counter.total += n
+        self.messages.append(Message("result", text, n, pinned, tool=result.tool, summary=summary))
+
+    def has_room(self) -> bool:
+        """True when the byte bounds alone prove the gate would say ``continue``.
+
+        False means "not proven": run :meth:`ensure_room` for the exact decision.
+        """
+        return self.counter.total + self._pending_bound <= self._room_below
 
     def gate(self) -> ContextDecision:
-        """The budget rule of DESIGN §2 on the current count."""
+        """The budget rule of DESIGN §2 on the current (exact) count."""
         return should_compact_or_stop(self.tokens, self.window, self.active_tool_budget)
 
     def compact(self) -> int:
         """Summarise every unpinned result but the newest; return the tokens freed."""
+        self.count_pending()
         results = [i for i, m in enumerate(self.messages) if m.kind == "result"]
         freed = 0
         replaced = False

@@ -161,13 +161,17 @@ async def _attempt_once(
         data, empty, complete = raw.data, raw.empty or _is_empty(raw.data), raw.complete
     else:
         data, empty, complete = raw, _is_empty(raw), True
-    return ToolResult.success(
-        tool.name,
-        data,
+    # Every field is one of ours, already typed: construct without re-validating (hot path).
+    return ToolResult.model_construct(
+        ok=True,
+        is_error=False,
+        tool=tool.name,
         trace_id=ctx.trace_id,
-        empty=empty,
-        complete=complete,
+        data=data,
+        empty=bool(empty),
+        complete=bool(complete),
         changed_state=tool.side_effects,
+        next_safe_action="continue",
     )
 
 

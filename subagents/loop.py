@@ -118,7 +118,6 @@ class SubagentResult(BaseModel):
     ended_s: float | None = None
     trace_ids: list[str] = Field(default_factory=list)
     compactions: int = 0
-    context_tokens: int = 0
 
 
 @dataclass
@@ -167,7 +166,8 @@ class SubagentRun:
 
     def result(self) -> SubagentResult:
         """The report the coordinator counts."""
-        return SubagentResult(
+        # Built from the loop's own typed state: no validation needed (hot path).
+        return SubagentResult.model_construct(
             subtask_id=self.spec.id,
             findings=list(self.findings),
             escalation=self.escalation,
@@ -179,7 +179,6 @@ class SubagentRun:
             ended_s=self.ended_s,
             trace_ids=list(self.trace_ids),
             compactions=self.context.compactions,
-            context_tokens=self.context.tokens,
         )
 
     def attempted_query(self) -> str:
@@ -348,8 +347,8 @@ async def run_subagent(
                 call=action,
             )
             break
-        decision = run.context.ensure_room()
-        if decision.decision != "continue":
+        decision = None if run.context.has_room() else run.context.ensure_room()
+        if decision is not None and decision.decision != "continue":
             run.escalate(
                 "context_budget",
                 f"{decision.remaining_tokens} tokens left of {spec.context_window}, "

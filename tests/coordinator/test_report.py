@@ -235,3 +235,22 @@ def test_the_report_is_a_pure_function_of_the_results() -> None:
         ("b", "gap", 1),
     ]
     assert wire["elapsed_s"] == 2.5
+
+
+def test_a_subtask_without_a_result_is_a_gap_not_covered() -> None:
+    """An executor that reports no result for a subtask leaves a gap; coverage never rises."""
+    from coordinator.job import JobSpec
+    from coordinator.report import assemble_report
+    from subagents.loop import SubagentResult
+    from subagents.spec import SubtaskSpec
+
+    job = JobSpec(
+        query="q",
+        subtasks=[SubtaskSpec(id="a", query="qa"), SubtaskSpec(id="b", query="qb")],
+    )
+    done = SubagentResult(subtask_id="a", findings=[], rounds=1)
+    report = assemble_report(job, [done], elapsed_s=1.0)
+    assert [s.status for s in report.subtasks] == ["empty", "gap"]
+    assert report.coverage == 0.5
+    (gap,) = report.gaps
+    assert (gap.subtask_id, gap.trigger, gap.route) == ("b", "interrupted", "gap")

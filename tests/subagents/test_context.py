@@ -139,3 +139,46 @@ def test_ensure_room_fails_when_compaction_cannot_help(
     assert decision.decision == "compact_before_next_tool"
     assert decision.remaining_tokens < decision.required_margin
     assert context.messages[0].text == query
+
+
+def test_byte_bounds_never_change_a_decision() -> None:
+    """Whenever the cheap byte bound says there is room, the exact gate says continue."""
+    import random
+
+    rng = random.Random(7)
+    words = ["lithium", "électrolyte", "固体電池", "sulfide", "{", "}", "42", " "]
+    for _ in range(300):
+        window = rng.randint(50, 3000)
+        budget = rng.randint(0, 800)
+        context = Context("q " * rng.randint(0, 40), window=window, active_tool_budget=budget)
+        for _ in range(rng.randint(0, 6)):
+            context.add_call("t", {"q": " ".join(rng.choices(words, k=rng.randint(0, 60)))})
+        proven = context.has_room()
+        exact = context.gate().decision
+        assert not proven or exact == "continue", (window, budget, context.tokens)
+
+
+def test_far_from_the_budget_nothing_is_encoded() -> None:
+    """A small context in a large window passes the gate without running the tokenizer."""
+    class Counting(TokenCounter):
+        __slots__ = ("calls",)
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def count(self, text: str) -> int:
+            self.calls += 1
+            return super().count(text)
+
+    counter = Counting()
+    original = TokenCounter().count
+    context = Context("solid-state batteries", window=16000, active_tool_budget=2000,
+                      counter=counter)
+    context.add_call("web_search", {"query": "market size"})
+    assert context.has_room()
+    assert counter.calls == 0
+    assert context.tokens == original("solid-state batteries") + original(
+        '{"tool":"web_search","args":{"query":"market size"}}'
+    )
+    assert counter.calls == 2

@@ -296,7 +296,6 @@ async def test_compaction_lets_a_long_subagent_finish() -> None:
     assert result.escalation is None
     assert len(result.findings) == 12
     assert result.compactions > 0
-    assert result.context_tokens < spec.context_window
 
 
 @pytest.mark.parametrize(
