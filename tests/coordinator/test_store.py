@@ -83,6 +83,11 @@ def test_killed_run_resumes_to_the_uninterrupted_report(tmp_path: Path) -> None:
     for sid in {"market", "costs", "cathodes", "grid", "vehicles", "policy"} - finished_before:
         assert gaps[sid]["trigger"] == "interrupted"
 
+    for fmt, marker in (("md", "interrupted"), ("html", "fanout resume"), ("table", "interrupted")):
+        shown = fanout("report", run.id, "--format", fmt, "--store", store)
+        assert shown.returncode == 0, (fmt, shown.stderr)
+        assert marker in shown.stdout, fmt
+
     resumed = fanout("resume", run.id, "--store", store, "--json")
     assert resumed.returncode == 0, resumed.stderr
     clean = replay(load_scenario(RESUMABLE)).report
@@ -102,6 +107,12 @@ def test_killed_run_resumes_to_the_uninterrupted_report(tmp_path: Path) -> None:
         assert done_steps >= 1
     assert runs.get(run.id).status == "finished"
     assert runs.get(run.id).sessions == 2
+    html = fanout("report", run.id, "--format", "html", "-o", tmp_path / "r.html", "--store", store)
+    assert html.returncode == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "<svg" in page and "patents" in page and 'class="banner interrupted"' not in page
+    md = fanout("report", run.id, "--format", "md", "--store", store).stdout
+    assert "permission_denied" in md and "| patents |" in md
 
 
 def test_resuming_a_finished_run_is_refused(tmp_path: Path) -> None:
