@@ -113,6 +113,13 @@ class CoverageReport(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
+# Validated prototypes: the report copies them per subtask instead of validating again.
+_OUTCOME = SubtaskOutcome(
+    id="", query="", weight=0, status="gap", attempts=0, rounds=0, steps=0, findings=0
+)
+_SECTION = Section(subtask_id="", query="", status="gap", covered=False, weight=0, findings=[])
+
+
 def subtask_status(result: SubagentResult) -> SubtaskStatus:
     """complete, empty (answered: nothing matches), partial (findings and a gap), or gap."""
     has_gap = result.escalation is not None or result.incomplete
@@ -180,18 +187,20 @@ def assemble_report(
         status = subtask_status(result)
         gap = _gap(result, spec.query, table, overrides.get(spec.id))
         outcomes.append(
-            SubtaskOutcome.model_construct(
-                id=spec.id,
-                query=spec.query,
-                weight=spec.weight,
-                status=status,
-                attempts=result.attempts,
-                rounds=result.rounds,
-                steps=result.steps,
-                findings=len(result.findings),
-                started_s=result.started_s,
-                ended_s=result.ended_s,
-                compactions=result.compactions,
+            _OUTCOME.model_copy(
+                update={
+                    "id": spec.id,
+                    "query": spec.query,
+                    "weight": spec.weight,
+                    "status": status,
+                    "attempts": result.attempts,
+                    "rounds": result.rounds,
+                    "steps": result.steps,
+                    "findings": len(result.findings),
+                    "started_s": result.started_s,
+                    "ended_s": result.ended_s,
+                    "compactions": result.compactions,
+                }
             )
         )
         covered = status in ("complete", "empty")
@@ -202,14 +211,16 @@ def assemble_report(
             if gap.route == "escalate" and result.escalation is not None:
                 escalations.append(result.escalation)
         sections.append(
-            Section.model_construct(
-                subtask_id=spec.id,
-                query=spec.query,
-                status=status,
-                covered=covered,
-                weight=spec.weight,
-                findings=list(result.findings),
-                gap=None if gap is None else _gap_line(gap),
+            _SECTION.model_copy(
+                update={
+                    "subtask_id": spec.id,
+                    "query": spec.query,
+                    "status": status,
+                    "covered": covered,
+                    "weight": spec.weight,
+                    "findings": list(result.findings),
+                    "gap": None if gap is None else _gap_line(gap),
+                }
             )
         )
     if total_weight > 0:

@@ -237,12 +237,17 @@ class Finding(BaseModel):
     @classmethod
     def from_result(cls, result: ToolResult, args: dict[str, Any]) -> Finding:
         """The finding a successful envelope contributes."""
-        # The envelope is validated already: construct without validating again.
-        return cls.model_construct(
-            tool=result.tool,
-            data=result.data,
-            args=dict(args),
-            empty=result.empty,
-            complete=result.complete,
-            trace_id=result.trace_id,
+        # The envelope is validated already: copy a prototype instead of validating again.
+        return _FINDING.model_copy(
+            update={
+                "tool": result.tool,
+                "data": result.data,
+                "args": dict(args),
+                "empty": result.empty,
+                "complete": result.complete,
+                "trace_id": result.trace_id,
+            }
         )
+
+
+_FINDING = Finding(tool="")

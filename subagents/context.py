@@ -15,6 +15,7 @@ counted exactly, once. The decisions are those of exact counting, always.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,6 +35,7 @@ def _byte_bound(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
+@functools.lru_cache(maxsize=256)
 def _room_threshold(window: int, active_tool_budget: int) -> int:
     """The largest token count the gate lets through without compaction."""
     # continue ⇔ window − count ≥ margin ⇔ count ≤ window − margin; margin may be
@@ -94,12 +96,27 @@ class Context:
         self.window = window
         self.active_tool_budget = active_tool_budget
         self.counter = counter or TokenCounter()
-        self.messages: list[Message] = []
+        self._messages: list[Message] = []
         self.compactions = 0
         self._pending: list[Message] = []
         self._pending_bound = 0
+        # Calls and results whose text is not built yet: it is needed only at the next
+        # gate (or when someone reads the messages), so a subagent's last call and
+        # result are never serialised unless asked for.
+        self._unrendered: list[tuple[Message, ToolResult | dict[str, Any]]] = []
         self._room_below = _room_threshold(window, active_tool_budget)
         self._append("query", query, pinned=True)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The messages, oldest first (the query, then each call and its result)."""
+        self._render()
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: list[Message]) -> None:
+        self._unrendered = []
+        self._messages = value
 
     @property
     def tokens(self) -> int:
@@ -110,10 +127,11 @@ class Context:
     @property
     def exact_tokens(self) -> int | None:
         """The exact count if nothing is pending, else None (without counting anything)."""
-        return None if self._pending else self.counter.total
+        return None if self._pending or self._unrendered else self.counter.total
 
     def count_pending(self) -> None:
         """Count exactly, once, every message that so far had only its byte bound."""
+        self._render()
         if not self._pending:
             return
         for message in self._pending:
@@ -122,34 +140,57 @@ class Context:
         self._pending = []
         self._pending_bound = 0
 
+    def _track(self, message: Message) -> None:
+        """Bound a message by its bytes until its exact count is needed."""
+        self._pending.append(message)
+        self._pending_bound += _byte_bound(message.text)
+
     def _append(self, kind: MessageKind, text: str, *, pinned: bool = False, **kw: str) -> None:
         message = Message(kind, text, _UNCOUNTED, pinned, **kw)
-        self.messages.append(message)
-        self._pending.append(message)
-        self._pending_bound += _byte_bound(text)
+        self._messages.append(message)
+        self._track(message)
+
+    def _render(self) -> None:
+        if not self._unrendered:
+            return
+        for message, source in self._unrendered:
+            if isinstance(source, ToolResult):
+                self._render_result(message, source)
+            else:
+                message.text = _compact_json(source)
+                self._track(message)
+        self._unrendered = []
+
+    def _render_result(self, message: Message, result: ToolResult) -> None:
+        text = result.to_json()
+        message.summary = summarize(result)
+        if _byte_bound(text) <= self.active_tool_budget:
+            # It fits whatever its exact count: counted later, if ever needed.
+            message.text = text
+            self._track(message)
+            return
+        message.text, message.tokens = self.counter.fit(text, self.active_tool_budget)
+        self.counter.total += message.tokens
 
     def add_call(self, tool: str, args: dict[str, Any]) -> None:
         """Record a logical call before it is made."""
-        self._append("call", _compact_json({"tool": tool, "args": args}), tool=tool)
+        message = Message("call", "", _UNCOUNTED, tool=tool)
+        self._messages.append(message)
+        self._unrendered.append((message, {"tool": tool, "args": dict(args)}))
 
     def add_result(self, result: ToolResult) -> None:
         """Record a call's final envelope, truncated to the active tool budget."""
-        text = result.to_json()
         pinned = not result.ok and result.category in _PINNED_CATEGORIES
-        summary = summarize(result)
-        if _byte_bound(text) <= self.active_tool_budget:
-            # It fits whatever its exact count: counted later, if ever needed.
-            self._append("result", text, pinned=pinned, tool=result.tool, summary=summary)
-            return
-        text, n = self.counter.fit(text, self.active_tool_budget)
-        self.counter.total += n
-        self.messages.append(Message("result", text, n, pinned, tool=result.tool, summary=summary))
+        message = Message("result", "", _UNCOUNTED, pinned, tool=result.tool)
+        self._messages.append(message)
+        self._unrendered.append((message, result))
 
     def has_room(self) -> bool:
         """True when the byte bounds alone prove the gate would say ``continue``.
 
         False means "not proven": run :meth:`ensure_room` for the exact decision.
         """
+        self._render()
         return self.counter.total + self._pending_bound <= self._room_below
 
     def gate(self) -> ContextDecision:

@@ -120,6 +120,9 @@ class SubagentResult(BaseModel):
     compactions: int = 0
 
 
+_RESULT = SubagentResult(subtask_id="")
+
+
 @dataclass
 class SubagentRun:
     """A subagent's mutable state, held outside its task."""
@@ -166,19 +169,21 @@ class SubagentRun:
 
     def result(self) -> SubagentResult:
         """The report the coordinator counts."""
-        # Built from the loop's own typed state: no validation needed (hot path).
-        return SubagentResult.model_construct(
-            subtask_id=self.spec.id,
-            findings=list(self.findings),
-            escalation=self.escalation,
-            incomplete=self.incomplete_tool is not None,
-            attempts=self.attempts,
-            steps=self.steps,
-            rounds=self.rounds,
-            started_s=self.started_s,
-            ended_s=self.ended_s,
-            trace_ids=list(self.trace_ids),
-            compactions=self.context.compactions,
+        # Built from the loop's own typed state: copy a prototype, no validation (hot path).
+        return _RESULT.model_copy(
+            update={
+                "subtask_id": self.spec.id,
+                "findings": list(self.findings),
+                "escalation": self.escalation,
+                "incomplete": self.incomplete_tool is not None,
+                "attempts": self.attempts,
+                "steps": self.steps,
+                "rounds": self.rounds,
+                "started_s": self.started_s,
+                "ended_s": self.ended_s,
+                "trace_ids": list(self.trace_ids),
+                "compactions": self.context.compactions,
+            }
         )
 
     def attempted_query(self) -> str:
