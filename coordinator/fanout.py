@@ -146,7 +146,10 @@ async def run_job(
     def emit_state(run: SubagentRun, state: SubagentState) -> None:
         run.state = state
         if observer is not None:
-            observer(ProgressEvent(run.spec.id, "state", clock.now(), state=state))
+            trigger = run.escalation.trigger if run.escalation and state == "escalated" else None
+            observer(
+                ProgressEvent(run.spec.id, "state", clock.now(), state=state, trigger=trigger)
+            )
 
     def retry_later(run: SubagentRun) -> bool:
         esc = run.escalation

@@ -41,6 +41,7 @@ class LiveBoard:
         row = self.rows[event.subtask_id]
         if event.kind == "state" and event.state is not None:
             row.state = event.state
+            row.trigger = event.trigger or ""
             if event.state != "retrying":
                 row.wait_until = None
         elif event.kind == "call":
@@ -60,14 +61,12 @@ class LiveBoard:
             else:
                 row.last = f"{result.category}: {result.error_type}"
 
-    def mark_escalated(self, subtask_id: str, trigger: str) -> None:
-        """Show the trigger an escalated subagent ended with."""
-        self.rows[subtask_id].trigger = trigger
-
     def _state_text(self, row: _Row) -> Text:
         if row.state == "retrying" and row.wait_until is not None:
             left = max(0.0, (row.wait_until - time.monotonic()) * self.speed)
             return Text(f"retrying — attempt {row.attempt}, next try in {left:.1f}s", "magenta")
+        if row.state == "escalated" and row.trigger:
+            return Text(f"escalated — {row.trigger}", "red")
         if row.state == "running" and row.attempt > 1:
             return Text(f"running — attempt {row.attempt}", "blue")
         return Text(row.state, STATUS_STYLE.get(row.state, ""))

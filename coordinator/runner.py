@@ -44,6 +44,8 @@ def event_data(event: ProgressEvent) -> dict[str, Any]:
         data["wait_s"] = event.wait_s
     if event.step is not None:
         data["step"] = event.step
+    if event.trigger is not None:
+        data["trigger"] = event.trigger
     if event.result is not None:
         data["result"] = event.result.to_wire()
     return data

@@ -97,6 +97,7 @@ class ProgressEvent:
     wait_s: float | None = None
     result: ToolResult | None = None
     step: int | None = None
+    trigger: str | None = None
 
 
 ProgressObserver = Callable[[ProgressEvent], None]
@@ -287,7 +288,10 @@ async def run_subagent(
 
     def set_state(state: SubagentState) -> None:
         run.state = state
-        emit("state", state=state)
+        if state == "escalated" and run.escalation is not None:
+            emit("state", state=state, trigger=run.escalation.trigger)
+        else:
+            emit("state", state=state)
 
     def on_exec(event: ExecEvent) -> None:
         if event.kind == "start":
