@@ -77,7 +77,6 @@ def restore_run(
         spec.query, window=spec.context_window, active_tool_budget=spec.active_tool_budget
     )
     context.messages = [Message(*m) for m in state["context"]["messages"]]
-    context.counter.total = sum(m.tokens for m in context.messages)
     context.compactions = int(state["context"]["compactions"])
     rng = random.Random()
     version, internal, gauss = state["rng"]

@@ -115,8 +115,18 @@ class Context:
 
     @messages.setter
     def messages(self, value: list[Message]) -> None:
+        # Replacing the messages (restoring a checkpoint) replaces everything derived
+        # from them: the running total and what is still to be counted.
         self._unrendered = []
         self._messages = value
+        self._pending = []
+        self._pending_bound = 0
+        self.counter.total = 0
+        for message in value:
+            if message.tokens == _UNCOUNTED:
+                self._track(message)
+            else:
+                self.counter.total += message.tokens
 
     @property
     def tokens(self) -> int:

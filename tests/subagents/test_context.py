@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from shared import TokenCounter, ToolError, ToolResult
-from subagents.context import Context, summarize
+from subagents.context import Context, Message, summarize
 
 
 class CountingCounter(TokenCounter):
@@ -182,3 +182,11 @@ def test_far_from_the_budget_nothing_is_encoded() -> None:
         '{"tool":"web_search","args":{"query":"market size"}}'
     )
     assert counter.calls == 2
+
+
+def test_replacing_the_messages_replaces_the_count() -> None:
+    """Messages restored from a checkpoint are the whole context: nothing counts twice."""
+    context = Context("a query of several words", window=16000, active_tool_budget=2000)
+    counter = TokenCounter()
+    context.messages = [Message("query", "restored query", counter.count("restored query"))]
+    assert context.tokens == counter.count("restored query")
