@@ -16,7 +16,9 @@ from coordinator.routing import RoutingTable
 from shared.categories import ErrorCategory, Trigger
 from shared.envelope import Finding
 from shared.escalation import Escalation
+from subagents.alternatives import alternatives_for
 from subagents.loop import SubagentResult
+from subagents.spec import SubtaskSpec
 
 SubtaskStatus = Literal["complete", "empty", "partial", "gap"]
 Outcome = Literal["complete", "partial", "failed"]
@@ -131,7 +133,7 @@ def subtask_status(result: SubagentResult) -> SubtaskStatus:
 
 
 def _gap(
-    result: SubagentResult, query: str, table: RoutingTable, route: Route | None
+    result: SubagentResult, spec: SubtaskSpec, table: RoutingTable, route: Route | None
 ) -> Gap | None:
     esc = result.escalation
     if esc is not None:
@@ -154,9 +156,9 @@ def _gap(
             subtask_id=result.subtask_id,
             trigger="incomplete_data",
             route="gap",
-            attempted_query=query,
+            attempted_query=spec.query,
             partial_results=list(result.findings),
-            alternatives=[f"fetch the remaining pages from {tool}"],
+            alternatives=alternatives_for("incomplete_data", spec, tool=tool),
             message=f"{tool} returned partial data (complete: false)",
         )
     return None
@@ -185,7 +187,7 @@ def assemble_report(
     for spec in job.subtasks:
         result = by_id.get(spec.id) or _missing(spec.id, spec.query)
         status = subtask_status(result)
-        gap = _gap(result, spec.query, table, overrides.get(spec.id))
+        gap = _gap(result, spec, table, overrides.get(spec.id))
         outcomes.append(
             _OUTCOME.model_copy(
                 update={

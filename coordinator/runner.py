@@ -31,21 +31,16 @@ if TYPE_CHECKING:
     from subagents.mcp_tools import McpToolSource
 
 
+_EVENT_FIELDS = ("state", "tool", "attempt", "wait_s", "step", "trigger")
+
+
 def event_data(event: ProgressEvent) -> dict[str, Any]:
     """The JSON the trace stores for one progress event (besides subtask, kind, time)."""
-    data: dict[str, Any] = {}
-    if event.state is not None:
-        data["state"] = event.state
-    if event.tool is not None:
-        data["tool"] = event.tool
-    if event.attempt is not None:
-        data["attempt"] = event.attempt
-    if event.wait_s is not None:
-        data["wait_s"] = event.wait_s
-    if event.step is not None:
-        data["step"] = event.step
-    if event.trigger is not None:
-        data["trigger"] = event.trigger
+    data: dict[str, Any] = {
+        name: value
+        for name in _EVENT_FIELDS
+        if (value := getattr(event, name)) is not None
+    }
     if event.result is not None:
         data["result"] = event.result.to_wire()
     return data
@@ -181,8 +176,7 @@ async def run_recorded(
 
 def elapsed_so_far(store: RunStore, run_id: str) -> float:
     """The job time a run had reached when it stopped: its last recorded event."""
-    times = [e["at"] for e in store.events(run_id)]
-    return max(times, default=0.0)
+    return store.last_event_at(run_id)
 
 
 def interrupted_report(

@@ -9,6 +9,7 @@ counts it, and that wait happens in a worker thread.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -122,6 +123,11 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
         return True
 
 
+_ROW_COLUMNS = tuple(
+    f.name for f in dataclasses.fields(RunRow) if f.name not in ("status", "report")
+)
+
+
 class RunStore:
     """Reading runs, and opening or resuming one for recording."""
 
@@ -186,25 +192,9 @@ class RunStore:
         status: RunStatus = r["status"]
         if status == "running" and not _pid_alive(r["pid"], r["host"]):
             status = "interrupted"
-        return RunRow(
-            id=r["id"],
-            job=r["job"],
-            query=r["query"],
-            file=r["file"],
-            spec_text=r["spec_text"],
-            seed=r["seed"],
-            speed=r["speed"],
-            started_at=r["started_at"],
-            finished_at=r["finished_at"],
-            status=status,
-            outcome=r["outcome"],
-            coverage=r["coverage"],
-            elapsed_s=r["elapsed_s"],
-            pid=r["pid"],
-            host=r["host"],
-            sessions=r["sessions"],
-            report=json.loads(r["report_json"]) if r["report_json"] else None,
-        )
+        report = json.loads(r["report_json"]) if r["report_json"] else None
+        plain = {f: r[f] for f in _ROW_COLUMNS}
+        return RunRow(**plain, status=status, report=report)
 
     def runs(self) -> list[RunRow]:
         """Every run, newest first."""
@@ -242,6 +232,14 @@ class RunStore:
     def checkpoints(self, run_id: str) -> dict[str, dict[str, Any]]:
         """The latest resumable state of each subagent of a run, by subtask id."""
         return self._by_subtask("checkpoints", run_id)
+
+    def last_event_at(self, run_id: str) -> float:
+        """The job time of a run's last recorded event (0 when it has none)."""
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT COALESCE(MAX(at), 0.0) FROM events WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        return float(row[0])
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         """The run's trace, in order: every attempt, wait and state change."""
