@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from subagents.executor import execute_tool_safely
-from subagents.mcp_spec import McpServerSpec
-from subagents.mcp_tools import open_mcp_tools
+from subagents.mcp.spec import McpServerSpec
+from subagents.mcp.tools import open_mcp_tools
 from subagents.retry import RetryPolicy
 from subagents.tool import CallContext
 

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from benchmarks.stats import BenchResult, Figure, Stats, Target
-from coordinator.loader import load_scenario
+from coordinator.jobfile.loader import load_scenario
+from coordinator.jobfile.scenario import Scenario
 from coordinator.replay import replay, replay_all, scenario_files
-from coordinator.scenario import Scenario
 
 KEY = "replay_speed"
 TARGET_RATE = 1000.0

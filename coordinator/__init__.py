@@ -7,10 +7,9 @@ from coordinator.fanout import (
     ToolSource,
     run_job,
 )
-from coordinator.html_report import render_html
 from coordinator.job import JobSpec, Route
-from coordinator.loader import load_scenario, load_scenario_text
-from coordinator.markdown_report import render_markdown
+from coordinator.jobfile.loader import load_scenario, load_scenario_text
+from coordinator.jobfile.scenario import Expect, Scenario, scenario_json_schema
 from coordinator.replay import replay, replay_all, run_scenario
 from coordinator.report import (
     Answer,
@@ -22,8 +21,9 @@ from coordinator.report import (
     subtask_status,
 )
 from coordinator.routing import DEFAULT_ROUTES, RoutingTable
-from coordinator.scenario import Expect, Scenario, scenario_json_schema
-from coordinator.store import RunStore, store_path
+from coordinator.store.runs import RunStore, store_path
+from coordinator.views.html import render_html
+from coordinator.views.markdown import render_markdown
 
 __all__ = [
     "DEFAULT_ROUTES",

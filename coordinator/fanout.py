@@ -31,7 +31,7 @@ from subagents.loop import (
     cut_by_deadline,
     run_subagent,
 )
-from subagents.planner import Planner
+from subagents.planners import Planner
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
 

@@ -9,15 +9,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.expect import Mismatch, check_expect
 from coordinator.fanout import EscalationHandler, run_job
+from coordinator.jobfile.expect import Mismatch, check_expect
+from coordinator.jobfile.scenario import Scenario
 from coordinator.report import CoverageReport
-from coordinator.scenario import Scenario
 from shared.clock import AnyioClock, Clock, run_in_virtual_time
 from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter
 from subagents.loop import ProgressObserver
-from subagents.simulated import SimulatedTools
+from subagents.simulated.tools import SimulatedTools
 
 
 class ScenarioResult(BaseModel):

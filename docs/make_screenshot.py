@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from coordinator.html_report import render_html
-from coordinator.loader import load_scenario
+from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import run_scenario
+from coordinator.views.html import render_html
 from shared.clock import run_in_virtual_time
 from subagents.loop import ProgressEvent
 

@@ -9,7 +9,7 @@ from subagents.loop import (
     SubagentRun,
     run_subagent,
 )
-from subagents.planner import (
+from subagents.planners import (
     Action,
     CallAction,
     EscalateAction,
@@ -20,7 +20,7 @@ from subagents.planner import (
 )
 from subagents.retry import RetryPolicy, run_with_retry
 from subagents.schema import SchemaViolation, params_to_schema, validate
-from subagents.simulated import SimulatedTools
+from subagents.simulated.tools import SimulatedTools
 from subagents.spec import (
     CallStep,
     EscalateStep,

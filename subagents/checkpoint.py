@@ -14,7 +14,7 @@ from shared.envelope import Finding, ToolResult
 from shared.escalation import Escalation
 from subagents.context import Context, Message
 from subagents.loop import SubagentRun
-from subagents.planner import CallAction, Observation, Planner, ScriptedPlanner
+from subagents.planners import CallAction, Observation, Planner, ScriptedPlanner
 from subagents.spec import SubtaskSpec
 
 CHECKPOINT_VERSION = 1

@@ -22,7 +22,7 @@ from shared.ids import RandomTraceIds, TraceIds
 from subagents.alternatives import alternatives_for
 from subagents.context import Context
 from subagents.executor import ExecEvent, execute_tool_safely, rejected
-from subagents.planner import (
+from subagents.planners import (
     CallAction,
     EscalateAction,
     FinishAction,

@@ -7,7 +7,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from coordinator.loader import load_scenario
+from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import run_scenario
 from shared.clock import run_in_virtual_time
 from subagents.loop import ProgressEvent

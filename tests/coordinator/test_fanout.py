@@ -14,9 +14,9 @@ from coordinator.report import CoverageReport, Gap, SubtaskOutcome
 from shared import AnyioClock, SeededTraceIds
 from subagents import RetryPolicy, Tool
 from subagents.loop import ProgressEvent
-from subagents.planner import Action, Observation, Planner, ScriptedPlanner
-from subagents.simulated import SimulatedTools
-from subagents.simulated_spec import ParamSpec, ResponseSpec, SimToolSpec
+from subagents.planners import Action, Observation, Planner, ScriptedPlanner
+from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
+from subagents.simulated.tools import SimulatedTools
 from subagents.spec import CallStep, PlanStep, SubtaskSpec
 
 pytestmark = pytest.mark.anyio

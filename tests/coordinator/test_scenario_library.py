@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 import yaml
 
-from coordinator.loader import load_scenario, scenario_json_schema
+from coordinator.jobfile.loader import load_scenario, scenario_json_schema
 from coordinator.replay import replay, scenario_files
 from shared.categories import ERROR_CATEGORIES, TRIGGERS
 
@@ -52,7 +52,7 @@ def test_library_teaches_every_category_and_trigger() -> None:
             if gap.get("original_trigger"):
                 triggers.add(gap["original_trigger"])
     assert set(ERROR_CATEGORIES) <= categories
-    # `interrupted` only arises when a stored run is killed (tests/coordinator/test_store.py).
+    # `interrupted` only arises when a stored run is killed (tests/coordinator/store/test_store.py).
     assert set(TRIGGERS) - {"interrupted"} <= triggers
 
 

@@ -12,9 +12,9 @@ from shared import AnyioClock, SeededTraceIds
 from subagents import RetryPolicy, Tool
 from subagents.context import Context
 from subagents.loop import SubagentResult, SubagentRun, run_subagent
-from subagents.planner import Action, CallAction, FinishAction, Observation
-from subagents.simulated import SimulatedTools
-from subagents.simulated_spec import ParamSpec, ResponseSpec, SimToolSpec
+from subagents.planners import Action, CallAction, FinishAction, Observation
+from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
+from subagents.simulated.tools import SimulatedTools
 from subagents.spec import CallStep, EscalateStep, FinishStep, PlanStep, SubtaskSpec
 
 pytestmark = pytest.mark.anyio

@@ -1,0 +1,65 @@
+"""What every command shares: exit codes, JSON output, loading job files, the store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from coordinator.jobfile.loader import load_scenario
+from coordinator.jobfile.scenario import Scenario
+from coordinator.replay import scenario_files
+from coordinator.report import CoverageReport
+from coordinator.store.runs import RunStore, store_path
+from coordinator.views.terminal import (
+    print_input_error,
+    report_view,
+)
+from shared.errors import InputFileError, InputFileErrors
+
+if TYPE_CHECKING:
+    pass
+
+EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
+
+
+def dump(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def load_all(paths: Sequence[str], err: Console) -> list[Scenario] | None:
+    """Load every file first: one bad file means nothing runs."""
+    files = scenario_files(paths)
+    if not files:
+        err.print(f"[bold red]error:[/] no scenario files in {' '.join(paths)}")
+        return None
+    scenarios: list[Scenario] = []
+    problems: list[InputFileError] = []
+    for file in files:
+        try:
+            scenarios.append(load_scenario(file))
+        except InputFileErrors as exc:
+            problems.extend(exc.errors)
+        except InputFileError as exc:
+            problems.append(exc)
+    if problems:
+        print_input_error(err, InputFileErrors(problems))
+        return None
+    return scenarios
+
+
+def open_store(args: argparse.Namespace) -> RunStore:
+    """The run store the command names (--store, $FANOUT_STORE, or the default)."""
+    return RunStore(store_path(args.store))
+
+
+def print_report(report: CoverageReport, args: argparse.Namespace, out: Console) -> None:
+    if args.json:
+        sys.stdout.write(dump(report.to_wire()) + "\n")
+    else:
+        out.print()
+        out.print(report_view(report))

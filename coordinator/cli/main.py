@@ -1,0 +1,121 @@
+"""The ``fanout`` command line: run, replay, tools, schema, resume, runs, report, gaps, trace.
+
+Output for people goes through rich; ``--json`` prints one JSON document for programs
+(``trace --json`` prints JSON Lines). Exit codes: 0 success, 1 a replay did not meet its
+``expect``, 2 bad input or an unusable store (nothing ran), 3 a resume was refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.markup import escape
+
+from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_REFUSED
+from coordinator.cli.read import cmd_gaps, cmd_report, cmd_runs, cmd_trace
+from coordinator.cli.replay import cmd_replay, cmd_schema
+from coordinator.cli.run import cmd_resume, cmd_run, cmd_tools
+from coordinator.store.runs import (
+    ResumeRefused,
+    StoreError,
+)
+from coordinator.views.terminal import (
+    print_input_error,
+)
+from shared.errors import InputFileError
+from subagents.mcp.spec import McpServerError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="fanout",
+        description="Fan-out research jobs that stay useful when things fail.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", help="run a job file in real time with a live display")
+    p.add_argument("job", metavar="JOB.yaml")
+    p.add_argument("--json", action="store_true", help="print the report as JSON only")
+    p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
+    p.add_argument("--ask", action="store_true", help="pick an alternative for each escalation")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("replay", help="replay scenarios in virtual time and check expect")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or directories")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("tools", help="list the tools of a job's MCP servers, with schemas")
+    p.add_argument("job", metavar="JOB.yaml")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(func=cmd_tools)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the scenario format")
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("resume", help="finish an interrupted run")
+    p.add_argument("run_id", metavar="RUN_ID")
+    p.add_argument("--json", action="store_true", help="print the report as JSON only")
+    p.add_argument("--ask", action="store_true", help="pick an alternative for each escalation")
+    p.set_defaults(func=cmd_resume)
+
+    p = sub.add_parser("runs", help="list stored runs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("report", help="a stored run's report")
+    p.add_argument("run_id", nargs="?", default="latest", metavar="RUN_ID|latest")
+    p.add_argument("--format", choices=("table", "json", "md", "html"), default="table")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("gaps", help="the coverage-gap report of a stored run")
+    p.add_argument("run_id", nargs="?", default="latest", metavar="RUN_ID|latest")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gaps)
+
+    p = sub.add_parser("trace", help="every tool envelope of a run (JSONL with --json)")
+    p.add_argument("run_id", nargs="?", default="latest", metavar="RUN_ID|latest")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_trace)
+
+    for name in ("run", "resume", "runs", "report", "gaps", "trace"):
+        sub.choices[name].add_argument(
+            "--store",
+            metavar="PATH",
+            help="the run store (default $FANOUT_STORE or .fanout/runs.sqlite)",
+        )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fanout`` console script."""
+    args = build_parser().parse_args(argv)
+    out = Console()
+    err = Console(stderr=True, soft_wrap=True)  # error lines stay whole for grep and CI logs
+    try:
+        code: int = args.func(args, out, err)
+    except InputFileError as exc:
+        print_input_error(err, exc)
+        return EXIT_BAD_INPUT
+    except McpServerError as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return EXIT_BAD_INPUT
+    except ResumeRefused as exc:
+        err.print(f"[bold red]refused:[/] {exc}")
+        return EXIT_REFUSED
+    except StoreError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]")
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""`fanout run`, `fanout resume` and `fanout tools`: jobs in real time, recorded in the store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.to_thread
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.prompt import Prompt
+
+from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump, load_all, open_store, print_report
+from coordinator.job import JobSpec
+from coordinator.jobfile.loader import load_scenario_text
+from coordinator.jobfile.scenario import Scenario
+from coordinator.report import CoverageReport
+from coordinator.store.runner import elapsed_so_far, restored_runs, run_recorded
+from coordinator.store.runs import (
+    RunRecorder,
+)
+from coordinator.views.live import LiveBoard
+from shared.clock import AnyioClock
+from shared.escalation import Escalation
+from shared.ids import SeededTraceIds
+from shared.tokens import TokenCounter
+from subagents.simulated.tools import SimulatedTools
+
+if TYPE_CHECKING:
+    from subagents.mcp.tools import McpToolSource
+
+
+class AskHandler:
+    """An interactive escalation handler: a person picks an alternative, or skips."""
+
+    def __init__(self, console: Console, live: Live | None) -> None:
+        self.console = console
+        self.live = live
+
+    async def handle(self, escalation: Escalation) -> str | None:
+        """Show the escalation and ask which alternative to take."""
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        c = self.console
+        c.rule(f"[bold red]escalation: {escalation.subtask_id}")
+        c.print(
+            f"[bold]{escalation.trigger}[/] ({escalation.category or 'no category'}): "
+            f"{escalation.message}"
+        )
+        c.print(f"tried: {escalation.attempted_query}")
+        options = list(escalation.alternatives)
+        for i, alt in enumerate(options, 1):
+            c.print(f"  [cyan]{i}[/] {alt}")
+        c.print("  [cyan]0[/] skip")
+        choices = [str(i) for i in range(len(options) + 1)]
+        answer = await anyio.to_thread.run_sync(
+            lambda: Prompt.ask("choose", choices=choices, default="0", console=c)
+        )
+        return None if answer == "0" else options[int(answer) - 1]
+
+
+def _live(
+    job: JobSpec, args: argparse.Namespace, out: Console, speed: float
+) -> tuple[LiveBoard, Live | None, AskHandler | None]:
+    board = LiveBoard(job, speed=speed)
+    live = None if args.json else Live(board, console=out, refresh_per_second=8)
+    handler = AskHandler(out, live) if getattr(args, "ask", False) else None
+    return board, live, handler
+
+
+def _execute(
+    main: Callable[[], Awaitable[CoverageReport]],
+    live: Live | None,
+    handler: AskHandler | None,
+    recorders: Sequence[RunRecorder],
+    *,
+    start_live: bool = True,
+) -> CoverageReport:
+    TokenCounter()  # load the encoding now, not on the job's clock
+    if live is not None and start_live:
+        live.start()
+    try:
+        return anyio.run(main, backend="asyncio")
+    finally:
+        if (handler is None or handler.live is not None) and live is not None:
+            live.stop()
+        for recorder in recorders:
+            recorder.close()
+
+
+def _job_servers(scenario: Scenario) -> AbstractAsyncContextManager[McpToolSource | None]:
+    """The job's MCP servers, started (None without any); the SDK loads only if needed."""
+    if not scenario.mcp_servers:
+        return nullcontext(None)
+    from coordinator.jobfile.mcp import job_servers
+
+    return job_servers(scenario)
+
+
+def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Run a job file in real time (simulated latencies scaled by --speed), recorded."""
+    if args.speed <= 0:
+        err.print("[bold red]error:[/] --speed: expected a positive number")
+        return EXIT_BAD_INPUT
+    scenarios = load_all([args.job], err)
+    if scenarios is None:
+        return EXIT_BAD_INPUT
+    scenario = scenarios[0]
+    if scenario.mcp_servers and args.speed != 1 and not args.json:
+        err.print(
+            f"[yellow]note:[/] --speed {args.speed:g} also scales the tool timeouts of the "
+            "job's MCP servers, which answer in real time"
+        )
+    store = open_store(args)
+    recorders: list[RunRecorder] = []
+    board, live, handler = _live(scenario.job, args, out, args.speed)
+
+    def record() -> RunRecorder:
+        recorder = store.create_run(
+            job=scenario.scenario,
+            query=scenario.job.query,
+            file=str(args.job),
+            spec_text=Path(args.job).read_text(encoding="utf-8"),
+            seed=str(scenario.seed),
+            speed=args.speed,
+        )
+        recorders.append(recorder)
+        if not args.json:
+            err.print(f"run [bold]{recorder.run_id}[/] recorded in {store.path}")
+        if live is not None:
+            live.start()
+        return recorder
+
+    async def main() -> CoverageReport:
+        clock = AnyioClock(speed=args.speed)
+        # MCP servers start before the run is recorded: a server that cannot start is an
+        # error before any subagent runs, and leaves no half-made run in the store.
+        async with _job_servers(scenario) as mcp:
+            return await run_recorded(
+                scenario, record(), clock=clock, mcp=mcp, observer=board, handler=handler
+            )
+
+    report = _execute(main, live, handler, recorders, start_live=False)
+    print_report(report, args, out)
+    return EXIT_OK
+
+
+def cmd_tools(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Start a job's MCP servers and list the tools each offers, with their schemas."""
+    scenarios = load_all([args.job], err)
+    if scenarios is None:
+        return EXIT_BAD_INPUT
+    scenario = scenarios[0]
+    from coordinator.jobfile.mcp import list_job_tools, tools_view
+
+    listings = anyio.run(list_job_tools, scenario, backend="asyncio")
+    if args.json:
+        document = {
+            "job": scenario.scenario,
+            "file": str(args.job),
+            "servers": [listing.model_dump(mode="json") for listing in listings],
+        }
+        sys.stdout.write(dump(document) + "\n")
+    elif not listings:
+        simulated = ", ".join(scenario.tools) or "none"
+        out.print(f"{escape(str(args.job))} declares no mcp_servers (simulated tools: {simulated})")
+    else:
+        out.print(tools_view(listings))
+    return EXIT_OK
+
+
+def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Finish an interrupted run: committed subtasks are kept, in-flight ones continue."""
+    store = open_store(args)
+    row = store.get(args.run_id)
+    recorder = store.claim_for_resume(row.id)
+    scenario = load_scenario_text(row.spec_text, row.file)
+    clock = AnyioClock(speed=row.speed)
+    tools = SimulatedTools(scenario.tools, clock)
+    trace_ids = SeededTraceIds(f"{scenario.seed}/{row.id}")
+    runs = restored_runs(scenario, store.checkpoints(row.id), tools, trace_ids)
+    offset = elapsed_so_far(store, row.id)
+    kept = sum(r.finished for r in runs.values())
+    if not args.json:
+        err.print(
+            f"resuming run [bold]{row.id}[/] at {offset:.1f}s: {kept} of {len(runs)} "
+            "subtasks already finished"
+        )
+    board, live, handler = _live(scenario.job, args, out, row.speed)
+
+    async def main() -> CoverageReport:
+        return await run_recorded(
+            scenario,
+            recorder,
+            clock=clock,
+            runs=runs,
+            tools=tools,
+            trace_ids=trace_ids,
+            elapsed_offset=offset,
+            observer=board,
+            handler=handler,
+        )
+
+    report = _execute(main, live, handler, [recorder])
+    print_report(report, args, out)
+    return EXIT_OK

@@ -1,0 +1,201 @@
+"""Running a scenario for real with every step recorded in the run store, and resuming it.
+
+``fanout run`` and ``fanout resume`` both go through :func:`run_recorded`: the trace
+(every state change, attempt and wait) and each subagent's checkpoint stream to the
+store as they happen, each subagent's result is committed before the coordinator counts
+it, and the final report closes the run.
+
+A job that declares ``mcp_servers`` gets its servers' tools next to its simulated ones.
+``fanout run`` starts the servers before it records the run and passes them in; a
+resume starts them here (MCP tools keep no counters: resuming just reconnects).
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+from coordinator.fanout import EscalationHandler, ToolSource, run_job
+from coordinator.job import JobSpec
+from coordinator.jobfile.scenario import Scenario
+from coordinator.report import CoverageReport, assemble_report
+from coordinator.routing import RoutingTable
+from coordinator.store.runs import RunRecorder, RunStore
+from shared.clock import Clock
+from shared.ids import SeededTraceIds
+from subagents.checkpoint import restore_run, snapshot_run
+from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, SubagentRun
+from subagents.simulated.tools import SimulatedTools
+
+if TYPE_CHECKING:
+    from subagents.mcp.tools import McpToolSource
+
+
+_EVENT_FIELDS = ("state", "tool", "attempt", "wait_s", "step", "trigger")
+
+
+def event_data(event: ProgressEvent) -> dict[str, Any]:
+    """The JSON the trace stores for one progress event (besides subtask, kind, time)."""
+    data: dict[str, Any] = {
+        name: value
+        for name in _EVENT_FIELDS
+        if (value := getattr(event, name)) is not None
+    }
+    if event.result is not None:
+        data["result"] = event.result.to_wire()
+    return data
+
+
+class RecordedJob:
+    """Connects one run_job call to a RunRecorder."""
+
+    def __init__(
+        self,
+        recorder: RunRecorder,
+        job: JobSpec,
+        tools: SimulatedTools,
+        trace_ids: SeededTraceIds,
+        runs: dict[str, SubagentRun],
+        also: ProgressObserver | None = None,
+    ) -> None:
+        self.recorder = recorder
+        self.job = job
+        self.tools = tools
+        self.trace_ids = trace_ids
+        self.runs = runs
+        self.also = also
+
+    def state_of(self, run: SubagentRun) -> dict[str, Any]:
+        """Everything needed to continue ``run``: its state, tool counters, trace ids."""
+        sid = run.spec.id
+        return {
+            "run": snapshot_run(run),
+            "sim": self.tools.snapshot(sid),
+            "trace": self.trace_ids.position(sid),
+        }
+
+    def observer(self, event: ProgressEvent) -> None:
+        """Stream the event to the trace, then to the live display."""
+        self.recorder.event(event.subtask_id, event.kind, event.at, event_data(event))
+        if self.also is not None:
+            self.also(event)
+
+    def checkpoint(self, run: SubagentRun) -> None:
+        """Record a subagent's resumable state after a logical call."""
+        self.recorder.checkpoint(run.spec.id, self.state_of(run))
+
+    async def on_result(self, result: SubagentResult) -> None:
+        """Commit the result and final state before the coordinator counts it."""
+        run = self.runs[result.subtask_id]
+        await self.recorder.commit_result(
+            result.subtask_id, result.model_dump(mode="json"), self.state_of(run)
+        )
+
+
+def fresh_runs(scenario: Scenario) -> dict[str, SubagentRun]:
+    """A new SubagentRun per subtask, seeded like a replay."""
+    return {
+        s.id: SubagentRun.for_subtask(s, seed=scenario.seed) for s in scenario.job.subtasks
+    }
+
+
+def restored_runs(
+    scenario: Scenario,
+    checkpoints: dict[str, dict[str, Any]],
+    tools: SimulatedTools,
+    trace_ids: SeededTraceIds,
+) -> dict[str, SubagentRun]:
+    """SubagentRuns continued from the store's checkpoints (fresh where there is none)."""
+    runs = fresh_runs(scenario)
+    for spec in scenario.job.subtasks:
+        saved = checkpoints.get(spec.id)
+        if saved is None:
+            continue
+        runs[spec.id] = restore_run(spec, saved["run"])
+        tools.restore(spec.id, saved["sim"])
+        trace_ids.set_position(spec.id, int(saved["trace"]))
+    return runs
+
+
+async def run_recorded(
+    scenario: Scenario,
+    recorder: RunRecorder,
+    *,
+    clock: Clock,
+    runs: dict[str, SubagentRun] | None = None,
+    tools: SimulatedTools | None = None,
+    mcp: McpToolSource | None = None,
+    trace_ids: SeededTraceIds | None = None,
+    elapsed_offset: float = 0.0,
+    observer: ProgressObserver | None = None,
+    handler: EscalationHandler | None = None,
+) -> CoverageReport:
+    """Run (or continue) ``scenario`` with everything recorded; close the run at the end.
+
+    ``mcp`` is the job's running MCP servers; when the scenario declares servers and
+    none are given, they are started for this run and stopped after it.
+
+    Raises:
+        McpServerStartError: a declared server cannot start (nothing ran).
+    """
+    tools = tools or SimulatedTools(scenario.tools, clock)
+    trace_ids = trace_ids or SeededTraceIds(f"{scenario.seed}/{recorder.run_id}")
+    runs = runs if runs is not None else fresh_runs(scenario)
+    wiring = RecordedJob(recorder, scenario.job, tools, trace_ids, runs, also=observer)
+    async with AsyncExitStack() as stack:
+        source: ToolSource = tools
+        if scenario.mcp_servers:
+            # Imported here: the MCP SDK is loaded only by jobs that use it.
+            from coordinator.jobfile.mcp import JobTools, job_servers
+
+            if mcp is None:
+                mcp = await stack.enter_async_context(job_servers(scenario))
+            if mcp is not None:
+                source = JobTools(tools, mcp)
+        report = await run_job(
+            scenario.job,
+            source,
+            clock=clock,
+            seed=scenario.seed,
+            trace_ids=trace_ids,
+            observer=wiring.observer,
+            handler=handler,
+            on_result=wiring.on_result,
+            runs=runs,
+            checkpoint=wiring.checkpoint,
+            elapsed_offset=elapsed_offset,
+        )
+    table = RoutingTable(scenario.job.routing)
+    escalations = [
+        (e.subtask_id, table.route(e).route, e.model_dump_json(by_alias=True))
+        for e in report.escalations
+    ]
+    await recorder.finish(report.to_wire(), escalations)
+    return report
+
+
+def elapsed_so_far(store: RunStore, run_id: str) -> float:
+    """The job time a run had reached when it stopped: its last recorded event."""
+    return store.last_event_at(run_id)
+
+
+def interrupted_report(
+    scenario: Scenario, store: RunStore, run_id: str, *, resume_hint: str
+) -> CoverageReport:
+    """The report of a run that did not finish: committed results, and gaps for the rest."""
+    results = store.results(run_id)
+    checkpoints = store.checkpoints(run_id)
+    out: list[SubagentResult] = []
+    for spec in scenario.job.subtasks:
+        if spec.id in results:
+            out.append(SubagentResult.model_validate(results[spec.id]))
+            continue
+        saved = checkpoints.get(spec.id)
+        if saved is not None:
+            run = restore_run(spec, saved["run"])
+        else:
+            run = SubagentRun.for_subtask(spec, seed=scenario.seed)
+        run.escalate("interrupted", resume_hint)
+        out.append(run.result())
+    return assemble_report(scenario.job, out, elapsed_s=elapsed_so_far(store, run_id))
+

@@ -1,0 +1,286 @@
+"""The HTML report: one self-contained page (inline CSS and SVG, no scripts) for people.
+
+A pure function of the stored report, trace and run metadata, so any stored run can be
+rendered again. Every string from them goes through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from coordinator.views.style import CSS, OUTCOME_BADGE, STATUS_COLOURS
+from coordinator.views.timeline import legend_html, seconds, timeline_svg
+
+_MAX_TEXT = 280  # characters of one finding value before it is cut
+_MAX_ITEMS = 12  # list items shown per finding before "… n more"
+_STATUS_ORDER = ("complete", "empty", "partial", "gap")
+
+
+def _e(value: object) -> str:
+    """``value`` as text escaped for HTML content and attribute values alike."""
+    return escape(str(value), quote=True)
+
+
+def _breakable(value: object) -> str:
+    """Escaped text that may wrap after an underscore (long ids in narrow columns)."""
+    return _e(value).replace("_", "_<wbr>")
+
+
+def _cut(text: str, limit: int = _MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _compact(value: object) -> str:
+    return _cut(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def _pct(share: float) -> str:
+    text = f"{share * 100:.1f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def _when(value: object) -> str:
+    """An ISO timestamp, shorter: a space for the T, UTC spelled out."""
+    text = str(value).replace("T", " ", 1)
+    return text[:-6] + " UTC" if text.endswith("+00:00") else text
+
+
+def _badge(text: str, colour: str, extra: str = "") -> str:
+    return f'<span class="badge {extra}" style="background:{colour}">{_e(text)}</span>'
+
+
+def _status_badge(status: str) -> str:
+    return _badge(status, STATUS_COLOURS.get(status, "#868e96"))
+
+
+def _pill(text: object, kind: object = "") -> str:
+    return f'<span class="pill {_e(kind)}">{_e(text)}</span>'
+
+
+def _header(report: Mapping[str, Any], run: Mapping[str, Any] | None) -> str:
+    outcome = str(report.get("outcome", ""))
+    meta = [_badge(outcome, OUTCOME_BADGE.get(outcome, "#868e96"), "big"),
+            f"<span><b>{_pct(float(report.get('coverage', 0.0)))}</b> covered</span>",
+            f"<span>elapsed <b>{seconds(report.get('elapsed_s') or 0.0)}</b></span>",
+            f"<span><b>{len(report.get('subtasks', []))}</b> subtasks</span>"]
+    if run:
+        if run.get("id"):
+            meta.append(f'<span>run <b class="mono">{_e(run["id"])}</b></span>')
+        if run.get("status"):
+            meta.append(f"<span>status <b>{_e(run['status'])}</b></span>")
+        for key in ("started", "finished"):
+            if run.get(key):
+                meta.append(f"<span>{key} <b>{_e(_when(run[key]))}</b></span>")
+        if run.get("file") or run.get("job"):
+            meta.append(f'<span>job <b class="mono">{_e(run.get("file") or run.get("job"))}'
+                        "</b></span>")
+        if int(run.get("sessions") or 1) > 1:
+            meta.append(f"<span><b>{_e(run['sessions'])}</b> sessions</span>")
+    return ('<header><div class="eyebrow">fanout · coverage report</div>'
+            f'<h1>{_e(report.get("query", ""))}</h1>'
+            f'<div class="meta">{"".join(meta)}</div></header>')
+
+
+def _banner(run: Mapping[str, Any] | None) -> str:
+    status = (run or {}).get("status")
+    if status == "interrupted":
+        rid = _e((run or {}).get("id") or "RUN_ID")
+        return ('<div class="banner interrupted" role="alert">⚠ This run was interrupted — '
+                f"<code>fanout resume {rid}</code> continues it. The report below shows what "
+                "was recorded before it stopped.</div>")
+    if status == "running":
+        return ('<div class="banner running">● This run is still running; the report shows '
+                "its progress so far.</div>")
+    return ""
+
+
+def _coverage(report: Mapping[str, Any]) -> str:
+    subtasks = list(report.get("subtasks", []))
+    total = sum(float(s.get("weight", 1.0)) for s in subtasks) or float(len(subtasks) or 1)
+    covered = sum(float(s.get("weight", 1.0)) for s in subtasks
+                  if s.get("status") in ("complete", "empty"))
+    order = {status: i for i, status in enumerate(_STATUS_ORDER)}
+    segs = []
+    for s in sorted(subtasks, key=lambda s: order.get(str(s.get("status")), 9)):
+        status = str(s.get("status", ""))
+        weight = float(s.get("weight", 1.0))
+        tip = f"{s.get('id')}: {status}, weight {weight:g} ({_pct(weight / total)})"
+        segs.append(f'<div class="seg {_e(status)}" style="flex:{weight:g} 1 0;background:'
+                    f'{STATUS_COLOURS.get(status, "#868e96")}" title="{_e(tip)}">'
+                    f'{_e(s.get("id"))}</div>')
+    counts = {st: sum(s.get("status") == st for s in subtasks) for st in _STATUS_ORDER}
+    legend = "".join(f'<span class="key"><i style="background:{STATUS_COLOURS[st]}"></i>'
+                     f"{st} ({counts[st]})</span>" for st in _STATUS_ORDER)
+    return ('<section class="card" id="coverage"><h2>Coverage</h2><div class="cov-head">'
+            f'<span class="cov-pct">{_pct(float(report.get("coverage", 0.0)))}</span>'
+            f'<span class="cov-sub">weighted share answered: {covered:g} of {total:g} weight '
+            "(complete and empty subtasks count as covered)</span></div>"
+            f'<div class="covbar" role="img" aria-label="coverage by subtask">{"".join(segs)}'
+            f'</div><div class="legend">{legend}</div></section>')
+
+
+def _timeline(report: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> str:
+    note = ("" if events else '<p class="note">No trace recorded for this run: each bar spans '
+            "a subtask's start and end, coloured by its status (see Coverage).</p>")
+    return ('<section class="card" id="timeline"><h2>Timeline per subagent</h2>'
+            f"{timeline_svg(report, events)}{legend_html(traced=bool(events))}{note}"
+            '<p class="note">Hover a block for the tool, attempt, error and trace id.</p>'
+            "</section>")
+
+
+def _gaps(report: Mapping[str, Any]) -> str:
+    gaps = list(report.get("gaps", []))
+    if not gaps:
+        return ('<section class="card" id="gaps"><h2>Coverage gaps <span class="count">0'
+                '</span></h2><p>No coverage gaps: every subtask was answered.</p></section>')
+    rows = []
+    for g in gaps:
+        alternatives = "".join(f"<li>{_e(a)}</li>" for a in g.get("alternatives", []))
+        category = g.get("errorCategory")
+        trigger = _e(g.get("trigger"))
+        if g.get("original_trigger"):
+            trigger += f'<br><span class="note">was {_e(g["original_trigger"])}</span>'
+        rows.append(
+            f'<tr><td><b>{_breakable(g.get("subtask_id"))}</b></td>'
+            f"<td>{_pill(category, category) if category else _pill('none')}</td>"
+            f"<td><code>{trigger}</code></td><td>{_pill(g.get('route'), g.get('route'))}</td>"
+            f'<td class="mono">{_e(_cut(str(g.get("attempted_query", ""))))}</td>'
+            f'<td class="num">{len(g.get("partial_results", []))}</td>'
+            f"<td>{f'<ul>{alternatives}</ul>' if alternatives else '–'}</td>"
+            f"<td>{_e(g.get('message', ''))}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("subtask", "category", "trigger", "route",
+                                              "attempted query", "partial", "alternatives",
+                                              "message"))
+    cols = "".join(f'<col style="width:{w}%">' for w in (13, 9, 13, 8, 19, 6, 18, 14))
+    return (f'<section class="card" id="gaps"><h2>Coverage gaps <span class="count">'
+            f'{len(gaps)}</span></h2><table class="gaps"><colgroup>{cols}</colgroup>'
+            f"<thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></section>")
+
+
+def _escalations(report: Mapping[str, Any]) -> str:
+    escalations = list(report.get("escalations", []))
+    decisions = {d.get("subtask_id"): d.get("choice") for d in report.get("decisions", [])}
+    if not escalations:
+        body = "<p>No escalations: nothing was handed to a person.</p>"
+    else:
+        items = []
+        for esc in escalations:
+            tool = f" · tool <code>{_e(esc['tool'])}</code>" if esc.get("tool") else ""
+            traces = ", ".join(f"<code>{_e(t)}</code>" for t in esc.get("trace_ids", []))
+            decision = decisions.get(esc.get("subtask_id"))
+            items.append(
+                f'<div class="esc"><h3>{_e(esc.get("subtask_id"))} '
+                f"{_pill(esc.get('errorCategory') or 'none', esc.get('errorCategory') or '')} "
+                f"<code>{_e(esc.get('trigger'))}</code></h3>"
+                f"<p>{_e(esc.get('message', ''))}</p>"
+                f'<p class="note">{_e(esc.get("error_type") or "no error type")} · '
+                f"{_e(esc.get('attempts', 0))} attempt(s){tool}"
+                f"{' · traces ' + traces if traces else ''}</p>"
+                + (f"<p><b>decision:</b> {_e(decision)}</p>" if decision else "")
+                + "</div>")
+        body = "".join(items)
+    return (f'<section class="card" id="escalations"><h2>Escalations <span class="count">'
+            f"{len(escalations)}</span></h2>{body}</section>")
+
+
+def _data_html(data: object, depth: int = 0) -> str:
+    """A finding's data, compactly: lists as bullets, dicts as key: value, long JSON cut."""
+    if isinstance(data, dict):
+        if not data:
+            return "<em>{}</em>"
+        items = [f'<li><span class="k">{_e(k)}:</span> {_value_html(v, depth)}</li>'
+                 for k, v in list(data.items())[:_MAX_ITEMS]]
+        return f"<ul>{''.join(items)}{_more(len(data))}</ul>"
+    if isinstance(data, list):
+        if not data:
+            return "<em>no items</em>"
+        items = [f"<li>{_value_html(v, depth)}</li>" for v in data[:_MAX_ITEMS]]
+        return f"<ul>{''.join(items)}{_more(len(data))}</ul>"
+    return _e(_cut(str(data)))
+
+
+def _value_html(value: object, depth: int) -> str:
+    if isinstance(value, dict | list) and value:
+        if depth < 1 and (isinstance(value, list) or len(value) <= _MAX_ITEMS):
+            return _data_html(value, depth + 1)
+        return f"<code>{_e(_compact(value))}</code>"
+    if isinstance(value, dict | list):
+        return f"<code>{_e(_compact(value))}</code>"
+    return _e(_cut(str(value)))
+
+
+def _more(n: int) -> str:
+    return f'<li class="note">… {n - _MAX_ITEMS} more</li>' if n > _MAX_ITEMS else ""
+
+
+def _finding(f: Mapping[str, Any]) -> str:
+    flags = ""
+    if f.get("empty"):
+        flags += " " + _pill("empty: no matches")
+    if f.get("complete") is False:
+        flags += " " + _pill("partial data", "gap")
+    body = "" if f.get("empty") and not f.get("data") else _data_html(f.get("data"))
+    args = f.get("args")
+    tip = f' title="{_e(_compact(args))}"' if args else ""
+    return (f'<div class="finding"><span class="tool"{tip}>{_e(f.get("tool"))}</span>{flags}'
+            f"{body}</div>")
+
+
+def _answer(report: Mapping[str, Any]) -> str:
+    answer = report.get("answer") or {}
+    cards = []
+    for s in answer.get("sections", []):
+        status = str(s.get("status", ""))
+        covered = (_badge("covered", "#2f9e44") if s.get("covered")
+                   else _badge("not covered", "#c92a2a"))
+        findings = "".join(_finding(f) for f in s.get("findings", []))
+        if not findings:
+            findings = '<p class="note">No findings.</p>'
+        gap = f'<div class="gapline">gap: {_e(s["gap"])}</div>' if s.get("gap") else ""
+        cards.append(
+            f'<article class="section" style="border-top-color:'
+            f'{STATUS_COLOURS.get(status, "#868e96")}"><div class="head">'
+            f'<h3>{_e(s.get("subtask_id"))}</h3>{_status_badge(status)}{covered}'
+            f'<span class="badge soft">weight {float(s.get("weight", 1.0)):g}</span></div>'
+            f'<div class="q">{_e(s.get("query", ""))}</div>{findings}{gap}</article>')
+    missing = "".join(f"<li>{_e(m)}</li>" for m in answer.get("missing", []))
+    missing_html = (f'<h3 style="margin-top:18px">Missing</h3><ul class="missing">{missing}</ul>'
+                    if missing else '<p class="note">Nothing is missing.</p>')
+    return ('<section class="card" id="answer"><h2>The answer</h2>'
+            f'<p class="summary">{_e(answer.get("summary", ""))}</p>'
+            f'<div class="sections">{"".join(cards)}</div>{missing_html}</section>')
+
+
+def render_html(
+    report: Mapping[str, Any],
+    events: Sequence[Mapping[str, Any]],
+    run: Mapping[str, Any] | None = None,
+) -> str:
+    """The whole report as one self-contained HTML document.
+
+    Args:
+        report: the coverage report's wire dict (``CoverageReport.to_wire()``).
+        events: the run's trace events (may be empty: the timeline then uses the
+            subtasks' start and end times).
+        run: the stored run's metadata (id, status, started, ...), if any.
+    """
+    title = f"fanout · {report.get('query', '')}"
+    body = "".join([
+        _header(report, run),
+        _banner(run),
+        _coverage(report),
+        _timeline(report, events),
+        _gaps(report),
+        _escalations(report),
+        _answer(report),
+    ])
+    return ("<!DOCTYPE html>\n"
+            '<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{_e(title)}</title><style>{CSS}</style></head>"
+            f"<body><main>{body}<footer>generated by fanout · every time is seconds since the "
+            "job started</footer></main></body></html>\n")

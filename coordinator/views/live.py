@@ -1,0 +1,102 @@
+"""The live display of ``fanout run``: one line per subagent and the coverage so far."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from coordinator.job import JobSpec
+from coordinator.views.terminal import STATUS_STYLE, coverage_bar
+from subagents.loop import ProgressEvent
+
+
+@dataclass
+class _Row:
+    state: str = "queued"
+    tool: str = ""
+    attempt: int = 0
+    attempts: int = 0
+    findings: int = 0
+    incomplete: bool = False
+    wait_until: float | None = None
+    last: str = ""
+    trigger: str = ""
+
+
+class LiveBoard:
+    """Collects progress events and renders them; safe to render from rich's thread."""
+
+    def __init__(self, job: JobSpec, *, speed: float = 1.0) -> None:
+        self.job = job
+        self.speed = speed
+        self.rows = {s.id: _Row() for s in job.subtasks}
+        self.started = time.monotonic()
+
+    def __call__(self, event: ProgressEvent) -> None:
+        """The observer run_job calls for every event."""
+        row = self.rows[event.subtask_id]
+        if event.kind == "state" and event.state is not None:
+            row.state = event.state
+            row.trigger = event.trigger or ""
+            if event.state != "retrying":
+                row.wait_until = None
+        elif event.kind == "call":
+            row.tool = event.tool or ""
+        elif event.kind == "start":
+            row.attempts += 1
+            row.attempt = event.attempt or 0
+        elif event.kind == "wait" and event.wait_s is not None:
+            row.wait_until = time.monotonic() + event.wait_s / self.speed
+            row.attempt = event.attempt or 0
+        elif event.kind == "attempt" and event.result is not None:
+            result = event.result
+            if result.ok:
+                row.findings += 1
+                row.incomplete = row.incomplete or not result.complete
+                row.last = "empty" if result.empty else "ok"
+            else:
+                row.last = f"{result.category}: {result.error_type}"
+
+    def _state_text(self, row: _Row) -> Text:
+        if row.state == "retrying" and row.wait_until is not None:
+            left = max(0.0, (row.wait_until - time.monotonic()) * self.speed)
+            return Text(f"retrying — attempt {row.attempt}, next try in {left:.1f}s", "magenta")
+        if row.state == "escalated" and row.trigger:
+            return Text(f"escalated — {row.trigger}", "red")
+        if row.state == "running" and row.attempt > 1:
+            return Text(f"running — attempt {row.attempt}", "blue")
+        return Text(row.state, STATUS_STYLE.get(row.state, ""))
+
+    def coverage_so_far(self) -> float:
+        """The weighted share of finished subtasks that are covered so far."""
+        total = sum(s.weight for s in self.job.subtasks) or 1.0
+        covered = sum(
+            s.weight
+            for s in self.job.subtasks
+            if (row := self.rows[s.id]).state == "done" and not row.incomplete
+        )
+        return covered / total
+
+    def __rich__(self) -> RenderableType:
+        table = Table(title=self.job.query, title_justify="left", expand=False)
+        for column in ("subtask", "state", "tool", "attempts", "findings", "last result"):
+            table.add_column(column)
+        for spec in self.job.subtasks:
+            row = self.rows[spec.id]
+            table.add_row(
+                spec.id,
+                self._state_text(row),
+                row.tool,
+                str(row.attempts),
+                str(row.findings),
+                row.last,
+            )
+        done = sum(r.state in ("done", "escalated") for r in self.rows.values())
+        footer = Text(f"{done}/{len(self.rows)} finished   coverage so far ")
+        footer.append_text(coverage_bar(self.coverage_so_far(), width=20))
+        footer.append(f"   {time.monotonic() - self.started:.1f}s")
+        return Group(table, footer)

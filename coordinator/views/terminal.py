@@ -1,0 +1,215 @@
+"""Rendering reports for people with rich: tables, a coverage bar, the gap report."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from coordinator.replay import ReplaySummary
+from coordinator.report import CoverageReport, Gap
+from coordinator.store.runs import RunRow
+from shared.errors import InputFileError
+
+STATUS_STYLE = {
+    "complete": "green",
+    "empty": "cyan",
+    "partial": "yellow",
+    "gap": "red",
+    "queued": "dim",
+    "running": "blue",
+    "retrying": "magenta",
+    "done": "green",
+    "escalated": "red",
+}
+OUTCOME_STYLE = {"complete": "bold green", "partial": "bold yellow", "failed": "bold red"}
+
+
+def coverage_bar(coverage: float, width: int = 30) -> Text:
+    """A bar of ``width`` cells filled to ``coverage``, with the percentage."""
+    filled = round(coverage * width)
+    bar = Text("█" * filled, style="green")
+    bar.append("░" * (width - filled), style="red")
+    bar.append(f" {coverage:.0%}")
+    return bar
+
+
+def header(report: CoverageReport) -> Panel:
+    """The job's headline: query, outcome, coverage and virtual or wall duration."""
+    text = Text()
+    text.append(report.query + "\n", style="bold")
+    text.append("outcome ")
+    text.append(report.outcome, style=OUTCOME_STYLE[report.outcome])
+    text.append(
+        f"   elapsed {report.elapsed_s:.3g}s   "
+        if report.elapsed_s < 100
+        else f"   elapsed {report.elapsed_s:.0f}s   "
+    )
+    text.append_text(coverage_bar(report.coverage))
+    return Panel(text, title="fanout", expand=False)
+
+
+def subtasks_table(report: CoverageReport) -> Table:
+    """One row per subtask: status, weight, attempts, rounds, steps, findings."""
+    table = Table(title="Subtasks", title_justify="left")
+    for column in ("subtask", "status", "weight", "attempts", "rounds", "steps", "findings"):
+        table.add_column(column, justify="left" if column in ("subtask", "status") else "right")
+    for s in report.subtasks:
+        table.add_row(
+            s.id,
+            Text(s.status, style=STATUS_STYLE[s.status]),
+            f"{s.weight:g}",
+            str(s.attempts),
+            str(s.rounds),
+            str(s.steps),
+            str(s.findings),
+        )
+    return table
+
+
+def gaps_view(gaps: Sequence[Gap]) -> RenderableType:
+    """The coverage-gap report: each gap as a block that reads well in any width."""
+    blocks: list[RenderableType] = [Text(f"Coverage gaps ({len(gaps)})", style="bold")]
+    for g in gaps:
+        head = Text("✗ ", style="red")
+        head.append(g.subtask_id, style="bold")
+        head.append(f"  {g.category or 'no category'} / {g.trigger} → ")
+        head.append(g.route, style="bold red" if g.route == "escalate" else "yellow")
+        lines = [head]
+        lines.append(Text(f"    tried:    {g.attempted_query}"))
+        lines.append(Text(f"    why:      {g.message}"))
+        lines.append(Text(f"    partial:  {len(g.partial_results)} result(s) kept"))
+        if g.alternatives:
+            lines.append(Text("    next:"))
+            lines.extend(Text(f"      • {a}", style="cyan") for a in g.alternatives)
+        blocks.append(Group(*lines))
+    return Group(*blocks)
+
+
+def report_view(report: CoverageReport) -> RenderableType:
+    """The whole report for a terminal."""
+    parts: list[RenderableType] = [header(report), subtasks_table(report)]
+    if report.gaps:
+        parts.append(gaps_view(report.gaps))
+    else:
+        parts.append(Text("No coverage gaps.", style="green"))
+    if report.escalations:
+        parts.append(
+            Text(
+                f"{len(report.escalations)} escalation(s) handed to a person: "
+                + ", ".join(e.subtask_id for e in report.escalations),
+                style="bold red",
+            )
+        )
+    for d in report.decisions:
+        parts.append(Text(f"decision for {d.subtask_id}: {d.choice}", style="cyan"))
+    parts.append(Text(report.answer.summary, style="italic"))
+    return Group(*parts)
+
+
+def replay_view(summary: ReplaySummary) -> RenderableType:
+    """One row per scenario, then every mismatch as path, expected, actual."""
+    table = Table(title="Scenario replay", title_justify="left")
+    table.add_column("scenario", no_wrap=True)
+    for column in ("result", "outcome", "coverage", "virtual s", "wall ms"):
+        table.add_column(column, justify="left" if column in ("result", "outcome") else "right")
+    for r in summary.scenarios:
+        table.add_row(
+            r.scenario,
+            Text("pass", style="green") if r.passed else Text("FAIL", style="bold red"),
+            str(r.report.get("outcome")),
+            f"{r.report.get('coverage', 0):.0%}",
+            f"{r.report.get('elapsed_s', 0):g}",
+            f"{r.wall_s * 1000:.1f}",
+        )
+    parts: list[RenderableType] = [table]
+    failed = [r for r in summary.scenarios if not r.passed]
+    if failed:
+        mism = Table(title="Mismatches", title_justify="left")
+        for column in ("file", "path", "expected", "actual"):
+            mism.add_column(column, overflow="fold")
+        for r in failed:
+            for m in r.mismatches:
+                mism.add_row(r.file, m.path, repr(m.expected), repr(m.actual))
+        parts.append(mism)
+    style = "bold green" if not summary.failed else "bold red"
+    parts.append(Text(f"{summary.passed} passed, {summary.failed} failed", style=style))
+    return Group(*parts)
+
+
+def print_input_error(console: Console, error: InputFileError) -> None:
+    """A bad input file, one problem per line, without a traceback."""
+    console.print(Text("error: cannot run this file", style="bold red"))
+    for line in error.describe().splitlines():
+        console.print(Text("  " + line))
+
+
+def runs_table(rows: Sequence[RunRow]) -> RenderableType:
+    """The stored runs, newest first."""
+    if not rows:
+        return Text("No runs recorded yet: `fanout run JOB.yaml` records one.", style="dim")
+    table = Table(title="Runs", title_justify="left")
+    for column in ("id", "job", "started", "status", "outcome", "coverage", "elapsed"):
+        table.add_column(column, no_wrap=column in ("id", "started"))
+    status_style = {"finished": "green", "interrupted": "bold red", "running": "blue"}
+    for r in rows:
+        table.add_row(
+            r.id,
+            r.job,
+            r.started_at.replace("T", " ").removesuffix("+00:00"),
+            Text(r.status, style=status_style[r.status]),
+            Text(r.outcome or "—", style=OUTCOME_STYLE.get(r.outcome or "", "")),
+            "—" if r.coverage is None else f"{r.coverage:.0%}",
+            "—" if r.elapsed_s is None else f"{r.elapsed_s:.1f}s",
+        )
+    return table
+
+
+def trace_entries(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per attempt envelope: trace id, subtask, tool, attempt, time, envelope."""
+    out = []
+    for e in events:
+        if e["kind"] != "attempt" or "result" not in e:
+            continue
+        envelope = e["result"]
+        out.append(
+            {
+                "trace_id": envelope.get("trace_id"),
+                "subtask_id": e["subtask_id"],
+                "tool": e.get("tool"),
+                "attempt": e.get("attempt"),
+                "at": e["at"],
+                "session": e["session"],
+                "envelope": envelope,
+            }
+        )
+    return out
+
+
+def trace_table(run_id: str, entries: Sequence[dict[str, Any]]) -> Table:
+    """The trace for people: one row per attempt."""
+    table = Table(title=f"Trace of {run_id}", title_justify="left")
+    for column in ("at", "subtask", "tool", "attempt", "outcome", "trace id", "session"):
+        table.add_column(column, justify="right" if column in ("at", "attempt") else "left")
+    for e in entries:
+        env = e["envelope"]
+        if env.get("ok"):
+            outcome = Text("empty" if env.get("empty") else "ok", style="green")
+            if not env.get("complete", True):
+                outcome = Text("partial", style="yellow")
+        else:
+            outcome = Text(f"{env.get('errorCategory')}: {env.get('error_type')}", style="red")
+        table.add_row(
+            f"{e['at']:.2f}",
+            e["subtask_id"],
+            str(e["tool"]),
+            str(e["attempt"]),
+            outcome,
+            str(e["trace_id"]),
+            str(e["session"]),
+        )
+    return table
