@@ -26,6 +26,8 @@ _TRIGGER_ROUTES: Final[Mapping[Trigger, Route]] = {
     "deadline": "gap",
     "incomplete_data": "gap",
     "interrupted": "gap",
+    "cancelled": "gap",
+    "model_refusal": "escalate",
 }
 
 
@@ -52,7 +54,9 @@ class RoutingTable:
         if trigger == "unknown_state":
             # The world may have changed: never retried automatically, a person decides.
             return RoutingDecision(route="escalate", trigger=trigger)
-        if trigger == "deadline":
+        if trigger in ("deadline", "cancelled"):
+            # Cut from outside (the job deadline, a person's cancel): whatever the subagent
+            # was doing, it is a gap, never a retry or a page to a human.
             return RoutingDecision(route="gap", trigger=trigger)
         category = escalation.category
         if category is None:

@@ -33,6 +33,8 @@ Trigger = Literal[
     "incomplete_data",
     "internal_error",
     "interrupted",
+    "model_refusal",
+    "cancelled",
 ]
 """The concrete condition that ended a subagent's work; never a self-rated confidence."""
 

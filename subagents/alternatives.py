@@ -103,6 +103,10 @@ def alternatives_for(
         out.append(f"fetch the remaining pages from {tool}")
     elif trigger == "interrupted":
         out.append("resume the run with `fanout resume RUN_ID`; finished subtasks are kept")
+    elif trigger == "cancelled":
+        out.append("submit the job again; the cancelled run keeps what it found")
+    elif trigger == "model_refusal":
+        out.append(f"rephrase subtask {spec.id!r}'s query, or plan it with another model")
     elif trigger == "human_request":
         out.append(f"answer the subagent's question for subtask {spec.id!r}")
     return out

@@ -52,8 +52,9 @@ def test_library_teaches_every_category_and_trigger() -> None:
             if gap.get("original_trigger"):
                 triggers.add(gap["original_trigger"])
     assert set(ERROR_CATEGORIES) <= categories
-    # `interrupted` only arises when a stored run is killed (tests/coordinator/store/test_store.py).
-    assert set(TRIGGERS) - {"interrupted"} <= triggers
+    # `interrupted` only arises when a stored run is killed (tests/coordinator/store/test_store.py),
+    # `cancelled` when a person cancels a run of the service (tests/coordinator/serve/).
+    assert set(TRIGGERS) - {"interrupted", "cancelled", "model_refusal"} <= triggers
 
 
 def test_demo_scenario_is_a_flagship() -> None:

@@ -1,0 +1,169 @@
+"""The model-client seam: a provider-neutral transcript in, one turn out (DESIGN §7).
+
+Every provider (Anthropic, any OpenAI-compatible server, the scripted model of scenario
+files) implements :class:`ModelClient`. A client makes exactly one HTTP request per
+:meth:`ModelClient.complete` call (the SDKs are built with ``max_retries=0``); a failed
+call raises :class:`ModelCallFailed`, already classified by the table of DESIGN §7, and
+fanout's one retry layer (``subagents/retry.py`` via ``execute_tool_safely``) decides
+whether to call again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from shared.categories import ErrorCategory
+from shared.errors import ToolFailure
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
+"""Why a turn ended, normalised across providers."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description, JSON Schema of the arguments."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of a turn.
+
+    ``arguments`` is the decoded JSON object; when what the model sent is not a JSON
+    object (broken JSON, a list, a string), ``arguments`` is None and ``raw_arguments``
+    holds the text as sent, so the loop answers with a validation error instead of
+    crashing.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens the provider counted for one call (its own tokenizer)."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTurn:
+    """What one model call produced: text, tool calls (in order), why it stopped."""
+
+    text: str = ""
+    calls: tuple[ToolCall, ...] = ()
+    stop_reason: StopReason = "end_turn"
+    usage: Usage | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """A user message: the subtask, or (lead agent) the question and the findings."""
+
+    text: str
+    role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """A turn the model produced, sent back verbatim on the next call."""
+
+    turn: ModelTurn
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultMessage:
+    """The answer to one tool call: the envelope's compact JSON, ``is_error`` from isError.
+
+    Consecutive tool results answering one assistant turn are sent together (Anthropic:
+    one user message of ``tool_result`` blocks; OpenAI: one ``role: tool`` message each).
+    """
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    role: Literal["tool"] = "tool"
+
+
+TranscriptMessage = UserMessage | AssistantMessage | ToolResultMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything one model call sends besides the client's own settings."""
+
+    system: str
+    messages: Sequence[TranscriptMessage]
+    tools: Sequence[ToolSpec] = ()
+    max_tokens: int = 2048
+    temperature: float = 0.0
+    # Ask for a call of this tool (the lead agent's planning tool); None: the model chooses.
+    force_tool: str | None = None
+    # Who is asking: the subtask id, or "lead"; the scripted model picks its turns by it.
+    subtask_id: str = ""
+
+
+class ModelClient(Protocol):
+    """One provider behind one method; each call is one attempt, never retried here."""
+
+    provider: str
+    name: str
+
+    async def complete(self, request: ModelRequest) -> ModelTurn:
+        """Send ``request``; return the turn, or raise :class:`ModelCallFailed`."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+ModelFailureKind = Literal[
+    "overloaded",
+    "rate_limited",
+    "timeout",
+    "unavailable",
+    "connection_reset",
+    "auth",
+    "forbidden",
+    "quota",
+    "context_length",
+    "model_not_found",
+    "bad_request",
+]
+
+
+@dataclass(eq=False)
+class ModelCallFailed(ToolFailure):
+    """A model call that failed, with the category DESIGN §7's table gives it.
+
+    The envelope's ``error_type`` is ``kind``. A ``context_length`` failure is sent as
+    category ``validation`` (the request was too large) but the planner does not hand it
+    back to the model: the subagent stops with trigger ``context_budget`` (DESIGN §7).
+    """
+
+    message: str
+    kind: ModelFailureKind
+    category: ErrorCategory
+    status: int | None = None
+    retry_after_s: float | None = None
+    field: str | None = None
+    expected: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ToolFailure.__init__(self, self.message)
+
+    def __str__(self) -> str:
+        return self.message

@@ -1,0 +1,115 @@
+"""The ``model`` block of job and scenario files (DESIGN §7), and scripted turns."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from subagents.models.base import StopReason
+from subagents.retry import RetryPolicy
+
+_SPEC = ConfigDict(frozen=True, extra="forbid")
+
+Provider = Literal["anthropic", "openai", "scripted"]
+
+DEFAULT_KEY_ENV: dict[str, str] = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+}
+DEFAULT_NAME: dict[str, str] = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-4.1",
+    "scripted": "scripted",
+}
+
+ScriptedError = Literal[
+    "overloaded",
+    "rate_limited",
+    "timeout",
+    "unavailable",
+    "auth",
+    "quota",
+    "context_length",
+    "bad_request",
+]
+
+
+class ScriptedCall(BaseModel):
+    """One tool call of a scripted turn; ``args`` may be a string (not a JSON object)."""
+
+    model_config = _SPEC
+
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] | str = Field(default_factory=dict)
+
+
+class PlannedSubtask(BaseModel):
+    """One subtask of a lead agent's plan, as its planning tool returns it."""
+
+    model_config = _SPEC
+
+    id: str
+    query: str
+    weight: float = 1.0
+    tools: list[str] = Field(default_factory=list)
+
+
+class ScriptedTurn(BaseModel):
+    """One scripted model call: tool calls, text, a failure, or (lead) a plan."""
+
+    model_config = _SPEC
+
+    calls: list[ScriptedCall] | None = None
+    text: str | None = None
+    stop: StopReason | None = None
+    error: ScriptedError | None = None
+    retry_after_s: float | None = Field(default=None, ge=0)
+    message: str | None = None
+    subtasks: list[dict[str, Any]] | None = None
+    usage: dict[str, int] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ScriptedTurn:
+        kinds = [
+            k for k in ("calls", "error", "subtasks") if getattr(self, k) is not None
+        ]
+        if len(kinds) > 1:
+            raise ValueError(f"a turn is one of calls, text, error or subtasks, not {kinds}")
+        if self.error is not None and self.text is not None:
+            raise ValueError("a turn with error has no text")
+        return self
+
+
+class ModelSpec(BaseModel):
+    """Which model plans the subtasks without a plan, and how its calls are bounded."""
+
+    model_config = _SPEC
+
+    provider: Provider
+    name: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_tokens: int = Field(default=2048, gt=0)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    timeout_s: float = Field(default=120.0, gt=0)
+    retry: RetryPolicy = Field(
+        default_factory=lambda: RetryPolicy(
+            max_attempts=4, initial_backoff_s=1.0, multiplier=2.0, max_backoff_s=30.0
+        )
+    )
+    # provider: scripted only.
+    latency_s: float = Field(default=0.0, ge=0)
+    turns: dict[str, list[ScriptedTurn]] = Field(default_factory=dict)
+
+    @property
+    def model_name(self) -> str:
+        """The model id sent to the provider (a per-provider default when unset)."""
+        return self.name or DEFAULT_NAME[self.provider]
+
+    @property
+    def key_env(self) -> str | None:
+        """The environment variable holding the key (None for the scripted model)."""
+        if self.provider == "scripted":
+            return None
+        return self.api_key_env or DEFAULT_KEY_ENV[self.provider]
