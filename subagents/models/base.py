@@ -160,7 +160,7 @@ class ModelCallFailed(ToolFailure):
     retry_after_s: float | None = None
     field: str | None = None
     expected: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ToolFailure.__init__(self, self.message)
