@@ -144,7 +144,6 @@ ModelFailureKind = Literal[
 ]
 
 
-@dataclass(eq=False)
 class ModelCallFailed(ToolFailure):
     """A model call that failed, with the category DESIGN §7's table gives it.
 
@@ -153,17 +152,21 @@ class ModelCallFailed(ToolFailure):
     back to the model: the subagent stops with trigger ``context_budget`` (DESIGN §7).
     """
 
-    message: str
-    kind: ModelFailureKind
-    category: ErrorCategory
-    status: int | None = None
-    retry_after_s: float | None = None
-    field: str | None = None
-    expected: str | None = None
-    details: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        ToolFailure.__init__(self, self.message)
-
-    def __str__(self) -> str:
-        return self.message
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ModelFailureKind,
+        category: ErrorCategory,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+        field: str | None = None,
+        expected: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.category = category
+        self.status = status
+        self.retry_after_s = retry_after_s
+        self.field = field
+        self.expected = expected
