@@ -112,11 +112,16 @@ async def execute_tool_safely(
 
     async def attempt(n: int) -> ToolResult:
         ctx = CallContext(tool.name, n, trace_id, key, scope)
-        if observer is not None:
-            observer(ExecEvent("start", tool.name, trace_id, n, clock.now()))
+        if observer is None:
+            return await _attempt_once(tool, prepared, ctx, timeout, clock)
+        began = clock.now()
+        observer(ExecEvent("start", tool.name, trace_id, n, began))
         result = await _attempt_once(tool, prepared, ctx, timeout, clock)
-        if observer is not None:
-            observer(ExecEvent("attempt", tool.name, trace_id, n, clock.now(), result))
+        # The trace shows each attempt's own envelope: its number and its own duration
+        # (the final envelope, below, carries the totals of the logical call).
+        ended = clock.now()
+        result = result.model_copy(update={"attempts": n, "elapsed_s": round(ended - began, 9)})
+        observer(ExecEvent("attempt", tool.name, trace_id, n, ended, result))
         return result
 
     def on_wait(seconds: float, next_attempt: int) -> None:

@@ -10,9 +10,7 @@ import json
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from shared.categories import ErrorCategory, Trigger
 from shared.clock import Clock
@@ -22,106 +20,26 @@ from shared.ids import RandomTraceIds, TraceIds
 from subagents.alternatives import alternatives_for
 from subagents.context import Context
 from subagents.executor import ExecEvent, execute_tool_safely, rejected
+from subagents.jitter import DeferredRandom
 from subagents.planners import (
     CallAction,
     EscalateAction,
     FinishAction,
     Observation,
+    PlanEnv,
     Planner,
+    PlannerState,
     ScriptedPlanner,
+)
+from subagents.result import (
+    RESULT_PROTOTYPE,
+    ProgressEvent,
+    ProgressObserver,
+    SubagentResult,
+    SubagentState,
 )
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
-
-SubagentState = Literal["queued", "running", "retrying", "done", "escalated"]
-
-_SEEDED = object()
-
-
-class _DeferredRandom(random.Random):
-    """``random.Random(x)``, seeded when first used: the same stream, drawn or saved.
-
-    Seeding from a string hashes it with SHA-512 and initialises the Mersenne Twister;
-    most subagents never wait with jitter, so a fan-out paid that for nothing.
-    """
-
-    _pending: object
-
-    def __init__(self, x: object = None) -> None:
-        # random.Random.__init__ would seed now; record the seed instead.
-        self._pending = x
-        self.gauss_next = None
-
-    def _seed_now(self) -> None:
-        pending = self._pending
-        if pending is not _SEEDED:
-            self._pending = _SEEDED
-            super().seed(pending)  # type: ignore[arg-type]  # what Random(x) was given
-
-    def seed(self, a: Any = None, version: int = 2) -> None:
-        """Seed now, as random.Random.seed does."""
-        self._pending = _SEEDED
-        super().seed(a, version)
-
-    def random(self) -> float:
-        """The next float in [0, 1), seeding first if still pending."""
-        self._seed_now()
-        return super().random()
-
-    def getrandbits(self, k: int, /) -> int:
-        """``k`` random bits, seeding first if still pending."""
-        self._seed_now()
-        return super().getrandbits(k)
-
-    def getstate(self) -> tuple[Any, ...]:
-        """The generator's state, seeding first if still pending."""
-        self._seed_now()
-        return super().getstate()
-
-    def setstate(self, state: tuple[Any, ...]) -> None:
-        """Restore a state; any pending seed is dropped."""
-        self._pending = _SEEDED
-        super().setstate(state)
-
-
-@dataclass(frozen=True, slots=True)
-class ProgressEvent:
-    """What a live display or a trace hears from a subagent."""
-
-    subtask_id: str
-    kind: Literal["state", "call", "start", "attempt", "wait"]
-    at: float
-    state: SubagentState | None = None
-    tool: str | None = None
-    attempt: int | None = None
-    wait_s: float | None = None
-    result: ToolResult | None = None
-    step: int | None = None
-    trigger: str | None = None
-
-
-ProgressObserver = Callable[[ProgressEvent], None]
-
-
-class SubagentResult(BaseModel):
-    """What one subagent hands the coordinator: findings, escalation, counters."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    subtask_id: str
-    findings: list[Finding] = Field(default_factory=list)
-    escalation: Escalation | None = None
-    incomplete: bool = False
-    attempts: int = 0
-    steps: int = 0
-    rounds: int = 0
-    started_s: float | None = None
-    ended_s: float | None = None
-    trace_ids: list[str] = Field(default_factory=list)
-    compactions: int = 0
-
-
-_RESULT = SubagentResult(subtask_id="")
 
 
 @dataclass
@@ -160,7 +78,7 @@ class SubagentRun:
             context=Context(
                 spec.query, window=spec.context_window, active_tool_budget=spec.active_tool_budget
             ),
-            rng=_DeferredRandom(f"{seed}/{spec.id}"),
+            rng=DeferredRandom(f"{seed}/{spec.id}"),
         )
 
     @property
@@ -171,7 +89,7 @@ class SubagentRun:
     def result(self) -> SubagentResult:
         """The report the coordinator counts."""
         # Built from the loop's own typed state: copy a prototype, no validation (hot path).
-        return _RESULT.model_copy(
+        return RESULT_PROTOTYPE.model_copy(
             update={
                 "subtask_id": self.spec.id,
                 "findings": list(self.findings),
@@ -204,10 +122,22 @@ class SubagentRun:
         category: ErrorCategory | None = None,
         call: CallAction | None = None,
         detail: dict[str, Any] | None = None,
+        alternatives: tuple[str, ...] = (),
     ) -> Escalation:
-        """Build, record and return this subagent's escalation."""
+        """Build, record and return this subagent's escalation.
+
+        ``alternatives`` (a model's own suggestions) come first, then fanout's.
+        """
         call = call or self.in_flight or self.last_call
         error = result.error if result is not None else None
+        suggested = alternatives_for(
+            trigger,
+            self.spec,
+            tool=call.tool if call else None,
+            args=call.args if call else None,
+            result=result,
+            detail=detail,
+        )
         escalation = Escalation(
             subtask_id=self.spec.id,
             category=error.category if error else category,
@@ -217,14 +147,7 @@ class SubagentRun:
             message=message,
             attempted_query=self.attempted_query(),
             partial_results=list(self.findings),
-            alternatives=alternatives_for(
-                trigger,
-                self.spec,
-                tool=call.tool if call else None,
-                args=call.args if call else None,
-                result=result,
-                detail=detail,
-            ),
+            alternatives=list(dict.fromkeys([*alternatives, *suggested])),
             attempts=self.attempts,
             trace_ids=list(self.trace_ids),
             field=error.field if error else None,
@@ -235,6 +158,17 @@ class SubagentRun:
         self.escalation = escalation
         return escalation
 
+
+__all__ = [
+    "ProgressEvent",
+    "ProgressObserver",
+    "SubagentResult",
+    "SubagentRun",
+    "SubagentState",
+    "cut_by_deadline",
+    "run_subagent",
+    "trigger_for",
+]
 
 _TRIGGER_BY_CATEGORY: Mapping[ErrorCategory, Trigger] = {
     "transient": "retries_exhausted",
@@ -313,12 +247,26 @@ async def run_subagent(
         if checkpoint is not None:
             checkpoint(run)
 
+    def planner_state(state: PlannerState) -> None:
+        if run.state != state:
+            set_state(state)
+
+    env = PlanEnv(
+        spec=spec,
+        tools=tools,
+        context=run.context,
+        clock=clock,
+        trace_ids=trace_ids,
+        observer=on_exec,
+        trace_sink=run.trace_ids.append,
+        set_state=planner_state,
+    )
     set_state("running")
     while True:
-        action = run.planner.next_action(last)
+        action = await run.planner.next_action(last, env)
         if action is None or isinstance(action, FinishAction):
-            if isinstance(action, FinishAction) and action.text:
-                run.findings.append(Finding(tool="finish", data=action.text))
+            if isinstance(action, FinishAction):
+                _finish(run, action)
             if last is not None and last.result.category == "validation":
                 # Giving up on a refused call is no correction (DESIGN §3); ending quietly
                 # would report a failure as "nothing there".
@@ -332,7 +280,13 @@ async def run_subagent(
                 )
             break
         if isinstance(action, EscalateAction):
-            run.escalate(action.trigger, action.message or f"the plan asks: {action.trigger}")
+            run.escalate(
+                action.trigger,
+                action.message or f"the plan asks: {action.trigger}",
+                result=action.result,
+                category=action.category,
+                alternatives=action.alternatives,
+            )
             break
         if (
             last is not None
@@ -401,15 +355,9 @@ async def _call(
     run.in_flight = action
     emit("call", tool=action.tool, step=action.step)
     tool = tools.get(action.tool)
-    if action.tool not in spec.tools or tool is None:
-        if action.tool not in spec.tools:
-            error = ToolError.of(
-                "permission",
-                "not_allowed",
-                f"{action.tool} is not on subtask {spec.id!r}'s allowlist",
-            )
-        else:
-            error = ToolError.of("internal", "unknown_tool", f"no tool named {action.tool}")
+    error = action.invalid or _refusal(action.tool, tool, spec)
+    if error is not None or tool is None:
+        assert error is not None  # _refusal refuses every undefined tool
         result = rejected(action.tool, error, trace_id=trace_id)
         on_exec(ExecEvent("start", action.tool, trace_id, 1, clock.now()))
         on_exec(ExecEvent("attempt", action.tool, trace_id, 1, clock.now(), result))
@@ -430,6 +378,39 @@ async def _call(
     run.last_call = action
     run.context.add_result(result)
     return result
+
+
+def _finish(run: SubagentRun, action: FinishAction) -> None:
+    """Keep a written conclusion as a finding; a cut-off one is incomplete data."""
+    if action.text:
+        if action.tool == "finish":
+            run.findings.append(Finding(tool="finish", data=action.text))
+        else:
+            run.findings.append(
+                Finding(tool=action.tool, data={"text": action.text}, complete=action.complete)
+            )
+    if not action.complete and run.incomplete_tool is None:
+        run.incomplete_tool = action.tool
+
+
+def _refusal(name: str, tool: Tool | None, spec: SubtaskSpec) -> ToolError | None:
+    """Why a call may not run at all: a tool that does not exist, or one not allowed."""
+    if tool is None:
+        # Scenario files cannot name an undefined tool (a load error): this is a model
+        # that invented one. It goes back to the model as a correctable input error.
+        allowed = ", ".join(spec.tools) or "none"
+        return ToolError.of(
+            "validation",
+            "unknown_tool",
+            f"no tool named {name!r}; subtask {spec.id!r} may call: {allowed}",
+            field="name",
+            expected=f"one of {allowed}",
+        )
+    if name not in spec.tools:
+        return ToolError.of(
+            "permission", "not_allowed", f"{name} is not on subtask {spec.id!r}'s allowlist"
+        )
+    return None
 
 
 def cut_by_deadline(run: SubagentRun, now: float) -> Escalation:

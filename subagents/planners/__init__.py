@@ -6,7 +6,9 @@ from subagents.planners.base import (
     EscalateAction,
     FinishAction,
     Observation,
+    PlanEnv,
     Planner,
+    PlannerState,
 )
 from subagents.planners.scripted import ScriptedPlanner
 
@@ -16,6 +18,8 @@ __all__ = [
     "EscalateAction",
     "FinishAction",
     "Observation",
+    "PlanEnv",
     "Planner",
+    "PlannerState",
     "ScriptedPlanner",
 ]

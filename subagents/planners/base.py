@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from shared.categories import Trigger
-from shared.envelope import ToolResult
+from shared.categories import ErrorCategory, Trigger
+from shared.clock import Clock
+from shared.envelope import ToolError, ToolResult
+from shared.ids import TraceIds
+
+if TYPE_CHECKING:
+    from subagents.context import Context
+    from subagents.executor import ExecObserver
+    from subagents.spec import SubtaskSpec
+    from subagents.tool import Tool
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,21 +25,41 @@ class CallAction:
     tool: str
     args: dict[str, Any]
     step: int = 0
+    # The provider's id of this call (a model's tool_use / tool_call id); None: scripted.
+    call_id: str | None = None
+    # Set when the call cannot be sent as it is (a model's arguments that are not a JSON
+    # object): the loop answers with this error and the tool never runs.
+    invalid: ToolError | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class FinishAction:
-    """Stop: the subtask is done; ``text`` is a written finding when not empty."""
+    """Stop: the subtask is done; ``text`` is a written finding when not empty.
+
+    ``tool`` names who wrote it (``finish`` for a plan, ``model`` for a model's answer,
+    whose finding data is ``{"text": ...}``); ``complete`` is False for an answer cut
+    off by the model's token limit (the subtask then ends with ``incomplete_data``).
+    """
 
     text: str = ""
+    tool: str = "finish"
+    complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class EscalateAction:
-    """Hand the subtask up on purpose with a concrete trigger."""
+    """Hand the subtask up on purpose with a concrete trigger.
+
+    ``result`` is the failed envelope behind it (a model call that failed for good),
+    ``alternatives`` what the planner suggests instead (a model's own list), and
+    ``category`` the error category when there is no envelope.
+    """
 
     trigger: Trigger
     message: str = ""
+    alternatives: tuple[str, ...] = ()
+    result: ToolResult | None = field(default=None, compare=False)
+    category: ErrorCategory | None = None
 
 
 Action = CallAction | FinishAction | EscalateAction
@@ -44,14 +73,38 @@ class Observation:
     result: ToolResult
 
 
+PlannerState = Literal["thinking", "running"]
+
+
+@dataclass(slots=True)
+class PlanEnv:
+    """What the loop lends a planner for one round of a subagent.
+
+    A planner that calls a model uses ``clock`` for time, ``trace_ids`` and
+    ``trace_sink`` for the model call's trace id, ``observer`` to report every attempt
+    and wait (the loop counts and traces them like a tool's), ``context`` as the
+    transcript's gate and compaction state, and ``tools`` for the schemas it shows.
+    """
+
+    spec: SubtaskSpec
+    tools: Mapping[str, Tool]
+    context: Context
+    clock: Clock
+    trace_ids: TraceIds
+    observer: ExecObserver
+    trace_sink: Callable[[str], None]
+    set_state: Callable[[PlannerState], None]
+
+
 class Planner(Protocol):
     """Proposes the next action after each envelope (None: nothing left to do).
 
-    ``next_action(None)`` is asked at the start and when a subtask resumes after an
+    ``next_action(None, env)`` is asked at the start and when a subtask resumes after an
     escalation: the planner proposes the step that failed, with the arguments it last
     had. A validation envelope carries ``field`` and ``expected`` for a correction.
+    Awaited: a model-driven planner calls its model here.
     """
 
-    def next_action(self, last: Observation | None) -> Action | None:
+    async def next_action(self, last: Observation | None, env: PlanEnv) -> Action | None:
         """The next action, given the last call's observation."""
         ...

@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from subagents.planners.base import Action, CallAction, EscalateAction, FinishAction, Observation
+from subagents.planners.base import (
+    Action,
+    CallAction,
+    EscalateAction,
+    FinishAction,
+    Observation,
+    PlanEnv,
+)
 from subagents.spec import CallStep, EscalateStep, FinishStep, PlanStep
 
 
@@ -17,8 +24,14 @@ class ScriptedPlanner:
     position: int = 0
     current_args: dict[str, Any] | None = None
 
-    def next_action(self, last: Observation | None) -> Action | None:
+    async def next_action(
+        self, last: Observation | None, env: PlanEnv | None = None
+    ) -> Action | None:
         """The step at the current position, corrected, repeated or advanced."""
+        return self.decide(last)
+
+    def decide(self, last: Observation | None) -> Action | None:
+        """The same decision, synchronously (the scripted plan needs no I/O)."""
         if last is not None:
             if last.result.ok:
                 self._advance()

@@ -14,7 +14,7 @@ from coordinator.report import CoverageReport, Gap, SubtaskOutcome
 from shared import AnyioClock, SeededTraceIds
 from subagents import RetryPolicy, Tool
 from subagents.loop import ProgressEvent
-from subagents.planners import Action, Observation, Planner, ScriptedPlanner
+from subagents.planners import Action, Observation, PlanEnv, Planner, ScriptedPlanner
 from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import CallStep, PlanStep, SubtaskSpec
@@ -177,10 +177,10 @@ class BrokenPlanner:
     def __init__(self, spec: SubtaskSpec) -> None:
         self.inner = ScriptedPlanner(list(spec.plan))
 
-    def next_action(self, last: Observation | None) -> Action | None:
+    async def next_action(self, last: Observation | None, env: PlanEnv) -> Action | None:
         if last is not None:
             raise RuntimeError("planner bug: lost track of the plan")
-        return self.inner.next_action(last)
+        return await self.inner.next_action(last, env)
 
 
 async def test_a_planner_bug_leaves_its_siblings_untouched() -> None:

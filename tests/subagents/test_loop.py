@@ -12,7 +12,7 @@ from shared import AnyioClock, SeededTraceIds
 from subagents import RetryPolicy, Tool
 from subagents.context import Context
 from subagents.loop import SubagentResult, SubagentRun, run_subagent
-from subagents.planners import Action, CallAction, FinishAction, Observation
+from subagents.planners import Action, CallAction, FinishAction, Observation, PlanEnv
 from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import CallStep, EscalateStep, FinishStep, PlanStep, SubtaskSpec
@@ -376,7 +376,7 @@ class GivingUpPlanner:
     def __init__(self, then: Action | None) -> None:
         self.then = then
 
-    def next_action(self, last: Observation | None) -> Action | None:
+    async def next_action(self, last: Observation | None, env: PlanEnv) -> Action | None:
         return CallAction("patent_db", {"since": "2024-13-01"}) if last is None else self.then
 
 

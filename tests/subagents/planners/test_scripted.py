@@ -33,10 +33,11 @@ def _observe(action: Any, result: ToolResult) -> Observation:
     return Observation(action, result)
 
 
-def test_scripted_planner_is_a_planner() -> None:
-    """ScriptedPlanner satisfies the Planner protocol the loop depends on."""
+@pytest.mark.anyio
+async def test_scripted_planner_is_a_planner() -> None:
+    """ScriptedPlanner satisfies the (awaited) Planner protocol the loop depends on."""
     planner: Planner = ScriptedPlanner([])
-    assert planner.next_action(None) is None
+    assert await planner.next_action(None, None) is None  # type: ignore[arg-type]  # needs no env
 
 
 def test_follows_the_plan_and_advances_on_success() -> None:
@@ -44,11 +45,11 @@ def test_follows_the_plan_and_advances_on_success() -> None:
     planner = ScriptedPlanner(
         [CallStep(call="a", args={"q": 1}), CallStep(call="b", args={"q": 2})]
     )
-    first = planner.next_action(None)
+    first = planner.decide(None)
     assert first == CallAction("a", {"q": 1}, 0)
-    second = planner.next_action(_observe(first, _ok("a")))
+    second = planner.decide(_observe(first, _ok("a")))
     assert second == CallAction("b", {"q": 2}, 1)
-    assert planner.next_action(_observe(second, _ok("b"))) is None
+    assert planner.decide(_observe(second, _ok("b"))) is None
 
 
 def test_correction_is_merged_into_the_last_arguments() -> None:
@@ -62,8 +63,8 @@ def test_correction_is_merged_into_the_last_arguments() -> None:
             )
         ]
     )
-    first = planner.next_action(None)
-    corrected = planner.next_action(
+    first = planner.decide(None)
+    corrected = planner.decide(
         _observe(first, _failed("patents", "validation", field="since", expected="a date"))
     )
     assert corrected == CallAction("patents", {"since": "2024-12-01", "limit": 5}, 0)
@@ -81,8 +82,8 @@ def test_no_correction_proposes_the_same_call(on_validation: dict[str, Any] | No
     planner = ScriptedPlanner(
         [CallStep(call="patents", args={"since": "2024-13-01"}, on_validation=on_validation)]
     )
-    first = planner.next_action(None)
-    again = planner.next_action(_observe(first, _failed("patents", "validation", field="since")))
+    first = planner.decide(None)
+    again = planner.decide(_observe(first, _failed("patents", "validation", field="since")))
     assert again == first
 
 
@@ -91,9 +92,9 @@ def test_a_repeated_validation_error_proposes_the_corrected_call_again() -> None
     planner = ScriptedPlanner(
         [CallStep(call="patents", args={"since": "bad"}, on_validation={"since": "worse"})]
     )
-    first = planner.next_action(None)
-    corrected = planner.next_action(_observe(first, _failed("patents", "validation")))
-    again = planner.next_action(_observe(corrected, _failed("patents", "validation")))
+    first = planner.decide(None)
+    corrected = planner.decide(_observe(first, _failed("patents", "validation")))
+    again = planner.decide(_observe(corrected, _failed("patents", "validation")))
     assert isinstance(corrected, CallAction) and corrected.args == {"since": "worse"}
     assert again == corrected
 
@@ -106,9 +107,9 @@ def test_finish_and_escalate_steps() -> None:
             FinishStep(finish="nothing more to add"),
         ]
     )
-    assert planner.next_action(None) == EscalateAction("human_request", "which region?")
-    assert planner.next_action(None) == FinishAction("nothing more to add")
-    assert planner.next_action(None) is None
+    assert planner.decide(None) == EscalateAction("human_request", "which region?")
+    assert planner.decide(None) == FinishAction("nothing more to add")
+    assert planner.decide(None) is None
 
 
 def test_resume_proposes_the_failed_step_with_its_last_arguments() -> None:
@@ -119,13 +120,13 @@ def test_resume_proposes_the_failed_step_with_its_last_arguments() -> None:
             CallStep(call="b", args={"since": "x"}, on_validation={"since": "2024-12-01"}),
         ]
     )
-    a = planner.next_action(None)
-    b = planner.next_action(_observe(a, _ok("a")))
-    corrected = planner.next_action(_observe(b, _failed("b", "validation", field="since")))
+    a = planner.decide(None)
+    b = planner.decide(_observe(a, _ok("a")))
+    corrected = planner.decide(_observe(b, _failed("b", "validation", field="since")))
     assert isinstance(corrected, CallAction)
     # The corrected call times out for good; the subagent escalates and later resumes.
-    planner.next_action(_observe(corrected, _failed("b", "transient", "timeout")))
-    assert planner.next_action(None) == CallAction("b", {"since": "2024-12-01"}, 1)
+    planner.decide(_observe(corrected, _failed("b", "transient", "timeout")))
+    assert planner.decide(None) == CallAction("b", {"since": "2024-12-01"}, 1)
 
 
 def test_snapshot_and_restore_continue_where_the_planner_was() -> None:
@@ -136,10 +137,10 @@ def test_snapshot_and_restore_continue_where_the_planner_was() -> None:
         FinishStep(finish="done"),
     ]
     original = ScriptedPlanner(plan)
-    a = original.next_action(None)
-    b = original.next_action(_observe(a, _ok("a")))
-    original.next_action(_observe(b, _failed("b", "validation", field="n")))
+    a = original.decide(None)
+    b = original.decide(_observe(a, _ok("a")))
+    original.decide(_observe(b, _failed("b", "validation", field="n")))
     restored = ScriptedPlanner(plan)
     restored.restore(original.snapshot())
     assert restored.snapshot() == original.snapshot()
-    assert restored.next_action(None) == original.next_action(None) == CallAction("b", {"n": 1}, 1)
+    assert restored.decide(None) == original.decide(None) == CallAction("b", {"n": 1}, 1)

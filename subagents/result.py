@@ -1,0 +1,54 @@
+"""What a subagent reports: progress events as it works, and its result when it ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.envelope import Finding, ToolResult
+from shared.escalation import Escalation
+
+# "thinking": waiting on its model (a model-driven planner deciding the next step).
+SubagentState = Literal["queued", "running", "thinking", "retrying", "done", "escalated"]
+
+@dataclass(frozen=True, slots=True)
+class ProgressEvent:
+    """What a live display or a trace hears from a subagent."""
+
+    subtask_id: str
+    kind: Literal["state", "call", "start", "attempt", "wait"]
+    at: float
+    state: SubagentState | None = None
+    tool: str | None = None
+    attempt: int | None = None
+    wait_s: float | None = None
+    result: ToolResult | None = None
+    step: int | None = None
+    trigger: str | None = None
+
+
+ProgressObserver = Callable[[ProgressEvent], None]
+
+
+class SubagentResult(BaseModel):
+    """What one subagent hands the coordinator: findings, escalation, counters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subtask_id: str
+    findings: list[Finding] = Field(default_factory=list)
+    escalation: Escalation | None = None
+    incomplete: bool = False
+    attempts: int = 0
+    steps: int = 0
+    rounds: int = 0
+    started_s: float | None = None
+    ended_s: float | None = None
+    trace_ids: list[str] = Field(default_factory=list)
+    compactions: int = 0
+
+
+RESULT_PROTOTYPE = SubagentResult(subtask_id="")
