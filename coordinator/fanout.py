@@ -10,7 +10,8 @@ deadline cuts whatever still runs; each cut subagent hands up what it found.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from typing import Protocol
 
 import anyio
@@ -80,6 +81,32 @@ ResultHook = Callable[[SubagentResult], Awaitable[None]]
 PlannerFactory = Callable[[SubtaskSpec], Planner]
 
 
+@asynccontextmanager
+async def _cancelled_by(event: anyio.Event | None) -> AsyncIterator[None]:
+    """A scope whose body ends once ``event`` is set: a person cancelled the run (§8)."""
+    if event is None:
+        yield
+        return
+    async with anyio.create_task_group() as tg:
+        if event.is_set():
+            tg.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        yield
+        tg.cancel_scope.cancel()
+
+
+def _cut_by_cancel(run: SubagentRun, now: float) -> None:
+    """Hand up what a subagent cut by a cancel has found (trigger ``cancelled``)."""
+    run.ended_s = now
+    run.state = "escalated"
+    run.escalate("cancelled", "the run was cancelled before this subtask finished")
+
+
 async def run_job(
     job: JobSpec,
     tools: ToolSource | Mapping[str, Tool],
@@ -94,6 +121,7 @@ async def run_job(
     runs: Mapping[str, SubagentRun] | None = None,
     checkpoint: Callable[[SubagentRun], None] | None = None,
     elapsed_offset: float = 0.0,
+    cancel: anyio.Event | None = None,
 ) -> CoverageReport:
     """Run ``job`` to a coverage report; never raises for a failure inside the job.
 
@@ -112,6 +140,9 @@ async def run_job(
         checkpoint: called with a subagent's state after each logical call it survives.
         elapsed_offset: the job time already spent (a resumed run continues from it);
             every time in the report is seconds since the job started.
+        cancel: once set, the run ends like a deadline cut but with trigger ``cancelled``:
+            running subagents hand up what they found, queued ones are gaps with 0
+            attempts, and the retry round does not start.
     """
     clock = JobClock(clock or AnyioClock(), offset=elapsed_offset)
     source: ToolSource = StaticTools(tools) if isinstance(tools, Mapping) else tools
@@ -199,12 +230,12 @@ async def run_job(
                 observer(ProgressEvent(spec.id, "state", clock.now(), state="queued"))
 
         async def worker() -> None:
-            while queue:
+            while queue and not (cancel is not None and cancel.is_set()):
                 await one(run_of(queue.popleft()))
 
         remaining = None if deadline is None else deadline - clock.now()
         with clock.move_on_after(remaining):
-            async with anyio.create_task_group() as tg:
+            async with _cancelled_by(cancel), anyio.create_task_group() as tg:
                 for _ in range(min(job.concurrency, len(queue))):
                     tg.start_soon(worker)
         for spec in batch:
@@ -212,7 +243,10 @@ async def run_job(
                 continue  # finished and counted
             run = run_of(spec)
             if not run.finished:
-                cut_by_deadline(run, clock.now())
+                if cancel is not None and cancel.is_set():
+                    _cut_by_cancel(run, clock.now())
+                else:
+                    cut_by_deadline(run, clock.now())
                 emit_state(run, "escalated")
                 await counted(run, run.result())
 
@@ -228,7 +262,8 @@ async def run_job(
         if (r := live.get(s.id)) is not None
         and (retry_later(r) or (r.rounds == 2 and not r.finished))
     ]
-    if retry and (deadline is None or clock.now() < deadline):
+    cancelled = cancel is not None and cancel.is_set()
+    if retry and not cancelled and (deadline is None or clock.now() < deadline):
         await round_of(retry)
     for s in job.subtasks:
         if s.id not in results:

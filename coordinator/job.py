@@ -22,7 +22,12 @@ class JobSpec(BaseModel):
     deadline_s: float | None = Field(default=None, gt=0)
     routing: dict[ErrorCategory, Route | None] = Field(default_factory=dict)
     defaults: SubtaskSettings = Field(default_factory=SubtaskSettings)
-    subtasks: list[SubtaskSpec] = Field(min_length=1)
+    # Empty only in a file whose model decomposes the query (the lead agent, DESIGN §7);
+    # the loader refuses an empty list otherwise.
+    subtasks: list[SubtaskSpec] = Field(default_factory=list)
+    max_subtasks: int = Field(
+        default=6, ge=1, description="At most this many subtasks in a lead agent's plan."
+    )
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JobSpec:

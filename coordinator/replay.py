@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from coordinator.fanout import EscalationHandler, run_job
 from coordinator.jobfile.expect import Mismatch, check_expect
 from coordinator.jobfile.scenario import Scenario
+from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport
 from shared.clock import AnyioClock, Clock, run_in_virtual_time
 from shared.ids import SeededTraceIds
@@ -50,19 +51,28 @@ async def run_scenario(
     observer: ProgressObserver | None = None,
     handler: EscalationHandler | None = None,
     tools: SimulatedTools | None = None,
+    planning: JobPlanning | None = None,
 ) -> CoverageReport:
-    """Run a scenario's job on its simulated tools with its seed (any clock)."""
+    """Run a scenario's job on its simulated tools with its seed (any clock).
+
+    Subtasks without a plan are planned by the scenario's model (scripted in replays).
+    """
     clock = clock or AnyioClock()
     sim = tools or SimulatedTools(scenario.tools, clock)
-    return await run_job(
-        scenario.job,
-        sim,
-        clock=clock,
-        seed=scenario.seed,
-        trace_ids=SeededTraceIds(scenario.seed),
-        observer=observer,
-        handler=handler,
-    )
+    planning = planning or JobPlanning(scenario, clock=clock)
+    try:
+        return await run_job(
+            scenario.job,
+            sim,
+            clock=clock,
+            seed=scenario.seed,
+            trace_ids=SeededTraceIds(scenario.seed),
+            observer=observer,
+            handler=handler,
+            planner_factory=planning.planner if planning.model_planned else None,
+        )
+    finally:
+        await planning.aclose()
 
 
 def replay(scenario: Scenario) -> ScenarioResult:

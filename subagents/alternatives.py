@@ -30,6 +30,10 @@ def alternatives_for(
     detail: dict[str, Any] | None = None,
 ) -> list[str]:
     """What could unblock ``spec`` after ``trigger``, most specific first."""
+    if result is not None and result.tool == "model":
+        # A failed model call: the model planner names its own (provider, key variable,
+        # model name); tool-shaped advice ("request access for model") would mislead.
+        return []
     detail = detail or {}
     others = [t for t in spec.tools if t != tool]
     use_other = [f"try {t}, also on this subtask's allowlist" for t in others[:2]]

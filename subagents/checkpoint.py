@@ -55,6 +55,7 @@ def snapshot_run(run: SubagentRun) -> dict[str, Any]:
         "rng": [version, list(internal), gauss],
         "context": {
             "compactions": run.context.compactions,
+            "calibration": run.context.calibration,
             "messages": [
                 [m.kind, m.text, m.tokens, m.pinned, m.tool, m.summary]
                 for m in run.context.messages
@@ -64,18 +65,28 @@ def snapshot_run(run: SubagentRun) -> dict[str, Any]:
 
 
 def restore_run(
-    spec: SubtaskSpec, state: dict[str, Any], *, planner: Planner | None = None
+    spec: SubtaskSpec,
+    state: dict[str, Any],
+    *,
+    planner: Planner | None = None,
+    with_planner: bool = True,
 ) -> SubagentRun:
-    """A SubagentRun that continues from ``state`` (see :func:`snapshot_run`)."""
+    """A SubagentRun that continues from ``state`` (see :func:`snapshot_run`).
+
+    ``with_planner=False`` restores everything but the planner's own state, for a
+    reader that only needs the run's result (an interrupted run's report).
+    """
     if state.get("version") != CHECKPOINT_VERSION:
         raise ValueError(f"checkpoint version {state.get('version')} is not supported")
     planner = planner or ScriptedPlanner(list(spec.plan))
     restore = getattr(planner, "restore", None)
-    if state.get("planner") is not None and callable(restore):
+    if with_planner and state.get("planner") is not None and callable(restore):
         restore(state["planner"])
     context = Context(
         spec.query, window=spec.context_window, active_tool_budget=spec.active_tool_budget
     )
+    # The provider's correction first: replacing the messages recomputes the total on it.
+    context.calibration = int(state["context"].get("calibration", 0))
     context.messages = [Message(*m) for m in state["context"]["messages"]]
     context.compactions = int(state["context"]["compactions"])
     rng = random.Random()

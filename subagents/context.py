@@ -24,7 +24,9 @@ from shared.envelope import ToolResult
 from shared.tokens import TokenCounter
 from shared.wire import COMPACT_JSON
 
-MessageKind = Literal["query", "call", "result", "summary"]
+# "system" and "assistant" are a model transcript's: the instructions with the tool
+# schemas (pinned), and the text of the model's turns.
+MessageKind = Literal["query", "call", "result", "summary", "system", "assistant"]
 
 _PINNED_CATEGORIES = frozenset({"validation", "business", "permission"})
 _UNCOUNTED = -1
@@ -105,6 +107,8 @@ class Context:
         # result are never serialised unless asked for.
         self._unrendered: list[tuple[Message, ToolResult | dict[str, Any]]] = []
         self._room_below = _room_threshold(window, active_tool_budget)
+        # What the provider's own count (usage) says beyond the sum of cl100k counts.
+        self.calibration = 0
         self._append("query", query, pinned=True)
 
     @property
@@ -121,7 +125,7 @@ class Context:
         self._messages = value
         self._pending = []
         self._pending_bound = 0
-        self.counter.total = 0
+        self.counter.total = self.calibration
         for message in value:
             if message.tokens == _UNCOUNTED:
                 self._track(message)
@@ -181,6 +185,20 @@ class Context:
             return
         message.text, message.tokens = self.counter.fit(text, self.active_tool_budget)
         self.counter.total += message.tokens
+
+    def add_text(self, kind: Literal["system", "assistant"], text: str) -> None:
+        """Record a model transcript's text: its instructions (pinned) or a turn's text."""
+        self._append(kind, text, pinned=kind == "system")
+
+    def calibrate(self, measured: int) -> None:
+        """Take the provider's count of everything so far as the truth (DESIGN §7).
+
+        What is added later is counted with cl100k on top; compaction frees what it
+        frees from that total.
+        """
+        delta = measured - self.tokens
+        self.calibration += delta
+        self.counter.total += delta
 
     def add_call(self, tool: str, args: dict[str, Any]) -> None:
         """Record a logical call before it is made."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -62,3 +62,7 @@ class SubtaskSpec(SubtaskSettings):
     weight: float = Field(default=1.0, ge=0)
     tools: list[str] = Field(default_factory=list)
     plan: list[PlanStep] = Field(default_factory=list)
+    # Who plans the subtask: its ``plan`` (scripted), or the job's model. The loader sets
+    # it from whether the file gives a plan (DESIGN §7: a subtask without plan is planned
+    # by the job's model).
+    planner: Literal["scripted", "model"] = "scripted"

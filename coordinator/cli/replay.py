@@ -28,7 +28,17 @@ def cmd_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"({', '.join(job.mcp_servers)}); replay runs simulated tools in virtual time, "
             f"so run it for real with `fanout run {escape(job.source)}`"
         )
-    if live_jobs:
+    # A live model cannot replay either: only provider scripted answers in virtual time.
+    live_models = [s for s in scenarios if s.model is not None and s.model.provider != "scripted"]
+    for job in live_models:
+        assert job.model is not None
+        err.print(
+            f"[bold red]error:[/] {escape(job.source)}: model.provider is "
+            f"{job.model.provider}; replay answers with provider scripted in virtual time, "
+            f"so run it for real with `fanout run {escape(job.source)}` (add --record to "
+            "make a replayable scenario of it)"
+        )
+    if live_jobs or live_models:
         return EXIT_BAD_INPUT
     summary = replay_all(scenarios)
     if args.json:

@@ -20,6 +20,7 @@ from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump, load_all, open
 from coordinator.job import JobSpec
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
+from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport
 from coordinator.store.runner import elapsed_so_far, restored_runs, run_recorded
 from coordinator.store.runs import (
@@ -118,6 +119,11 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"[yellow]note:[/] --speed {args.speed:g} also scales the tool timeouts of the "
             "job's MCP servers, which answer in real time"
         )
+    clock = AnyioClock(speed=args.speed)
+    # The model client is made (its key read from the environment) before anything is
+    # recorded: a missing key is exit 2 with nothing run and nothing stored.
+    planning = JobPlanning(scenario, clock=clock)
+    planning.open()
     store = open_store(args)
     recorders: list[RunRecorder] = []
     board, live, handler = _live(scenario.job, args, out, args.speed)
@@ -139,12 +145,17 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         return recorder
 
     async def main() -> CoverageReport:
-        clock = AnyioClock(speed=args.speed)
         # MCP servers start before the run is recorded: a server that cannot start is an
         # error before any subagent runs, and leaves no half-made run in the store.
         async with _job_servers(scenario) as mcp:
             return await run_recorded(
-                scenario, record(), clock=clock, mcp=mcp, observer=board, handler=handler
+                scenario,
+                record(),
+                clock=clock,
+                mcp=mcp,
+                observer=board,
+                handler=handler,
+                planning=planning,
             )
 
     report = _execute(main, live, handler, recorders, start_live=False)
@@ -185,7 +196,8 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
     clock = AnyioClock(speed=row.speed)
     tools = SimulatedTools(scenario.tools, clock)
     trace_ids = SeededTraceIds(f"{scenario.seed}/{row.id}")
-    runs = restored_runs(scenario, store.checkpoints(row.id), tools, trace_ids)
+    planning = JobPlanning(scenario, clock=clock)
+    runs = restored_runs(scenario, store.checkpoints(row.id), tools, trace_ids, planning)
     offset = elapsed_so_far(store, row.id)
     kept = sum(r.finished for r in runs.values())
     if not args.json:
@@ -206,6 +218,7 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
             elapsed_offset=offset,
             observer=board,
             handler=handler,
+            planning=planning,
         )
 
     report = _execute(main, live, handler, [recorder])

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from coordinator.jobfile.errors import STEP_KINDS, suggest, translate
+from coordinator.jobfile.model_block import check_model_block, mark_planners, without_keys
 from coordinator.jobfile.scenario import Scenario, scenario_json_schema
 from coordinator.jobfile.yamlpos import ParsedYaml, format_path, parse_yaml, show
 from coordinator.jobfile.yamlpos import Path as FieldPath
@@ -72,9 +73,10 @@ def load_scenario_text(text: str, file: str) -> Scenario:
 
     problems = list(parsed.problems)
     problems += _check_references(data, parsed, file)
-    prepared = {**data, "source": file}
+    problems += check_model_block(data, parsed, file)
+    prepared = {**without_keys(data), "source": file}
     if "job" in data:
-        prepared["job"] = _merge_defaults(data["job"])
+        prepared["job"] = mark_planners(_merge_defaults(data["job"]), "model" in data)
     scenario: Scenario | None = None
     try:
         scenario = Scenario.model_validate(prepared, strict=True)
@@ -112,15 +114,19 @@ def _merge_defaults(job: Any) -> Any:
         )
     except ValidationError:
         base = SubtaskSettings()
-    inherited = base.model_dump()
+    # The validated defaults themselves, not a dump of them: a subtask that overrides
+    # nothing shares the job's RetryPolicy object (validation keeps an instance as it is)
+    # instead of validating a copy of it per subtask.
+    inherited = {key: getattr(base, key) for key in _SETTINGS_KEYS}
+    inherited_retry = base.retry.model_dump()
     subtasks = []
     for sub in job["subtasks"]:
         if not isinstance(sub, dict):
             subtasks.append(sub)
             continue
-        merged = {**{key: inherited[key] for key in _SETTINGS_KEYS}, **sub}
+        merged = {**inherited, **sub}
         if isinstance(sub.get("retry"), dict):
-            merged["retry"] = {**inherited["retry"], **sub["retry"]}
+            merged["retry"] = {**inherited_retry, **sub["retry"]}
         subtasks.append(merged)
     return {**job, "subtasks": subtasks}
 
@@ -202,7 +208,7 @@ class _Checker:
                 self.undefined_tool((*path, "call"), name)
 
     def subtasks(self, subtasks: list[Any]) -> dict[str, int]:
-        """Check every subtask; returns the line of each subtask id's first use."""
+        """Check every subtask; returns the index of each subtask id's first use."""
         first: dict[str, int] = {}
         for index, sub in enumerate(subtasks):
             if not isinstance(sub, dict):
@@ -211,10 +217,12 @@ class _Checker:
             sub_id = sub.get("id")
             if isinstance(sub_id, str):
                 if sub_id in first:
-                    got = f"duplicate {sub_id!r} (first at line {first[sub_id]})"
+                    # Lines are looked up only for errors: a valid file never pays for them.
+                    line = self.parsed.line_of(("job", "subtasks", first[sub_id], "id")) or 0
+                    got = f"duplicate {sub_id!r} (first at line {line})"
                     self.add((*where, "id"), "a unique subtask id", got=got)
                 else:
-                    first[sub_id] = self.parsed.line_of((*where, "id")) or 0
+                    first[sub_id] = index
             plan = sub.get("plan")
             if isinstance(plan, list):
                 for number, step in enumerate(plan):

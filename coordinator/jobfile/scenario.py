@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.job import JobSpec
 from subagents.mcp.spec import SERVER_NAME_PATTERN, McpServerSpec
+from subagents.models.spec import ModelSpec
 from subagents.simulated.spec import SimToolSpec
 from subagents.spec import SubtaskSettings
 
@@ -65,6 +66,13 @@ class Scenario(BaseModel):
         description=(
             "MCP servers started over stdio for a real run (`fanout run`), by name; their "
             "tools are called SERVER.TOOL and are not defined under tools."
+        ),
+    )
+    model: ModelSpec | None = Field(
+        default=None,
+        description=(
+            "The model that plans every subtask without a plan (and, without subtasks, "
+            "decomposes the query); provider scripted replays its turns (DESIGN §7)."
         ),
     )
     source: str = Field(default="", exclude=True)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.fanout import EscalationHandler, ToolSource, run_job
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
+from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.routing import RoutingTable
 from coordinator.store.runs import RunRecorder, RunStore
@@ -28,6 +29,8 @@ from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, Suba
 from subagents.simulated.tools import SimulatedTools
 
 if TYPE_CHECKING:
+    import anyio
+
     from subagents.mcp.tools import McpToolSource
 
 
@@ -92,11 +95,11 @@ class RecordedJob:
         )
 
 
-def fresh_runs(scenario: Scenario) -> dict[str, SubagentRun]:
-    """A new SubagentRun per subtask, seeded like a replay."""
-    return {
-        s.id: SubagentRun.for_subtask(s, seed=scenario.seed) for s in scenario.job.subtasks
-    }
+def fresh_runs(
+    scenario: Scenario, planning: JobPlanning | None = None
+) -> dict[str, SubagentRun]:
+    """A new SubagentRun per subtask, seeded like a replay, each with its planner."""
+    return (planning or JobPlanning(scenario)).fresh_runs()
 
 
 def restored_runs(
@@ -104,14 +107,16 @@ def restored_runs(
     checkpoints: dict[str, dict[str, Any]],
     tools: SimulatedTools,
     trace_ids: SeededTraceIds,
+    planning: JobPlanning | None = None,
 ) -> dict[str, SubagentRun]:
     """SubagentRuns continued from the store's checkpoints (fresh where there is none)."""
-    runs = fresh_runs(scenario)
+    planning = planning or JobPlanning(scenario)
+    runs = planning.fresh_runs()
     for spec in scenario.job.subtasks:
         saved = checkpoints.get(spec.id)
         if saved is None:
             continue
-        runs[spec.id] = restore_run(spec, saved["run"])
+        runs[spec.id] = planning.restored_run(spec, saved["run"])
         tools.restore(spec.id, saved["sim"])
         trace_ids.set_position(spec.id, int(saved["trace"]))
     return runs
@@ -129,20 +134,29 @@ async def run_recorded(
     elapsed_offset: float = 0.0,
     observer: ProgressObserver | None = None,
     handler: EscalationHandler | None = None,
+    cancel: anyio.Event | None = None,
+    planning: JobPlanning | None = None,
 ) -> CoverageReport:
     """Run (or continue) ``scenario`` with everything recorded; close the run at the end.
 
     ``mcp`` is the job's running MCP servers; when the scenario declares servers and
-    none are given, they are started for this run and stopped after it.
+    none are given, they are started for this run and stopped after it. ``cancel``, once
+    set, ends the run early with its report (``run_job``'s cancel, DESIGN §8).
+
+    ``planning`` makes each subtask's planner (the job's model client for subtasks without
+    a plan); one is made on ``clock`` when none is given. Its client is closed at the end.
 
     Raises:
         McpServerStartError: a declared server cannot start (nothing ran).
     """
     tools = tools or SimulatedTools(scenario.tools, clock)
     trace_ids = trace_ids or SeededTraceIds(f"{scenario.seed}/{recorder.run_id}")
-    runs = runs if runs is not None else fresh_runs(scenario)
+    if planning is None:
+        planning = JobPlanning(scenario, clock=clock)
+    runs = runs if runs is not None else planning.fresh_runs()
     wiring = RecordedJob(recorder, scenario.job, tools, trace_ids, runs, also=observer)
     async with AsyncExitStack() as stack:
+        stack.push_async_callback(planning.aclose)
         source: ToolSource = tools
         if scenario.mcp_servers:
             # Imported here: the MCP SDK is loaded only by jobs that use it.
@@ -164,6 +178,7 @@ async def run_recorded(
             runs=runs,
             checkpoint=wiring.checkpoint,
             elapsed_offset=elapsed_offset,
+            cancel=cancel,
         )
     table = RoutingTable(scenario.job.routing)
     escalations = [
@@ -192,7 +207,8 @@ def interrupted_report(
             continue
         saved = checkpoints.get(spec.id)
         if saved is not None:
-            run = restore_run(spec, saved["run"])
+            # Only the result is read: the planner's own state is not needed.
+            run = restore_run(spec, saved["run"], with_planner=False)
         else:
             run = SubagentRun.for_subtask(spec, seed=scenario.seed)
         run.escalate("interrupted", resume_hint)

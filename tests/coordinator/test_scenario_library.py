@@ -54,7 +54,7 @@ def test_library_teaches_every_category_and_trigger() -> None:
     assert set(ERROR_CATEGORIES) <= categories
     # `interrupted` only arises when a stored run is killed (tests/coordinator/store/test_store.py),
     # `cancelled` when a person cancels a run of the service (tests/coordinator/serve/).
-    assert set(TRIGGERS) - {"interrupted", "cancelled", "model_refusal"} <= triggers
+    assert set(TRIGGERS) - {"interrupted", "cancelled"} <= triggers
 
 
 def test_demo_scenario_is_a_flagship() -> None:

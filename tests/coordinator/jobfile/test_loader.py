@@ -72,6 +72,7 @@ tools:
       q: {type: string}
     responses:
       - ok: {results: [a]}
+model: {provider: scripted}  # plans patents, which has no plan
 """
 
 
@@ -132,7 +133,7 @@ def test_source_is_not_serialized() -> None:
 def test_source_key_in_file_is_refused() -> None:
     """A file cannot set the loader's own ``source`` field."""
     assert _problems(BASE + "source: elsewhere.yaml\n") == [
-        "inline.yaml:25: source: expected a known field "
+        "inline.yaml:26: source: expected a known field "
         "(the loader sets source to the file's path)"
     ]
 

@@ -1,0 +1,365 @@
+"""The model-driven planner: a model plans the subtask through the same loop and gate.
+
+Each tool call the model makes is one logical call of the loop (allowlist, arguments,
+gate, ``execute_tool_safely``); its final envelope goes back as the tool result. The
+calls of one turn are proposed one after another, in order; when every one has its
+result, the model is asked again. A turn without a tool call ends the subtask with its
+text as a finding. What the model gets wrong (an invented tool, arguments that are not
+a JSON object or fail the schema, a bad ``escalate``) goes back to it as a validation
+envelope; the tool never runs. A model call that fails for good becomes the escalation
+DESIGN §7's table gives it.
+
+The transcript is the subagent's context: the tool results the model sees are the
+context's messages (truncated to the active tool budget, or a compaction summary), so
+compaction shortens them while every tool call keeps its result.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from shared.categories import Trigger
+from shared.envelope import ToolError, ToolResult
+from subagents.executor import ExecEvent
+from subagents.models.base import (
+    AssistantMessage,
+    ModelClient,
+    ModelRequest,
+    ModelTurn,
+    ToolCall,
+    ToolResultMessage,
+    TranscriptMessage,
+    Usage,
+    UserMessage,
+)
+from subagents.models.call import MODEL_TOOL, call_model
+from subagents.models.spec import ModelSpec
+from subagents.planners.base import (
+    Action,
+    CallAction,
+    EscalateAction,
+    FinishAction,
+    Observation,
+    PlanEnv,
+)
+from subagents.planners.prompt import (
+    ESCALATE_SCHEMA,
+    ESCALATE_TOOL,
+    MODEL_TRIGGERS,
+    catalogue_text,
+    system_prompt,
+    tool_specs,
+)
+from subagents.schema import validate
+
+
+@runtime_checkable
+class Seekable(Protocol):
+    """A client whose answers depend on how many calls a subtask made (the scripted one)."""
+
+    def seek(self, subtask_id: str, position: int) -> None:
+        """Continue subtask ``subtask_id`` at its ``position``-th call."""
+        ...
+
+
+@dataclass
+class _Result:
+    """A tool result in the transcript: its content is the context message at ``index``."""
+
+    call_id: str
+    name: str
+    index: int
+    is_error: bool
+
+
+Entry = UserMessage | AssistantMessage | _Result
+
+
+@dataclass
+class ModelPlanner:
+    """Plans one subtask with a model; its transcript is its state (checkpointable)."""
+
+    client: ModelClient
+    model: ModelSpec
+    subtask_id: str
+    seed: object = 0
+    entries: list[Entry] = field(default_factory=list)
+    queue: list[ToolCall] = field(default_factory=list)
+    awaiting: CallAction | None = None
+    calls_made: int = 0
+    model_attempts: int = 0
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Waits between model attempts draw from their own stream (DESIGN §7).
+        self.rng = random.Random(f"{self.seed}/{self.subtask_id}/model")
+
+    async def next_action(self, last: Observation | None, env: PlanEnv) -> Action | None:
+        """The next tool call of the current turn, or the model's next turn."""
+        if not self.entries:
+            self._start(env)
+        if last is not None and self.awaiting is not None:
+            if last.action.call_id == self.awaiting.call_id:
+                self.entries.append(
+                    _Result(
+                        call_id=self.awaiting.call_id or "",
+                        name=self.awaiting.tool,
+                        index=len(env.context.messages) - 1,
+                        is_error=not last.result.ok,
+                    )
+                )
+                self.awaiting = None
+        elif last is None and self.awaiting is not None:
+            # The retry round (or a resume): the call that failed is made again.
+            return self.awaiting
+        if self.queue:
+            return self._propose(self.queue.pop(0))
+        return await self._ask(env)
+
+    def _start(self, env: PlanEnv) -> None:
+        specs = tool_specs(env.spec, env.tools)
+        # The instructions and the tool schemas go with every call: the context counts them.
+        env.context.add_text("system", system_prompt(env.spec) + "\n" + catalogue_text(specs))
+        self.entries.append(UserMessage(env.spec.query))
+
+    def transcript(self, env: PlanEnv) -> list[TranscriptMessage]:
+        """The provider-neutral transcript; tool results as the context holds them now."""
+        messages = env.context.messages
+        out: list[TranscriptMessage] = []
+        for entry in self.entries:
+            if isinstance(entry, _Result):
+                text = messages[entry.index].text if entry.index < len(messages) else ""
+                out.append(ToolResultMessage(entry.call_id, entry.name, text, entry.is_error))
+            else:
+                out.append(entry)
+        return out
+
+    async def _ask(self, env: PlanEnv) -> Action | None:
+        request = ModelRequest(
+            system=system_prompt(env.spec),
+            messages=self.transcript(env),
+            tools=tool_specs(env.spec, env.tools),
+            max_tokens=self.model.max_tokens,
+            temperature=self.model.temperature,
+            subtask_id=self.subtask_id,
+        )
+        trace_id = env.trace_ids.next(self.subtask_id)
+        env.trace_sink(trace_id)
+
+        def observe(event: ExecEvent) -> None:
+            if event.kind == "start":
+                self.model_attempts += 1
+            env.observer(event)
+
+        env.set_state("thinking")
+        result, turn = await call_model(
+            self.client,
+            request,
+            spec=self.model,
+            clock=env.clock,
+            rng=self.rng,
+            trace_id=trace_id,
+            observer=observe,
+        )
+        env.set_state("running")
+        if turn is None:
+            return _failure(result, self.model)
+        if turn.usage is not None:
+            # The provider's own tokenizer counted what was sent (DESIGN §7).
+            env.context.calibrate(turn.usage.input_tokens)
+        self.entries.append(AssistantMessage(turn))
+        if turn.text:
+            env.context.add_text("assistant", turn.text)
+        if turn.stop_reason == "refusal":
+            return EscalateAction(
+                "model_refusal", turn.text or f"the model refused subtask {self.subtask_id!r}"
+            )
+        if not turn.calls:
+            return FinishAction(
+                turn.text, tool=MODEL_TOOL, complete=turn.stop_reason != "max_tokens"
+            )
+        self.queue = list(turn.calls)
+        return self._propose(self.queue.pop(0))
+
+    def _propose(self, call: ToolCall) -> Action:
+        self.calls_made += 1
+        step = self.calls_made - 1
+        invalid: ToolError | None = None
+        args = call.arguments
+        if args is None:
+            sent = call.raw_arguments if call.raw_arguments is not None else ""
+            invalid = ToolError.of(
+                "validation",
+                "invalid_arguments",
+                f"{call.name}: the arguments are not a JSON object: {sent[:200]!r}",
+                field="arguments",
+                expected="a JSON object",
+            )
+            args = {"$raw": sent}
+        elif call.name == ESCALATE_TOOL:
+            violation = validate(args, ESCALATE_SCHEMA)
+            if violation is None:
+                return EscalateAction(
+                    _trigger(args["trigger"]),
+                    str(args["message"]),
+                    alternatives=tuple(str(a) for a in args.get("alternatives") or ()),
+                )
+            invalid = ToolError.of(
+                "validation",
+                "invalid_argument",
+                f"escalate: {violation.message}",
+                field=violation.field,
+                expected=violation.expected,
+            )
+        action = CallAction(call.name, dict(args), step, call_id=call.id, invalid=invalid)
+        self.awaiting = action
+        return action
+
+    def snapshot(self) -> dict[str, Any]:
+        """The transcript and position, for a run store to resume from."""
+        version, internal, gauss = self.rng.getstate()
+        return {
+            "entries": [_entry_out(e) for e in self.entries],
+            "queue": [_call_out(c) for c in self.queue],
+            "awaiting": None if self.awaiting is None else _action_out(self.awaiting),
+            "calls_made": self.calls_made,
+            "model_attempts": self.model_attempts,
+            "rng": [version, list(internal), gauss],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a :meth:`snapshot`."""
+        self.entries = [_entry_in(e) for e in state["entries"]]
+        self.queue = [_call_in(c) for c in state["queue"]]
+        self.awaiting = None if state["awaiting"] is None else _action_in(state["awaiting"])
+        self.calls_made = int(state["calls_made"])
+        self.model_attempts = int(state["model_attempts"])
+        version, internal, gauss = state["rng"]
+        self.rng.setstate((version, tuple(internal), gauss))
+        if isinstance(self.client, Seekable):
+            self.client.seek(self.subtask_id, self.model_attempts)
+
+
+def _trigger(value: str) -> Trigger:
+    assert value in MODEL_TRIGGERS
+    return value  # type: ignore[return-value]  # checked against the closed list above
+
+
+def _failure(result: ToolResult, model: ModelSpec) -> EscalateAction:
+    """The escalation a model call that failed for good leads to (DESIGN §7's table)."""
+    message = f"model: {result.message or 'the model call failed'}"
+    name, provider = model.model_name, model.provider
+    other = f"plan the subtask with another model (model.name, now {name!r}) or provider"
+    if result.error_type == "context_length":
+        # The transcript outgrew the model's window: a budget stop, not a fault.
+        return EscalateAction(
+            "context_budget",
+            message,
+            alternatives=(f"use a model with a larger context window than {name!r}",),
+        )
+    if result.category == "business":
+        return EscalateAction(
+            "threshold_breach",
+            message,
+            result=result,
+            alternatives=(
+                f"raise the {provider} account's quota or spend limit, or wait for it to reset",
+                other,
+            ),
+        )
+    if result.category == "validation":
+        # Nothing the model can correct (no such model): a validation error with no
+        # correction is no_progress; it routes as a gap.
+        return EscalateAction(
+            "no_progress",
+            message,
+            result=result,
+            alternatives=(f"set model.name to a model {provider} serves (not {name!r})",),
+        )
+    if result.category == "permission":
+        key = model.key_env or "the key variable"
+        return EscalateAction(
+            "permission_denied",
+            message,
+            result=result,
+            alternatives=(f"set {key} to a {provider} key allowed to use {name!r}", other),
+        )
+    if result.category == "transient":
+        return EscalateAction(
+            "retries_exhausted",
+            message,
+            result=result,
+            alternatives=(
+                f"retry later: {provider} answered {result.error_type} "
+                f"{result.attempts} times",
+                f"raise model.retry.max_attempts (now {model.retry.max_attempts})",
+                other,
+            ),
+        )
+    return EscalateAction(
+        "internal_error",
+        message,
+        result=result,
+        alternatives=(f"report a bug in fanout's {provider} request: {result.message}",),
+    )
+
+
+def _call_out(c: ToolCall) -> dict[str, Any]:
+    return {"id": c.id, "name": c.name, "arguments": c.arguments, "raw": c.raw_arguments}
+
+
+def _call_in(d: dict[str, Any]) -> ToolCall:
+    return ToolCall(d["id"], d["name"], d["arguments"], d.get("raw"))
+
+
+def _action_out(a: CallAction) -> dict[str, Any]:
+    return {
+        "tool": a.tool,
+        "args": a.args,
+        "step": a.step,
+        "call_id": a.call_id,
+        "invalid": None if a.invalid is None else a.invalid.model_dump(mode="json", by_alias=True),
+    }
+
+
+def _action_in(d: dict[str, Any]) -> CallAction:
+    invalid = None if d["invalid"] is None else ToolError.model_validate(d["invalid"])
+    return CallAction(d["tool"], dict(d["args"]), int(d["step"]), d["call_id"], invalid)
+
+
+def _entry_out(e: Entry) -> dict[str, Any]:
+    if isinstance(e, UserMessage):
+        return {"user": e.text}
+    if isinstance(e, _Result):
+        return {"result": [e.call_id, e.name, e.index, e.is_error]}
+    t = e.turn
+    usage = None if t.usage is None else [t.usage.input_tokens, t.usage.output_tokens]
+    return {
+        "assistant": {
+            "text": t.text,
+            "calls": [_call_out(c) for c in t.calls],
+            "stop": t.stop_reason,
+            "usage": usage,
+            "model": t.model,
+        }
+    }
+
+
+def _entry_in(d: dict[str, Any]) -> Entry:
+    if "user" in d:
+        return UserMessage(d["user"])
+    if "result" in d:
+        call_id, name, index, is_error = d["result"]
+        return _Result(call_id, name, int(index), bool(is_error))
+    a = d["assistant"]
+    usage = None if a["usage"] is None else Usage(*a["usage"])
+    turn = ModelTurn(
+        text=a["text"],
+        calls=tuple(_call_in(c) for c in a["calls"]),
+        stop_reason=a["stop"],
+        usage=usage,
+        model=a["model"],
+    )
+    return AssistantMessage(turn)
