@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from shared.envelope import Finding, ToolResult
+from shared.envelope import Finding, ToolError, ToolResult
 from shared.escalation import Escalation
 from subagents.context import Context, Message
 from subagents.loop import SubagentRun
@@ -21,11 +21,27 @@ CHECKPOINT_VERSION = 1
 
 
 def _action(a: CallAction | None) -> dict[str, Any] | None:
-    return None if a is None else {"tool": a.tool, "args": a.args, "step": a.step}
+    if a is None:
+        return None
+    out: dict[str, Any] = {"tool": a.tool, "args": a.args, "step": a.step}
+    if a.call_id is not None:
+        out["call_id"] = a.call_id  # a model's call: its result answers this id
+    if a.invalid is not None:
+        out["invalid"] = a.invalid.model_dump(mode="json", by_alias=True)
+    return out
 
 
 def _unaction(d: dict[str, Any] | None) -> CallAction | None:
-    return None if d is None else CallAction(d["tool"], dict(d["args"]), int(d["step"]))
+    if d is None:
+        return None
+    invalid = d.get("invalid")
+    return CallAction(
+        d["tool"],
+        dict(d["args"]),
+        int(d["step"]),
+        d.get("call_id"),
+        None if invalid is None else ToolError.model_validate(invalid),
+    )
 
 
 def snapshot_run(run: SubagentRun) -> dict[str, Any]:
