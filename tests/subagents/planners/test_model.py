@@ -222,6 +222,8 @@ async def test_compaction_keeps_every_call_paired_with_its_result() -> None:
     results = _results(last)
     assert [m.call_id for m in results] == [f"c{n}" for n in range(1, 9)]
     assert any(m.content.startswith("[compacted]") for m in results)
+    # The instructions and the query are pinned: never compacted.
+    assert [m.kind for m in run.context.messages[:2]] == ["query", "system"]
     assert not results[-1].content.startswith("[compacted]")
     assert result.escalation is None
 
