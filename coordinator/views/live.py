@@ -11,6 +11,7 @@ from rich.text import Text
 
 from coordinator.job import JobSpec
 from coordinator.views.terminal import STATUS_STYLE, coverage_bar
+from shared.envelope import ToolResult
 from subagents.loop import ProgressEvent
 
 
@@ -25,6 +26,17 @@ class _Row:
     wait_until: float | None = None
     last: str = ""
     trigger: str = ""
+
+
+def _model_last(result: ToolResult) -> str:
+    """What the model last did: the tools it called, an answer, or how its call failed."""
+    if not result.ok:
+        return f"model {result.category}: {result.error_type}"
+    data = result.data if isinstance(result.data, dict) else {}
+    calls = [str(c.get("name", "?")) for c in data.get("calls") or []]
+    if calls:
+        return "model → " + ", ".join(calls)
+    return f"model answered ({data.get('stop_reason', 'end_turn')})"
 
 
 class LiveBoard:
@@ -54,7 +66,14 @@ class LiveBoard:
             row.attempt = event.attempt or 0
         elif event.kind == "attempt" and event.result is not None:
             result = event.result
-            if result.ok:
+            if event.tool == "model":
+                row.last = _model_last(result)
+                data = result.data if result.ok and isinstance(result.data, dict) else {}
+                if data.get("text") and not data.get("calls"):
+                    # An answer without a tool call is the subtask's written finding.
+                    row.findings += 1
+                    row.incomplete = row.incomplete or data.get("stop_reason") == "max_tokens"
+            elif result.ok:
                 row.findings += 1
                 row.incomplete = row.incomplete or not result.complete
                 row.last = "empty" if result.empty else "ok"
@@ -65,6 +84,8 @@ class LiveBoard:
         if row.state == "retrying" and row.wait_until is not None:
             left = max(0.0, (row.wait_until - time.monotonic()) * self.speed)
             return Text(f"retrying — attempt {row.attempt}, next try in {left:.1f}s", "magenta")
+        if row.state == "thinking":
+            return Text("thinking — waiting on its model", STATUS_STYLE["thinking"])
         if row.state == "escalated" and row.trigger:
             return Text(f"escalated — {row.trigger}", "red")
         if row.state == "running" and row.attempt > 1:

@@ -22,6 +22,7 @@ STATUS_STYLE = {
     "gap": "red",
     "queued": "dim",
     "running": "blue",
+    "thinking": "cyan",
     "retrying": "magenta",
     "done": "green",
     "escalated": "red",
@@ -176,25 +177,45 @@ def trace_entries(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if e["kind"] != "attempt" or "result" not in e:
             continue
         envelope = e["result"]
-        out.append(
-            {
-                "trace_id": envelope.get("trace_id"),
-                "subtask_id": e["subtask_id"],
-                "tool": e.get("tool"),
-                "attempt": e.get("attempt"),
-                "at": e["at"],
-                "session": e["session"],
-                "envelope": envelope,
-            }
-        )
+        entry = {
+            "trace_id": envelope.get("trace_id"),
+            "subtask_id": e["subtask_id"],
+            "tool": e.get("tool"),
+            "attempt": e.get("attempt"),
+            "at": e["at"],
+            "elapsed_s": envelope.get("elapsed_s"),
+            "session": e["session"],
+            "envelope": envelope,
+        }
+        data = envelope.get("data")
+        if e.get("tool") == "model" and isinstance(data, dict):
+            # A model call: what it answered with, and what it cost in tokens.
+            entry["stop_reason"] = data.get("stop_reason")
+            entry["usage"] = data.get("usage")
+        out.append(entry)
     return out
+
+
+def model_detail(entry: dict[str, Any]) -> str:
+    """A model call's stop reason, tool calls and token usage, in one cell."""
+    data = entry["envelope"].get("data") or {}
+    parts = [f"stop {entry.get('stop_reason')}"]
+    calls = [c.get("name", "?") for c in data.get("calls") or []]
+    if calls:
+        parts.append("→ " + ", ".join(calls))
+    usage = entry.get("usage")
+    if isinstance(usage, dict):
+        parts.append(f"{usage.get('input_tokens', 0)}+{usage.get('output_tokens', 0)} tokens")
+    return "; ".join(parts)
 
 
 def trace_table(run_id: str, entries: Sequence[dict[str, Any]]) -> Table:
     """The trace for people: one row per attempt."""
     table = Table(title=f"Trace of {run_id}", title_justify="left")
-    for column in ("at", "subtask", "tool", "attempt", "outcome", "trace id", "session"):
-        table.add_column(column, justify="right" if column in ("at", "attempt") else "left")
+    columns = ("at", "subtask", "tool", "attempt", "elapsed", "outcome", "detail", "trace id")
+    for column in (*columns, "session"):
+        right = column in ("at", "attempt", "elapsed")
+        table.add_column(column, justify="right" if right else "left")
     for e in entries:
         env = e["envelope"]
         if env.get("ok"):
@@ -203,12 +224,18 @@ def trace_table(run_id: str, entries: Sequence[dict[str, Any]]) -> Table:
                 outcome = Text("partial", style="yellow")
         else:
             outcome = Text(f"{env.get('errorCategory')}: {env.get('error_type')}", style="red")
+        elapsed = e.get("elapsed_s")
+        detail = model_detail(e) if e["tool"] == "model" and env.get("ok") else ""
+        if not env.get("ok"):
+            detail = str(env.get("message") or "")[:80]
         table.add_row(
             f"{e['at']:.2f}",
             e["subtask_id"],
             str(e["tool"]),
             str(e["attempt"]),
+            "" if elapsed is None else f"{elapsed:.2f}s",
             outcome,
+            detail,
             str(e["trace_id"]),
             str(e["session"]),
         )
