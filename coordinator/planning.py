@@ -17,6 +17,7 @@ from subagents.checkpoint import restore_run
 from subagents.loop import SubagentRun
 from subagents.models.base import ModelClient
 from subagents.models.factory import build_client
+from subagents.models.scripted import ScriptedModel
 from subagents.planners import Planner, ScriptedPlanner
 from subagents.planners.model import ModelPlanner
 from subagents.spec import SubtaskSpec
@@ -45,6 +46,23 @@ class JobPlanning:
             not self.scenario.job.subtasks
             or any(s.planner == "model" for s in self.scenario.job.subtasks)
         )
+
+    @property
+    def synthesizes(self) -> bool:
+        """Whether the lead writes the answer: every job with a model (DESIGN §7).
+
+        A scripted model synthesizes only when its file scripts ``lead`` turns: a
+        scenario that does not mention the lead replays without one.
+        """
+        model = self.scenario.model
+        if model is None:
+            return False
+        scripted = (
+            isinstance(self._client, ScriptedModel)
+            if self._client is not None
+            else model.provider == "scripted"
+        )
+        return not scripted or "lead" in model.turns
 
     @property
     def client(self) -> ModelClient:

@@ -9,11 +9,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.fanout import EscalationHandler, run_job
+from coordinator.fanout import EscalationHandler
 from coordinator.jobfile.expect import Mismatch, check_expect
 from coordinator.jobfile.scenario import Scenario
 from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport
+from coordinator.research import run_research
 from shared.clock import AnyioClock, Clock, run_in_virtual_time
 from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter
@@ -61,15 +62,14 @@ async def run_scenario(
     sim = tools or SimulatedTools(scenario.tools, clock)
     planning = planning or JobPlanning(scenario, clock=clock)
     try:
-        return await run_job(
-            scenario.job,
+        return await run_research(
+            scenario,
             sim,
+            planning=planning,
             clock=clock,
-            seed=scenario.seed,
             trace_ids=SeededTraceIds(scenario.seed),
             observer=observer,
             handler=handler,
-            planner_factory=planning.planner if planning.model_planned else None,
         )
     finally:
         await planning.aclose()

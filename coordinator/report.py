@@ -84,6 +84,11 @@ class Answer(BaseModel):
     summary: str
     sections: list[Section]
     missing: list[str]
+    # The lead agent's synthesis (DESIGN §7), for jobs with a model. Left out of the wire
+    # when absent, so a job without a model reports exactly as before.
+    text: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    sources: list[str] | None = Field(default=None, exclude_if=lambda v: v is None)
+    synthesis_error: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Decision(BaseModel):

@@ -15,11 +15,13 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
-from coordinator.fanout import EscalationHandler, ToolSource, run_job
+from coordinator.fanout import EscalationHandler, ToolSource
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
+from coordinator.lead import LEAD
 from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport, assemble_report
+from coordinator.research import PlanHook, run_research, with_subtasks
 from coordinator.routing import RoutingTable
 from coordinator.store.runs import RunRecorder, RunStore
 from shared.clock import Clock
@@ -27,6 +29,7 @@ from shared.ids import SeededTraceIds
 from subagents.checkpoint import restore_run, snapshot_run
 from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, SubagentRun
 from subagents.simulated.tools import SimulatedTools
+from subagents.spec import SubtaskSpec
 
 if TYPE_CHECKING:
     import anyio
@@ -40,9 +43,7 @@ _EVENT_FIELDS = ("state", "tool", "attempt", "wait_s", "step", "trigger")
 def event_data(event: ProgressEvent) -> dict[str, Any]:
     """The JSON the trace stores for one progress event (besides subtask, kind, time)."""
     data: dict[str, Any] = {
-        name: value
-        for name in _EVENT_FIELDS
-        if (value := getattr(event, name)) is not None
+        name: value for name in _EVENT_FIELDS if (value := getattr(event, name)) is not None
     }
     if event.result is not None:
         data["result"] = event.result.to_wire()
@@ -95,9 +96,7 @@ class RecordedJob:
         )
 
 
-def fresh_runs(
-    scenario: Scenario, planning: JobPlanning | None = None
-) -> dict[str, SubagentRun]:
+def fresh_runs(scenario: Scenario, planning: JobPlanning | None = None) -> dict[str, SubagentRun]:
     """A new SubagentRun per subtask, seeded like a replay, each with its planner."""
     return (planning or JobPlanning(scenario)).fresh_runs()
 
@@ -136,6 +135,7 @@ async def run_recorded(
     handler: EscalationHandler | None = None,
     cancel: anyio.Event | None = None,
     planning: JobPlanning | None = None,
+    on_plan: PlanHook | None = None,
 ) -> CoverageReport:
     """Run (or continue) ``scenario`` with everything recorded; close the run at the end.
 
@@ -145,6 +145,9 @@ async def run_recorded(
 
     ``planning`` makes each subtask's planner (the job's model client for subtasks without
     a plan); one is made on ``clock`` when none is given. Its client is closed at the end.
+    A job without subtasks is planned by its lead agent first: the plan is recorded (a
+    ``plan`` event of subtask ``lead``) so a resume runs the same subtasks, and
+    ``on_plan`` hears it too (a live display).
 
     Raises:
         McpServerStartError: a declared server cannot start (nothing ran).
@@ -155,6 +158,16 @@ async def run_recorded(
         planning = JobPlanning(scenario, clock=clock)
     runs = runs if runs is not None else planning.fresh_runs()
     wiring = RecordedJob(recorder, scenario.job, tools, trace_ids, runs, also=observer)
+
+    def planned(subtasks: list[SubtaskSpec], at: float) -> None:
+        recorder.event(
+            LEAD, "plan", at, {"subtasks": [s.model_dump(mode="json") for s in subtasks]}
+        )
+        for spec in subtasks:
+            runs[spec.id] = planning.fresh_run(spec)
+        if on_plan is not None:
+            on_plan(subtasks, at)
+
     async with AsyncExitStack() as stack:
         stack.push_async_callback(planning.aclose)
         source: ToolSource = tools
@@ -166,15 +179,16 @@ async def run_recorded(
                 mcp = await stack.enter_async_context(job_servers(scenario))
             if mcp is not None:
                 source = JobTools(tools, mcp)
-        report = await run_job(
-            scenario.job,
+        report = await run_research(
+            scenario,
             source,
+            planning=planning,
             clock=clock,
-            seed=scenario.seed,
             trace_ids=trace_ids,
             observer=wiring.observer,
             handler=handler,
             on_result=wiring.on_result,
+            on_plan=planned,
             runs=runs,
             checkpoint=wiring.checkpoint,
             elapsed_offset=elapsed_offset,
@@ -189,6 +203,17 @@ async def run_recorded(
     return report
 
 
+def planned_scenario(scenario: Scenario, store: RunStore, run_id: str) -> Scenario:
+    """The scenario as it ran: a decomposed job gets the subtasks its lead recorded."""
+    if scenario.job.subtasks:
+        return scenario
+    for event in store.events(run_id):
+        if event["subtask_id"] == LEAD and event["kind"] == "plan":
+            subtasks = [SubtaskSpec.model_validate(s) for s in event["subtasks"]]
+            return with_subtasks(scenario, subtasks)
+    return scenario
+
+
 def elapsed_so_far(store: RunStore, run_id: str) -> float:
     """The job time a run had reached when it stopped: its last recorded event."""
     return store.last_event_at(run_id)
@@ -198,6 +223,7 @@ def interrupted_report(
     scenario: Scenario, store: RunStore, run_id: str, *, resume_hint: str
 ) -> CoverageReport:
     """The report of a run that did not finish: committed results, and gaps for the rest."""
+    scenario = planned_scenario(scenario, store, run_id)
     results = store.results(run_id)
     checkpoints = store.checkpoints(run_id)
     out: list[SubagentResult] = []
@@ -214,4 +240,3 @@ def interrupted_report(
         run.escalate("interrupted", resume_hint)
         out.append(run.result())
     return assemble_report(scenario.job, out, elapsed_s=elapsed_so_far(store, run_id))
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
@@ -13,6 +14,7 @@ from coordinator.job import JobSpec
 from coordinator.views.terminal import STATUS_STYLE, coverage_bar
 from shared.envelope import ToolResult
 from subagents.loop import ProgressEvent
+from subagents.spec import SubtaskSpec
 
 
 @dataclass
@@ -48,9 +50,16 @@ class LiveBoard:
         self.rows = {s.id: _Row() for s in job.subtasks}
         self.started = time.monotonic()
 
+    def plan(self, subtasks: Sequence[SubtaskSpec], at: float = 0.0) -> None:
+        """The lead agent decided the subtasks: show a row for each."""
+        self.job = self.job.model_copy(update={"subtasks": list(subtasks)})
+        for spec in subtasks:
+            self.rows.setdefault(spec.id, _Row())
+
     def __call__(self, event: ProgressEvent) -> None:
         """The observer run_job calls for every event."""
-        row = self.rows[event.subtask_id]
+        # The lead agent's events (decomposition, synthesis) get a row of their own.
+        row = self.rows.setdefault(event.subtask_id, _Row())
         if event.kind == "state" and event.state is not None:
             row.state = event.state
             row.trigger = event.trigger or ""
@@ -98,7 +107,7 @@ class LiveBoard:
         covered = sum(
             s.weight
             for s in self.job.subtasks
-            if (row := self.rows[s.id]).state == "done" and not row.incomplete
+            if (row := self.rows.get(s.id, _Row())).state == "done" and not row.incomplete
         )
         return covered / total
 
@@ -106,18 +115,18 @@ class LiveBoard:
         table = Table(title=self.job.query, title_justify="left", expand=False)
         for column in ("subtask", "state", "tool", "attempts", "findings", "last result"):
             table.add_column(column)
-        for spec in self.job.subtasks:
-            row = self.rows[spec.id]
+        for sid, row in self.rows.items():
             table.add_row(
-                spec.id,
+                sid,
                 self._state_text(row),
                 row.tool,
                 str(row.attempts),
                 str(row.findings),
                 row.last,
             )
-        done = sum(r.state in ("done", "escalated") for r in self.rows.values())
-        footer = Text(f"{done}/{len(self.rows)} finished   coverage so far ")
+        subtasks = [self.rows[s.id] for s in self.job.subtasks if s.id in self.rows]
+        done = sum(r.state in ("done", "escalated") for r in subtasks)
+        footer = Text(f"{done}/{len(subtasks)} finished   coverage so far ")
         footer.append_text(coverage_bar(self.coverage_so_far(), width=20))
         footer.append(f"   {time.monotonic() - self.started:.1f}s")
         return Group(table, footer)

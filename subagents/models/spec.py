@@ -18,7 +18,7 @@ DEFAULT_KEY_ENV: dict[str, str] = {
     "openai": "OPENAI_API_KEY",
 }
 DEFAULT_NAME: dict[str, str] = {
-    "anthropic": "claude-sonnet-4-5",
+    "anthropic": "claude-sonnet-4-6",  # 4-5 warns as deprecated in the SDK
     "openai": "gpt-4.1",
     "scripted": "scripted",
 }

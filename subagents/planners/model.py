@@ -165,7 +165,7 @@ class ModelPlanner:
         )
         env.set_state("running")
         if turn is None:
-            return _failure(result, self.model)
+            return model_failure(result, self.model)
         if turn.usage is not None:
             # The provider's own tokenizer counted what was sent (DESIGN §7).
             env.context.calibrate(turn.usage.input_tokens)
@@ -247,7 +247,7 @@ def _trigger(value: str) -> Trigger:
     return value  # type: ignore[return-value]  # checked against the closed list above
 
 
-def _failure(result: ToolResult, model: ModelSpec) -> EscalateAction:
+def model_failure(result: ToolResult, model: ModelSpec) -> EscalateAction:
     """The escalation a model call that failed for good leads to (DESIGN §7's table)."""
     message = f"model: {result.message or 'the model call failed'}"
     name, provider = model.model_name, model.provider

@@ -1,0 +1,116 @@
+"""A loopback OpenAI-compatible API: ``POST /v1/chat/completions`` with the real JSON shapes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tests.loopback._server import LoopbackServer, RecordedRequest, Reply
+
+CONTEXT_LENGTH_EXCEEDED = (
+    "This model's maximum context length is 128000 tokens. However, your messages "
+    "resulted in 130412 tokens. Please reduce the length of the messages."
+)
+"""OpenAI's wording (code ``context_length_exceeded``, a 400 invalid_request_error)."""
+
+INSUFFICIENT_QUOTA = "You exceeded your current quota, please check your plan and billing details."
+"""OpenAI's 429 for a spent budget (type and code ``insufficient_quota``)."""
+
+_ids = itertools.count(1)
+
+
+def tool_call(
+    name: str, arguments: str | Mapping[str, Any], *, id: str | None = None
+) -> dict[str, Any]:
+    """A function tool call; ``arguments`` is sent as given when a string (broken JSON too)."""
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {
+        "id": id or f"call_{next(_ids):04d}",
+        "type": "function",
+        "function": {"name": name, "arguments": text},
+    }
+
+
+def completion(
+    content: str | None = None,
+    *,
+    tool_calls: Sequence[Mapping[str, Any]] = (),
+    finish_reason: str | None = None,
+    refusal: str | None = None,
+    model: str = "gpt-loopback",
+    prompt_tokens: int = 12,
+    completion_tokens: int = 7,
+    usage: bool = True,
+    headers: Mapping[str, str] | None = None,
+) -> Reply:
+    """A 200 with a ChatCompletion of one choice; finish_reason follows from its content."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+    if tool_calls:
+        message["tool_calls"] = list(tool_calls)
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-{next(_ids):04d}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
+    }
+    if usage:
+        body["usage"] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+    return Reply(200, body, {"x-request-id": f"req_{next(_ids):04d}", **(headers or {})})
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    type: str | None = None,
+    code: str | None = None,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Reply:
+    """An error as OpenAI sends it: ``{"error": {"message", "type", "param", "code"}}``."""
+    default = "server_error" if status >= 500 else "invalid_request_error"
+    body = {"error": {"message": message, "type": type or default, "param": param, "code": code}}
+    return Reply(status, body, dict(headers or {}))
+
+
+class OpenAIServer(LoopbackServer):
+    """``POST /v1/chat/completions``; the SDK's ``base_url`` ends in ``/v1``."""
+
+    path = "/v1/chat/completions"
+
+    @property
+    def base_url(self) -> str:
+        """The origin plus ``/v1``, as for any OpenAI-compatible server."""
+        return f"{self.origin}/v1"
+
+    def default_reply(self, request: RecordedRequest) -> Reply:
+        """A short answer naming the model asked for."""
+        return completion("ok", model=str(request.json().get("model", "gpt-loopback")))
+
+    def error_reply(self, status: int, message: str) -> Reply:
+        """An error in OpenAI's shape."""
+        return error(status, message)
+
+    def unauthorized(self, request: RecordedRequest) -> Reply:
+        """The 401 OpenAI sends for a wrong key (it shows only the key's last characters)."""
+        shown = (request.api_key or "")[-4:]
+        return error(
+            401,
+            f"Incorrect API key provided: sk-...{shown}. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            code="invalid_api_key",
+        )
