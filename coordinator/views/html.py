@@ -255,6 +255,28 @@ def _answer(report: Mapping[str, Any]) -> str:
             f'<div class="sections">{"".join(cards)}</div>{missing_html}</section>')
 
 
+def _synthesis(report: Mapping[str, Any]) -> str:
+    """The lead agent's answer, first: escaped text (a model's output is untrusted input)."""
+    answer = report.get("answer") or {}
+    if "text" not in answer and "synthesis_error" not in answer:
+        return ""
+    body = ""
+    if answer.get("text"):
+        paragraphs = [p for p in str(answer["text"]).split("\n") if p.strip()]
+        body += "".join(f'<p class="synthesis">{_e(p)}</p>' for p in paragraphs)
+        sources = answer.get("sources") or []
+        shown = " ".join(_pill(s) for s in sources) or "none named"
+        body += f'<p class="sources">Sources: {shown}</p>'
+    error = answer.get("synthesis_error")
+    if error:
+        body += (f'<p class="synthesis-error">The lead agent\'s synthesis failed: '
+                 f'{_e(error.get("message", ""))}</p>')
+    missing = "".join(f"<li>{_e(m)}</li>" for m in answer.get("missing", []))
+    body += ("<h3>Not covered</h3>"
+             + (f'<ul class="missing">{missing}</ul>' if missing else "<p>Fully covered.</p>"))
+    return f'<section class="card" id="synthesis"><h2>Answer</h2>{body}</section>'
+
+
 def render_html(
     report: Mapping[str, Any],
     events: Sequence[Mapping[str, Any]],
@@ -272,6 +294,7 @@ def render_html(
     body = "".join([
         _header(report, run),
         _banner(run),
+        _synthesis(report),
         _coverage(report),
         _timeline(report, events),
         _gaps(report),

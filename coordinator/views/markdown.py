@@ -204,6 +204,28 @@ def _answer(report: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _synthesis(report: Mapping[str, Any]) -> list[str]:
+    """The lead agent's answer first, with its sources and what it does not cover."""
+    answer = report.get("answer") or {}
+    if "text" not in answer and "synthesis_error" not in answer:
+        return []
+    lines = ["## The lead's answer", ""]
+    if answer.get("text"):
+        # A model's text is untrusted: escaped like any other value, paragraph by paragraph.
+        lines += [md_text(p) for p in str(answer["text"]).split("\n") if p.strip()]
+        lines.append("")
+        sources = answer.get("sources") or []
+        lines.append("Sources: " + (", ".join(f"`{md_text(s)}`" for s in sources) or "none named"))
+        lines.append("")
+    error = answer.get("synthesis_error")
+    if error:
+        lines += [f"The lead agent's synthesis failed: {md_text(error.get('message', ''))}", ""]
+    missing = answer.get("missing", [])
+    lines += ["**Not covered**", ""]
+    lines += [f"- {md_text(m)}" for m in missing] if missing else ["- nothing: fully covered"]
+    return [*lines, ""]
+
+
 def render_markdown(report: Mapping[str, Any], run: Mapping[str, Any] | None = None) -> str:
     """The coverage report as a GitHub-flavoured Markdown document.
 
@@ -211,6 +233,6 @@ def render_markdown(report: Mapping[str, Any], run: Mapping[str, Any] | None = N
         report: the coverage report's wire dict (``CoverageReport.to_wire()``).
         run: the stored run's metadata (id, status, started, ...), if any.
     """
-    lines = [*_header(report, run), *_subtasks(report), *_gaps(report), *_escalations(report),
-             *_answer(report)]
+    lines = [*_header(report, run), *_synthesis(report), *_subtasks(report), *_gaps(report),
+             *_escalations(report), *_answer(report)]
     return "\n".join(lines).rstrip() + "\n"

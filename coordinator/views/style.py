@@ -119,6 +119,10 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
   border-radius:6px; padding: 6px 8px; }
 .summary { font-size: 16px; margin: 0 0 14px; }
 .missing li { margin: 4px 0; }
+#synthesis { border-left: 4px solid #1971c2; }
+.synthesis { font-size: 15px; line-height: 1.55; margin: 8px 0; }
+.sources { color: #555; font-size: 13px; }
+.synthesis-error { color: #c92a2a; }
 footer { color: var(--muted); font-size: 12.5px; text-align:center; margin-top: 28px; }
 @media (max-width: 820px) { .sections { grid-template-columns: 1fr; } }
 """

@@ -91,9 +91,32 @@ def gaps_view(gaps: Sequence[Gap]) -> RenderableType:
     return Group(*blocks)
 
 
+def synthesis_view(report: CoverageReport) -> RenderableType:
+    """The lead agent's answer with its sources, and the list of what is not covered."""
+    answer = report.answer
+    lines: list[RenderableType] = []
+    if answer.text:
+        lines.append(Text(answer.text))  # Text, not markup: the model's words stay words
+        sources = ", ".join(answer.sources or []) or "none named"
+        lines.append(Text(f"sources: {sources}", style="dim"))
+    if answer.synthesis_error is not None:
+        message = str(answer.synthesis_error.get("message", ""))
+        lines.append(Text(f"the lead's synthesis failed: {message}", style="red"))
+    lines.append(Text("Not covered", style="bold yellow" if report.gaps else "bold green"))
+    for gap in report.gaps:
+        lines.append(Text(f"  • {gap.subtask_id}: {gap.trigger} — {gap.message}"))
+    if not report.gaps:
+        lines.append(Text("  • nothing: fully covered"))
+    return Panel(Group(*lines), title="Answer", title_align="left", border_style="cyan")
+
+
 def report_view(report: CoverageReport) -> RenderableType:
-    """The whole report for a terminal."""
-    parts: list[RenderableType] = [header(report), subtasks_table(report)]
+    """The whole report for a terminal: the lead's answer first, when there is one."""
+    parts: list[RenderableType] = [header(report)]
+    answer = report.answer
+    if answer.text is not None or answer.synthesis_error is not None:
+        parts.append(synthesis_view(report))
+    parts.append(subtasks_table(report))
     if report.gaps:
         parts.append(gaps_view(report.gaps))
     else:
