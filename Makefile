@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 demo: $(STAMP)
-	$(BIN)/fanout run scenarios/research_demo.yaml --speed 20
+	$(BIN)/fanout run scenarios/research_lead.yaml --speed 20
 
 # The bench extra (the LangGraph baseline, pyinstrument) goes into the same venv.
 $(BENCH_STAMP): $(STAMP) pyproject.toml
