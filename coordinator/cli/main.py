@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.markup import escape
 
+from coordinator.cli.ask import add_ask_parser
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_REFUSED
-from coordinator.cli.read import cmd_gaps, cmd_report, cmd_runs, cmd_trace
+from coordinator.cli.read import cmd_gaps, cmd_record, cmd_report, cmd_runs, cmd_trace
 from coordinator.cli.replay import cmd_replay, cmd_schema
 from coordinator.cli.run import cmd_resume, cmd_run, cmd_tools
+from coordinator.cli.serve import add_serve_parser
 from coordinator.store.runs import (
     ResumeRefused,
     StoreError,
@@ -27,6 +29,7 @@ from coordinator.views.terminal import (
 )
 from shared.errors import InputFileError
 from subagents.mcp.spec import McpServerError
+from subagents.models.factory import MissingModelKey
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON only")
     p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
     p.add_argument("--ask", action="store_true", help="pick an alternative for each escalation")
+    p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("replay", help="replay scenarios in virtual time and check expect")
@@ -83,7 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_trace)
 
-    for name in ("run", "resume", "runs", "report", "gaps", "trace"):
+    add_ask_parser(sub)
+    p = sub.add_parser("record", help="write a finished stored run as a replayable scenario")
+    p.add_argument("run_id", nargs="?", default="latest", metavar="RUN_ID|latest")
+    p.add_argument("--output", "-o", metavar="OUT.yaml", required=True)
+    p.set_defaults(func=cmd_record)
+    add_serve_parser(sub)
+    for name in ("run", "resume", "runs", "report", "gaps", "trace", "record"):
         sub.choices[name].add_argument(
             "--store",
             metavar="PATH",
@@ -101,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args, out, err)
     except InputFileError as exc:
         print_input_error(err, exc)
+        return EXIT_BAD_INPUT
+    except MissingModelKey as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return EXIT_BAD_INPUT
     except McpServerError as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from coordinator.cli.common import EXIT_OK, dump, open_store
+from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump, open_store
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.report import CoverageReport
 from coordinator.store.runner import interrupted_report
@@ -103,4 +103,18 @@ def cmd_trace(args: argparse.Namespace, out: Console, err: Console) -> int:
             sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
     else:
         out.print(trace_table(row.id, entries))
+    return EXIT_OK
+
+
+def cmd_record(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Write a finished stored run as a scenario that replays it offline."""
+    from coordinator.store.recording import write_recording
+
+    store = open_store(args)
+    row = store.get(args.run_id)
+    if row.report is None:
+        err.print(f"[bold red]error:[/] run {row.id} is {row.status}: only a finished run records")
+        return EXIT_BAD_INPUT
+    write_recording(store, row.id, args.output)
+    err.print(f"wrote {args.output}: `fanout replay {args.output}` reproduces run {row.id}")
     return EXIT_OK

@@ -22,7 +22,12 @@ from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport
-from coordinator.store.runner import elapsed_so_far, restored_runs, run_recorded
+from coordinator.store.runner import (
+    elapsed_so_far,
+    planned_scenario,
+    restored_runs,
+    run_recorded,
+)
 from coordinator.store.runs import (
     RunRecorder,
 )
@@ -156,9 +161,15 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 observer=board,
                 handler=handler,
                 planning=planning,
+                on_plan=board.plan,
             )
 
     report = _execute(main, live, handler, recorders, start_live=False)
+    if getattr(args, "record", None) and recorders:
+        from coordinator.store.recording import write_recording
+
+        write_recording(store, recorders[0].run_id, args.record)
+        err.print(f"wrote {args.record}: `fanout replay {args.record}` reproduces this run")
     print_report(report, args, out)
     return EXIT_OK
 
@@ -192,7 +203,8 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
     store = open_store(args)
     row = store.get(args.run_id)
     recorder = store.claim_for_resume(row.id)
-    scenario = load_scenario_text(row.spec_text, row.file)
+    # A decomposed job resumes with the subtasks its lead planned, not a new plan.
+    scenario = planned_scenario(load_scenario_text(row.spec_text, row.file), store, row.id)
     clock = AnyioClock(speed=row.speed)
     tools = SimulatedTools(scenario.tools, clock)
     trace_ids = SeededTraceIds(f"{scenario.seed}/{row.id}")

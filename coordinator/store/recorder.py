@@ -95,6 +95,11 @@ class RunRecorder:
         self._writer = _Writer(path)
         self._seq = self._last_seq()
 
+    @property
+    def seq(self) -> int:
+        """The sequence number of the last event recorded (0 before the first)."""
+        return self._seq
+
     def _last_seq(self) -> int:
         conn = connect(self.path)
         try:
@@ -111,12 +116,18 @@ class RunRecorder:
         row = (self.run_id, self._seq, self.session, subtask_id, kind, at, json.dumps(data))
         self._writer.submit(lambda c: c.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?)", row))
 
-    def checkpoint(self, subtask_id: str, state: dict[str, Any]) -> None:
-        """Record a subagent's latest resumable state (never blocks on the disk)."""
+    def checkpoint(self, subtask_id: str, state: dict[str, Any], *, durable: bool = False) -> None:
+        """Record a subagent's latest resumable state (never blocks on the disk, unless
+        ``durable``: then it returns once the state is committed)."""
         row = (self.run_id, subtask_id, json.dumps(state))
-        self._writer.submit(
-            lambda c: c.execute("INSERT OR REPLACE INTO checkpoints VALUES (?,?,?)", row)
-        )
+
+        def op(c: sqlite3.Connection) -> None:
+            c.execute("INSERT OR REPLACE INTO checkpoints VALUES (?,?,?)", row)
+
+        if durable:
+            self._writer.submit_and_wait(op)
+        else:
+            self._writer.submit(op)
 
     async def commit_result(
         self, subtask_id: str, result: dict[str, Any], state: dict[str, Any]

@@ -64,6 +64,18 @@ MIGRATIONS: Final[Sequence[str]] = (
         PRIMARY KEY (run_id, subtask_id)
     );
     """,
+    # 2: runs submitted to `fanout serve` (DESIGN §8): the Idempotency-Key that made each
+    # (with a digest of the request, so a reused key with another body is refused), and a
+    # cancel request that must survive a restart of the server.
+    """
+    CREATE TABLE served_runs (
+        run_id TEXT PRIMARY KEY REFERENCES runs(id),
+        idempotency_key TEXT UNIQUE,
+        request_sha256 TEXT NOT NULL,
+        submitted_at TEXT NOT NULL,
+        cancel_requested_at TEXT
+    );
+    """,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

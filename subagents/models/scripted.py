@@ -28,7 +28,10 @@ _ERRORS: Mapping[ScriptedError, tuple[ModelFailureKind, ErrorCategory, int | Non
     "rate_limited": ("rate_limited", "transient", 429),
     "timeout": ("timeout", "transient", None),
     "unavailable": ("unavailable", "transient", 503),
+    "connection_reset": ("connection_reset", "transient", None),
     "auth": ("auth", "permission", 401),
+    "forbidden": ("forbidden", "permission", 403),
+    "model_not_found": ("model_not_found", "validation", 404),
     "quota": ("quota", "business", 429),
     "context_length": ("context_length", "validation", 400),
     "bad_request": ("bad_request", "internal", 400),
@@ -69,7 +72,9 @@ class ScriptedModel:
         if turn is not None and turn.error == "timeout":
             await self._sleep(self.timeout_s)
             raise _failure(turn.error, turn, subtask)
-        await self._sleep(self.latency_s)
+        await self._sleep(
+            self.latency_s if turn is None or turn.latency_s is None else turn.latency_s
+        )
         if turn is None:
             return ModelTurn(text="", stop_reason="end_turn", model=self.name)
         if turn.error is not None:
@@ -133,6 +138,8 @@ def _failure(error: ScriptedError, turn: ScriptedTurn, subtask: str) -> ModelCal
         category=category,
         status=status,
         retry_after_s=turn.retry_after_s,
+        field="model.name" if error == "model_not_found" else None,
+        expected="a model the provider serves" if error == "model_not_found" else None,
     )
 
 

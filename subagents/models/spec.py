@@ -28,9 +28,12 @@ ScriptedError = Literal[
     "rate_limited",
     "timeout",
     "unavailable",
+    "connection_reset",
     "auth",
+    "forbidden",
     "quota",
     "context_length",
+    "model_not_found",
     "bad_request",
 ]
 
@@ -68,12 +71,15 @@ class ScriptedTurn(BaseModel):
     message: str | None = None
     subtasks: list[dict[str, Any]] | None = None
     usage: dict[str, int] | None = None
+    latency_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="This call's own latency (a recording's); else model.latency_s.",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> ScriptedTurn:
-        kinds = [
-            k for k in ("calls", "error", "subtasks") if getattr(self, k) is not None
-        ]
+        kinds = [k for k in ("calls", "error", "subtasks") if getattr(self, k) is not None]
         if len(kinds) > 1:
             raise ValueError(f"a turn is one of calls, text, error or subtasks, not {kinds}")
         if self.error is not None and self.text is not None:

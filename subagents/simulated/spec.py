@@ -66,6 +66,11 @@ class ResponseSpec(BaseModel):
     requested: Any = None
     retry_after_s: float | None = Field(default=None, ge=0)
     scope: str | None = None
+    latency_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="This attempt's own latency (a recording's, as seen); else the tool's.",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> ResponseSpec:
@@ -106,6 +111,13 @@ class SimToolSpec(BaseModel):
     latency_s: float = Field(default=0.0, ge=0)
     responses: list[ResponseSpec] = Field(min_length=1)
     when: list[WhenRule] = Field(default_factory=list)
+    by_subtask: dict[str, list[ResponseSpec]] = Field(
+        default_factory=dict,
+        description=(
+            "Per subtask id, its own responses in order (how a recorded run is replayed); "
+            "they come before when rules and responses."
+        ),
+    )
 
     @property
     def is_idempotent(self) -> bool:

@@ -1,0 +1,109 @@
+"""`fanout ask "QUESTION"`: decompose, fan out and synthesize on a tools file, live.
+
+The lead agent plans the subtasks, a model plans each one, the lead writes the answer;
+the run is recorded in the store like any ``fanout run``. For people it ends with the
+answer, its coverage and its gaps; ``--json`` prints the report instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.console import Console
+
+from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, open_store, print_report
+from coordinator.cli.run import _execute, _job_servers, _live
+from coordinator.jobfile.ask import build_ask_job
+from coordinator.planning import JobPlanning
+from coordinator.report import CoverageReport
+from coordinator.store.recorder import RunRecorder
+from coordinator.store.runner import run_recorded
+from shared.clock import AnyioClock
+
+
+def add_ask_parser(sub: Any) -> None:
+    """Register ``fanout ask`` on the subcommand parser."""
+    p = sub.add_parser("ask", help="decompose a question, fan out, synthesize the answer")
+    p.add_argument("question", metavar="QUESTION")
+    p.add_argument(
+        "--tools",
+        metavar="FILE",
+        help="tools (simulated) and mcp_servers, optionally a model block "
+        "(default: the built-in research tools)",
+    )
+    p.add_argument("--model", metavar="PROVIDER:NAME", help="anthropic:NAME, openai:NAME, scripted")
+    p.add_argument("--base-url", metavar="URL", help="another endpoint (gateway, vLLM, Ollama)")
+    p.add_argument("--max-subtasks", type=int, default=6, metavar="N")
+    p.add_argument("--concurrency", type=int, default=4, metavar="N")
+    p.add_argument("--deadline", type=float, default=None, metavar="SECONDS")
+    p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
+    p.add_argument("--json", action="store_true", help="print the report as JSON only")
+    p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
+    p.add_argument("--store", metavar="PATH", help="the run store")
+    p.set_defaults(func=cmd_ask)
+
+
+def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Run a question as a decomposed, model-planned job, recorded in the store."""
+    for flag, value in (("--max-subtasks", args.max_subtasks), ("--concurrency", args.concurrency)):
+        if value < 1:
+            err.print(f"[bold red]error:[/] {flag}: expected a positive integer")
+            return EXIT_BAD_INPUT
+    if args.speed <= 0:
+        err.print("[bold red]error:[/] --speed: expected a positive number")
+        return EXIT_BAD_INPUT
+    scenario, spec_text, file = build_ask_job(
+        args.question,
+        args.tools,
+        model=args.model,
+        base_url=args.base_url,
+        max_subtasks=args.max_subtasks,
+        concurrency=args.concurrency,
+        deadline_s=args.deadline,
+    )
+    clock = AnyioClock(speed=args.speed)
+    planning = JobPlanning(scenario, clock=clock)
+    planning.open()  # a missing key: exit 2 before anything is recorded
+    store = open_store(args)
+    args.ask = False  # no interactive escalation handler for ask
+    board, live, handler = _live(scenario.job, args, out, args.speed)
+    recorders: list[RunRecorder] = []
+
+    def record() -> RunRecorder:
+        recorder = store.create_run(
+            job=scenario.scenario,
+            query=scenario.job.query,
+            file=file,
+            spec_text=spec_text,
+            seed=str(scenario.seed),
+            speed=args.speed,
+        )
+        recorders.append(recorder)
+        if not args.json:
+            err.print(f"run [bold]{recorder.run_id}[/] recorded in {store.path}")
+        if live is not None:
+            live.start()
+        return recorder
+
+    async def main() -> CoverageReport:
+        async with _job_servers(scenario) as mcp:
+            return await run_recorded(
+                scenario,
+                record(),
+                clock=clock,
+                mcp=mcp,
+                observer=board,
+                handler=handler,
+                planning=planning,
+                on_plan=board.plan,
+            )
+
+    report = _execute(main, live, handler, recorders, start_live=False)
+    if args.record:
+        from coordinator.store.recording import write_recording
+
+        write_recording(store, recorders[0].run_id, args.record)
+        err.print(f"wrote {args.record}: `fanout replay {args.record}` reproduces this run")
+    print_report(report, args, out)
+    return EXIT_OK

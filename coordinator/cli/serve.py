@@ -1,0 +1,81 @@
+"""`fanout serve`: the HTTP API and the web page over the run store (DESIGN §8)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK
+from coordinator.store.runs import connect, store_path
+
+
+def add_serve_parser(sub: Any) -> None:
+    """Add ``fanout serve`` to the subcommands (``sub`` is argparse's subparsers action)."""
+    p = sub.add_parser("serve", help="serve the HTTP API and the web page (runs execute here)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; others need a token)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free one)")
+    p.add_argument("--store", metavar="PATH",
+                   help="the run store (default $FANOUT_STORE or .fanout/runs.sqlite)")
+    p.add_argument("--max-runs", type=int, default=4, metavar="N",
+                   help="runs executing at once; the rest wait, queued (default 4)")
+    p.add_argument("--token-file", metavar="F",
+                   help="bearer token on the first line (default $FANOUT_TOKEN)")
+    p.add_argument("--max-streams", type=int, default=512, metavar="N",
+                   help="event streams open at once (default 512; then 503)")
+    p.add_argument("--ping-interval", type=float, default=15.0, metavar="S",
+                   help="seconds between keep-alive comments on a quiet stream (default 15)")
+    p.add_argument("--allow-mcp", action="store_true",
+                   help="accept jobs that declare mcp_servers (commands this server starts)")
+    p.add_argument("--log-level", default="info",
+                   choices=("critical", "error", "warning", "info", "debug"))
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Check the settings, bind, then serve until SIGTERM or SIGINT (exit 0)."""
+    # The service's dependencies (FastAPI, uvicorn) load only for this command.
+    from coordinator.serve import (
+        ServeConfig,
+        ServeError,
+        bind_socket,
+        check_bind,
+        read_token,
+        run_server,
+        url_of,
+    )
+
+    for name, value, low in (("--max-runs", args.max_runs, 1), ("--max-streams",
+                             args.max_streams, 1), ("--ping-interval", args.ping_interval, 0.01)):
+        if value < low:
+            err.print(f"[bold red]error:[/] {name}: expected at least {low}, got {value}")
+            return EXIT_BAD_INPUT
+    try:
+        token = read_token(args.token_file, os.environ)
+        check_bind(args.host, token)
+        path = store_path(args.store)
+        connect(path).close()  # create or migrate it now; an unusable store is exit 2
+        sock = bind_socket(args.host, args.port)
+    except ServeError as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return EXIT_BAD_INPUT
+    config = ServeConfig(
+        store=path, host=args.host, port=sock.getsockname()[1], max_runs=args.max_runs,
+        token=token, max_streams=args.max_streams, ping_interval_s=args.ping_interval,
+        allow_mcp=args.allow_mcp,
+    )
+    guard = "a bearer token required" if token else "no token: loopback only"
+    err.print(
+        f"fanout serve: listening on {url_of(sock)}/ (store {escape(str(path))}, "
+        f"{args.max_runs} runs at once, {guard})",
+        highlight=False,
+    )
+    try:
+        run_server(config, sock, log_level=args.log_level)
+    finally:
+        sock.close()
+    return EXIT_OK

@@ -1,0 +1,37 @@
+"""The HTTP service and its web page (DESIGN §8): ``fanout serve``.
+
+``create_app`` builds the FastAPI application over a run store; ``run_server`` serves
+it on uvicorn; the run manager executes the submitted runs in the same process.
+"""
+
+from coordinator.serve.app import create_app
+from coordinator.serve.manager import RunManager
+from coordinator.serve.records import valid_run_id
+from coordinator.serve.server import (
+    BindRefused,
+    ServeConfig,
+    ServeError,
+    TokenError,
+    bind_socket,
+    check_bind,
+    is_loopback,
+    read_token,
+    run_server,
+    url_of,
+)
+
+__all__ = [
+    "BindRefused",
+    "RunManager",
+    "ServeConfig",
+    "ServeError",
+    "TokenError",
+    "bind_socket",
+    "check_bind",
+    "create_app",
+    "is_loopback",
+    "read_token",
+    "run_server",
+    "url_of",
+    "valid_run_id",
+]

@@ -1,0 +1,221 @@
+"""A run's event stream (``GET /runs/{id}/events``): the store's history, then live events.
+
+Each event is the row ``RunStore.events`` returns, as one SSE message::
+
+    id: 12
+    event: attempt
+    data: {"seq": 12, "session": 1, "subtask_id": "market", "kind": "attempt", ...}
+
+``id`` is the store's sequence number, so ``Last-Event-ID`` resumes after it. The last
+message is ``event: end`` (no ``id``; its data names the run's status and outcome); a
+comment (``: ping``) comes after every ``ping_interval_s`` of silence.
+
+A run this server executes is followed in memory: its recorder appends every event to
+the run's :class:`EventLog` as it records it, so a stream never waits on the disk and
+never misses an event the writer thread has not committed yet. Earlier sessions of a
+resumed run, finished runs and runs another process is running are read from the store
+(the last kind by polling until it stops running). When the server stops, streams end
+without ``end``; an ``EventSource`` reconnects with ``Last-Event-ID`` by itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import anyio
+import anyio.to_thread
+
+from coordinator.serve.records import ServiceRecords
+from coordinator.store.recorder import RunRecorder
+from coordinator.store.runs import RunStore
+
+PING: Final = b": ping\n\n"
+RETRY: Final = b"retry: 2000\n\n"  # reconnect after 2 s rather than the browser's default
+
+
+def frame(payload: dict[str, Any]) -> bytes:
+    """One stored event as an SSE message (``id`` = seq, ``event`` = kind)."""
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return f"id: {payload['seq']}\nevent: {payload['kind']}\ndata: {data}\n\n".encode()
+
+
+def end_frame(summary: dict[str, Any]) -> bytes:
+    """The last message of a stream: the run's status (and outcome once finished)."""
+    data = json.dumps(summary, ensure_ascii=False, separators=(",", ":"))
+    return f"event: end\ndata: {data}\n\n".encode()
+
+
+PublishHook = Callable[[str, int], None]
+
+
+class EventLog:
+    """The events of one session of a run, in order, for every stream following it."""
+
+    def __init__(self, run_id: str, base_seq: int) -> None:
+        self.run_id = run_id
+        self.base_seq = base_seq  # events up to here are in the store (earlier sessions)
+        self.frames: list[bytes] = []  # frames[i] is event base_seq + i + 1
+        self.end: bytes | None = None
+        self.closed = False
+        self._changed = anyio.Event()
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the newest event."""
+        return self.base_seq + len(self.frames)
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def append(self, seq: int, data: bytes) -> None:
+        """Add the next event; every follower wakes."""
+        if seq != self.last_seq + 1:  # a recorder numbers events one by one
+            raise RuntimeError(f"run {self.run_id}: event {seq} after {self.last_seq}")
+        self.frames.append(data)
+        self._wake()
+
+    def finish(self, end: bytes) -> None:
+        """The run ended: followers get ``end`` after the last event."""
+        self.end = end
+        self._wake()
+
+    def close(self) -> None:
+        """The server stops: followers end without ``end`` (they will reconnect)."""
+        self.closed = True
+        self._wake()
+
+    async def wait(self, seen: int) -> None:
+        """Return once there are more than ``seen`` frames, an end, or a close."""
+        changed = self._changed
+        if len(self.frames) > seen or self.end is not None or self.closed:
+            return
+        await changed.wait()
+
+
+class ServedRecorder(RunRecorder):
+    """A run recorder that also appends every event to the run's :class:`EventLog`."""
+
+    def __init__(
+        self,
+        path: Path,
+        run_id: str,
+        session: int,
+        log: EventLog,
+        on_publish: PublishHook | None = None,
+    ) -> None:
+        super().__init__(path, run_id, session)
+        if self.seq != log.base_seq:
+            # Someone else recorded events for this run since it was claimed.
+            self.close()
+            raise RuntimeError(f"run {run_id}: store at event {self.seq}, log at {log.base_seq}")
+        self.log = log
+        self.on_publish = on_publish
+
+    def event(self, subtask_id: str, kind: str, at: float, data: dict[str, Any]) -> None:
+        """Record the event, then hand it to the streams."""
+        super().event(subtask_id, kind, at, data)
+        seq = self.seq
+        payload = {"seq": seq, "session": self.session, "subtask_id": subtask_id,
+                   "kind": kind, "at": at} | data
+        self.log.append(seq, frame(payload))
+        if self.on_publish is not None:
+            self.on_publish(self.run_id, seq)
+
+
+class StreamSource(Protocol):
+    """What a stream needs from the run manager."""
+
+    store: RunStore
+    records: ServiceRecords
+    stopping: bool
+
+    def log_of(self, run_id: str) -> EventLog | None:
+        """The live log of a run this server executes (None otherwise)."""
+        ...
+
+    def end_summary(self, run_id: str) -> Awaitable[dict[str, Any]]:
+        """The data of the ``end`` message of a run that stopped."""
+        ...
+
+
+async def run_events(
+    source: StreamSource, run_id: str, after: int, *, ping_s: float, poll_s: float
+) -> AsyncIterator[bytes]:
+    """The SSE body of ``GET /runs/{run_id}/events``, resuming after event ``after``."""
+    yield RETRY
+    log = source.log_of(run_id)
+    stream = (
+        _follow(source, log, after, ping_s)
+        if log is not None
+        else _poll(source, run_id, after, ping_s=ping_s, poll_s=poll_s)
+    )
+    async for chunk in stream:
+        yield chunk
+
+
+async def _follow(
+    source: StreamSource, log: EventLog, last: int, ping_s: float
+) -> AsyncIterator[bytes]:
+    """A run this server executes: earlier sessions from the store, then from memory."""
+    if last < log.base_seq:
+        events = await anyio.to_thread.run_sync(
+            source.records.events_after, log.run_id, last, log.base_seq
+        )
+        if events:
+            yield b"".join(frame(e) for e in events)
+        last = log.base_seq
+    index = last - log.base_seq
+    while True:
+        if index < len(log.frames):
+            upto = len(log.frames)
+            chunk = b"".join(log.frames[index:upto])
+            index = upto
+            yield chunk
+            continue
+        if log.end is not None:
+            yield log.end
+            return
+        if log.closed or source.stopping:
+            return
+        with anyio.move_on_after(ping_s) as quiet:
+            await log.wait(index)
+        if quiet.cancelled_caught:
+            yield PING
+
+
+async def _poll(
+    source: StreamSource, run_id: str, last: int, *, ping_s: float, poll_s: float
+) -> AsyncIterator[bytes]:
+    """A run this server does not execute, from the store: polled while it still runs."""
+    quiet = 0.0
+    while True:
+        events = await anyio.to_thread.run_sync(source.records.events_after, run_id, last)
+        if events:
+            last = events[-1]["seq"]
+            quiet = 0.0
+            yield b"".join(frame(e) for e in events)
+        row = await anyio.to_thread.run_sync(source.store.get, run_id)
+        if row.status != "running":
+            # Whatever it wrote before it stopped is in the store now.
+            tail = await anyio.to_thread.run_sync(source.records.events_after, run_id, last)
+            if tail:
+                yield b"".join(frame(e) for e in tail)
+            yield end_frame(await source.end_summary(run_id))
+            return
+        if source.stopping:
+            return
+        log = source.log_of(run_id)
+        if log is not None:
+            # This server took the run over (a resume): follow it from here.
+            async for chunk in _follow(source, log, last, ping_s):
+                yield chunk
+            return
+        await anyio.sleep(poll_s)
+        quiet += poll_s
+        if quiet >= ping_s:
+            quiet = 0.0
+            yield PING

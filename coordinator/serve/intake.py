@@ -1,0 +1,186 @@
+"""Taking a job in: the body (≤ 1 MiB), its media type, YAML or JSON, the problems in it.
+
+A submitted job is read exactly as ``fanout run`` reads a file
+(:func:`~coordinator.jobfile.load_scenario_text`), so a malformed one gets the same
+problems (line, field path, what was expected, what was there) and nothing runs or is
+recorded. JSON is read as YAML, which it is a subset of, so lines mean the same; tabs
+outside strings, which JSON allows and YAML does not, become spaces first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Final, Literal
+
+from fastapi import HTTPException, Request
+
+from coordinator.jobfile.loader import load_scenario_text
+from coordinator.jobfile.scenario import Scenario
+from coordinator.serve.schemas import InputProblem
+from shared.errors import InputFileError, InputFileErrors
+
+BodyKind = Literal["yaml", "json"]
+
+MEDIA_TYPES: Final[dict[str, BodyKind]] = {
+    "application/yaml": "yaml",
+    "application/x-yaml": "yaml",
+    "text/yaml": "yaml",
+    "text/x-yaml": "yaml",
+    "application/json": "json",
+}
+SUBMITTED: Final = "POST /runs"  # the "file" a submitted job's problems and run name
+_KEY = re.compile(r"[\x21-\x7e]{1,200}")  # visible ASCII, as a header value should be
+
+
+class BodyTooLarge(HTTPException):
+    """413: the body is over the limit (nothing past the limit is read)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the job file is larger than {limit} bytes")
+
+
+class UnsupportedMediaType(HTTPException):
+    """415: the body is not declared as YAML or JSON.
+
+    Only these types are accepted, and none is a CORS-safelisted type, so a page on
+    another origin cannot submit a job without the browser asking first.
+    """
+
+    def __init__(self, got: str | None) -> None:
+        super().__init__(
+            415,
+            f"Content-Type {got or '(none)'}: expected application/yaml or application/json",
+        )
+
+
+class JobRejected(Exception):
+    """422: the job cannot run; ``problems`` says why, with lines."""
+
+    def __init__(self, problems: Sequence[InputProblem]) -> None:
+        super().__init__(f"{len(problems)} problem(s) in the submitted job")
+        self.problems = list(problems)
+
+
+def problem(
+    field: str, expected: str, got: str | None = None, *, line: int | None = None
+) -> InputProblem:
+    """One problem, worded like an InputFileError."""
+    text = InputFileError(SUBMITTED, line, field, expected, got=got).describe()
+    return InputProblem(line=line, field=field, expected=expected, got=got, message=text)
+
+
+def media_kind(content_type: str | None) -> BodyKind:
+    """YAML or JSON, from the Content-Type header (parameters such as charset ignored).
+
+    Raises:
+        UnsupportedMediaType: any other type, or none.
+    """
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    kind = MEDIA_TYPES.get(media)
+    if kind is None:
+        raise UnsupportedMediaType(content_type)
+    return kind
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused as soon as it passes ``limit`` bytes.
+
+    Raises:
+        BodyTooLarge: Content-Length says so, or the bytes received do.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def check_key(key: str | None) -> str | None:
+    """The Idempotency-Key header, if given and well formed.
+
+    Raises:
+        JobRejected: a key that is empty, too long or not visible ASCII.
+    """
+    if key is None:
+        return None
+    if _KEY.fullmatch(key) is None:
+        raise JobRejected([problem("Idempotency-Key", "1 to 200 visible ASCII characters",
+                                   f"{len(key)} characters")])
+    return key
+
+
+def _problems(exc: InputFileError) -> list[InputProblem]:
+    errors = exc.errors if isinstance(exc, InputFileErrors) else [exc]
+    return [
+        InputProblem(line=e.line, field=e.field or "<document>", expected=e.expected,
+                     got=e.got, message=InputFileError.describe(e))
+        for e in errors
+    ]
+
+
+def _line_of_key(text: str, key: str) -> int | None:
+    match = re.search(rf'^\s*"?{re.escape(key)}"?\s*:', text, flags=re.M)
+    return None if match is None else text.count("\n", 0, match.start()) + 1
+
+
+def parse_job(
+    body: bytes, kind: BodyKind, *, allow_mcp: bool, environ: Mapping[str, str] = os.environ
+) -> Scenario:
+    """The job in ``body``, validated as ``fanout run`` validates a file.
+
+    Raises:
+        JobRejected: every problem, with its line; nothing is recorded.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body.count(b"\n", 0, exc.start) + 1
+        raise JobRejected([problem("<document>", "UTF-8 text",
+                                   f"a byte that is not UTF-8 at offset {exc.start}",
+                                   line=line)]) from None
+    if kind == "json":
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise JobRejected([problem("<document>", "a JSON document", exc.msg,
+                                       line=exc.lineno)]) from None
+        except RecursionError:
+            raise JobRejected([problem("<document>", "a JSON document nested less deeply",
+                                       "too many nested levels")]) from None
+        text = text.replace("\t", " ")  # valid JSON holds tabs only between tokens
+    try:
+        scenario = load_scenario_text(text, SUBMITTED)
+    except InputFileError as exc:
+        raise JobRejected(_problems(exc)) from None
+    except RecursionError:
+        raise JobRejected([problem("<document>", "a document nested less deeply",
+                                   "too many nested levels")]) from None
+    model = scenario.model
+    if model is not None and (variable := model.key_env) and not environ.get(variable, "").strip():
+        # As `fanout run` does before recording: the key is the server's, from its
+        # environment; a job naming a variable the server lacks cannot run.
+        raise JobRejected([problem(
+            "model.api_key_env",
+            f"a variable set in the server's environment (the {model.provider} key is "
+            "read from there, never from the file)",
+            f"{variable}, which the server does not have",
+            line=_line_of_key(text, "model"),
+        )])
+    if scenario.mcp_servers and not allow_mcp:
+        raise JobRejected([problem(
+            "mcp_servers",
+            "no mcp_servers: the service does not start commands from submitted jobs "
+            "(start it with --allow-mcp to let it)",
+            ", ".join(sorted(scenario.mcp_servers)),
+            line=_line_of_key(text, "mcp_servers"),
+        )])
+    return scenario

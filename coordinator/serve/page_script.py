@@ -1,0 +1,314 @@
+"""The web page's script: plain JavaScript, no library, no network but this service.
+
+Everything shown is set with ``textContent`` or an attribute value, never as HTML: a
+subtask query, a tool's message or a run id reads as text, whatever it holds. The
+report (already escaped HTML from the server) goes into a sandboxed ``iframe`` with
+no script.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+SCRIPT: Final = r"""
+"use strict";
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const KINDS = ["state", "call", "start", "attempt", "wait", "plan"];
+  const session = window.sessionStorage;
+  let token = session.getItem("fanout-token") || "";
+  let current = null;
+  let runsTimer = null;
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+  function pct(x) { return (Math.round(x * 1000) / 10) + "%"; }
+  function auth(headers) {
+    const out = Object.assign({}, headers || {});
+    if (token) out["Authorization"] = "Bearer " + token;
+    return out;
+  }
+  async function api(path, options) {
+    const opts = Object.assign({}, options || {});
+    opts.headers = auth(opts.headers);
+    const res = await fetch(path, opts);
+    if (res.status === 401) {
+      showLogin("The service refused that token.");
+      throw new Error("401");
+    }
+    return res;
+  }
+  const runPath = (id) => "/runs/" + encodeURIComponent(id);
+
+  // -- signing in ---------------------------------------------------------------------
+  function showLogin(message) {
+    stopRun();
+    $("app").hidden = true;
+    $("login").hidden = false;
+    $("logout").hidden = true;
+    $("login-error").textContent = message || "";
+    $("token").focus();
+  }
+  async function start() {
+    const res = await fetch("/runs", { headers: auth() });
+    if (res.status === 401) { showLogin(token ? "The service refused that token." : ""); return; }
+    $("login").hidden = true;
+    $("app").hidden = false;
+    $("logout").hidden = !token;
+    renderRuns((await res.json()).runs);
+    if (runsTimer === null) runsTimer = setInterval(() => loadRuns().catch(() => {}), 5000);
+    route();
+  }
+  $("login-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    token = $("token").value.trim();
+    session.setItem("fanout-token", token);
+    $("token").value = "";
+    start();
+  });
+  $("logout").addEventListener("click", () => {
+    token = "";
+    session.removeItem("fanout-token");
+    showLogin("");
+  });
+
+  // -- the runs list ------------------------------------------------------------------
+  async function loadRuns() {
+    const res = await api("/runs");
+    if (res.ok) renderRuns((await res.json()).runs);
+  }
+  function renderRuns(runs) {
+    const body = $("runs-table").tBodies[0];
+    body.replaceChildren();
+    for (const r of runs) {
+      const tr = el("tr", "run-row");
+      tr.dataset.run = r.id;
+      const link = el("a", "mono", r.id);
+      link.href = "#run=" + encodeURIComponent(r.id);
+      const idCell = el("td"); idCell.append(link);
+      const status = el("td"); status.append(el("span", "pill st-" + r.status, r.status));
+      tr.append(idCell, el("td", "", r.job), status, el("td", "", r.outcome || ""),
+                el("td", "num", r.coverage === null ? "" : pct(r.coverage)),
+                el("td", "", r.started));
+      body.append(tr);
+    }
+    $("no-runs").hidden = runs.length > 0;
+  }
+  $("refresh").addEventListener("click", () => loadRuns());
+
+  // -- submitting a job ---------------------------------------------------------------
+  $("job-file").addEventListener("change", async () => {
+    const file = $("job-file").files[0];
+    if (file) $("job-text").value = await file.text();
+  });
+  $("job-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = $("job-text").value;
+    const type = /^\s*[\[{]/.test(text) ? "application/json" : "application/yaml";
+    const speed = $("speed").value || "1";
+    const errors = $("submit-errors");
+    errors.replaceChildren();
+    $("submit-result").textContent = "submitting…";
+    const res = await api("/runs?speed=" + encodeURIComponent(speed),
+                          { method: "POST", headers: { "Content-Type": type }, body: text });
+    let data = {};
+    try { data = await res.json(); } catch (_) { data = {}; }
+    if (res.status === 201) {
+      $("submit-result").textContent = "run " + data.run_id + " " + data.status;
+      location.hash = "run=" + encodeURIComponent(data.run_id);
+      loadRuns();
+      return;
+    }
+    $("submit-result").textContent = "not submitted (" + res.status + ")";
+    const problems = data.errors || [{ message: data.detail || res.statusText }];
+    for (const p of problems) {
+      const li = el("li");
+      if (p.line !== undefined && p.line !== null) li.append(el("b", "", "line " + p.line + " "));
+      if (p.field) li.append(el("code", "", p.field), " ");
+      li.append(p.expected ? "expected " + p.expected + (p.got ? ", got " + p.got : "")
+                           : (p.message || ""));
+      errors.append(li);
+    }
+  });
+
+  // -- a run, live --------------------------------------------------------------------
+  function route() {
+    const m = /^#run=(.+)$/.exec(location.hash);
+    if (m) openRun(decodeURIComponent(m[1]));
+  }
+  window.addEventListener("hashchange", route);
+
+  function stopRun() {
+    if (current && current.es) current.es.close();
+    if (current && current.timer) clearTimeout(current.timer);
+    current = null;
+  }
+  function rowFor(cur, id, query) {
+    let row = cur.rows.get(id);
+    if (row) return row;
+    const tr = el("tr", "sub");
+    tr.dataset.subtask = id;
+    const cells = {};
+    for (const name of ["id", "query", "state", "attempts", "last", "trigger"]) {
+      cells[name] = el("td", "c-" + name);
+      tr.append(cells[name]);
+    }
+    cells.id.textContent = id;
+    cells.query.textContent = query || "";
+    cells.attempts.className += " num";
+    row = { tr, cells, state: "queued", attempts: 0, last: "", trigger: "", tool: "" };
+    cur.rows.set(id, row);
+    $("subagents").tBodies[0].append(tr);
+    paint(row);
+    return row;
+  }
+  function paint(row) {
+    row.tr.dataset.state = row.state;
+    row.cells.state.replaceChildren(el("span", "pill st-" + row.state, row.state));
+    if (row.tool && (row.state === "running" || row.state === "retrying")) {
+      row.cells.state.append(" ", el("span", "muted", row.tool));
+    }
+    row.cells.attempts.textContent = String(row.attempts);
+    row.cells.last.textContent = row.last;
+    row.cells.trigger.textContent = row.trigger;
+  }
+  function outcome(result) {
+    if (!result) return "";
+    if (result.ok) return result.empty ? "empty" : (result.complete === false ? "partial" : "ok");
+    return (result.errorCategory || "error") + ": " + (result.error_type || "");
+  }
+  function onEvent(cur, ev) {
+    if (cur !== current || ev.seq <= cur.lastSeq) return;
+    cur.lastSeq = ev.seq;
+    if (ev.kind === "plan") {  // the lead agent decomposed the job: its subtasks
+      for (const s of ev.subtasks || []) rowFor(cur, s.id, s.query);
+      return;
+    }
+    const row = rowFor(cur, ev.subtask_id);
+    if (ev.kind === "state") {
+      row.state = ev.state;
+      row.trigger = ev.state === "escalated" ? (ev.trigger || "") : "";
+      if (ev.state === "done" || ev.state === "escalated") refreshSoon(cur);
+    } else if (ev.kind === "call") {
+      row.tool = ev.tool || "";
+    } else if (ev.kind === "start") {
+      row.attempts += 1;
+    } else if (ev.kind === "attempt") {
+      row.last = outcome(ev.result);
+    }
+    paint(row);
+  }
+  function refreshSoon(cur) {
+    if (cur.timer) return;
+    cur.timer = setTimeout(() => {
+      cur.timer = null;
+      refresh(cur).catch(() => {});
+    }, 250);
+  }
+  async function refresh(cur) {
+    const res = await api(runPath(cur.id));
+    if (!res.ok || cur !== current) return;
+    showDetail(cur, await res.json());
+    await loadGaps(cur);
+  }
+  function showDetail(cur, run) {
+    $("run-status").textContent = run.status;
+    $("run-status").className = "pill st-" + run.status;
+    $("coverage").textContent = pct(run.coverage_so_far);
+    $("covfill").style.width = pct(run.coverage_so_far);
+    const p = run.progress;
+    $("progress").textContent = p.queued + " queued · " + p.running + " running · " +
+      p.done + " done · " + p.escalated + " escalated";
+    $("cancel-btn").disabled = !(run.status === "running" || run.status === "queued");
+  }
+  async function loadGaps(cur) {
+    const res = await api(runPath(cur.id) + "/gaps");
+    if (!res.ok || cur !== current) return;
+    const gaps = (await res.json()).gaps;
+    const body = $("gaps").tBodies[0];
+    body.replaceChildren();
+    for (const g of gaps) {
+      const tr = el("tr", "gap");
+      tr.dataset.subtask = g.subtask_id;
+      const route = el("td"); route.append(el("span", "pill " + g.route, g.route));
+      tr.append(el("td", "mono", g.subtask_id), el("td", "", g.errorCategory || "—"),
+                el("td", "mono", g.trigger), route, el("td", "", g.message));
+      body.append(tr);
+    }
+    $("gap-count").textContent = String(gaps.length);
+    $("no-gaps").hidden = gaps.length > 0;
+  }
+  async function loadReport(cur) {
+    const res = await api(runPath(cur.id) + "/report?format=html");
+    if (!res.ok || cur !== current) return;
+    const frame = $("report");
+    frame.onload = () => {
+      const doc = frame.contentDocument;
+      if (doc && doc.documentElement) {
+        frame.style.height = (doc.documentElement.scrollHeight + 24) + "px";
+      }
+    };
+    frame.srcdoc = await res.text();
+    $("report-box").hidden = false;
+  }
+  async function onEnd(cur, data) {
+    if (cur !== current) return;
+    cur.ended = true;
+    $("run-status").textContent = data.status;
+    await refresh(cur);
+    if (data.status === "finished" || data.status === "interrupted") await loadReport(cur);
+    loadRuns();
+  }
+  async function connect(cur) {
+    if (cur !== current || cur.ended) return;
+    const params = new URLSearchParams();
+    if (token) {
+      const res = await api(runPath(cur.id) + "/ticket", { method: "POST" });
+      params.set("ticket", (await res.json()).ticket);
+    }
+    if (cur.lastSeq) params.set("after", String(cur.lastSeq));
+    const query = params.toString();
+    const es = new EventSource(runPath(cur.id) + "/events" + (query ? "?" + query : ""));
+    cur.es = es;
+    for (const kind of KINDS) es.addEventListener(kind, (m) => onEvent(cur, JSON.parse(m.data)));
+    es.addEventListener("end", (m) => { es.close(); onEnd(cur, JSON.parse(m.data)); });
+    es.onerror = () => {
+      // EventSource retries by itself; once it gives up (a 401 for an expired ticket,
+      // a restarted server) a new ticket and Last-Event-ID's value pick up from here.
+      if (es.readyState === EventSource.CLOSED && cur === current && !cur.ended) {
+        setTimeout(() => connect(cur).catch(() => {}), 2000);
+      }
+    };
+  }
+  async function openRun(id) {
+    stopRun();
+    const res = await api(runPath(id));
+    if (!res.ok) { $("run").hidden = true; return; }
+    const run = await res.json();
+    const cur = { id, rows: new Map(), lastSeq: 0, es: null, ended: false, timer: null };
+    current = cur;
+    $("run").hidden = false;
+    $("run-id").textContent = id;
+    $("run-query").textContent = run.query;
+    $("subagents").tBodies[0].replaceChildren();
+    $("gaps").tBodies[0].replaceChildren();
+    $("report-box").hidden = true;
+    $("report").removeAttribute("srcdoc");
+    for (const s of run.subtasks) rowFor(cur, s.id, s.query);
+    showDetail(cur, run);
+    await loadGaps(cur);
+    await connect(cur);
+  }
+  $("cancel-btn").addEventListener("click", async () => {
+    if (!current) return;
+    $("cancel-btn").disabled = true;
+    await api(runPath(current.id) + "/cancel", { method: "POST" });
+  });
+
+  start().catch((err) => { $("login-error").textContent = String(err); });
+})();
+"""

@@ -1,0 +1,271 @@
+"""The API's routers (DESIGN §8): runs, a run's event stream, and the OpenAPI document.
+
+Each router declares its auth dependency once; handlers never check it again. A run id
+in a path is checked against the store's id format before anything is looked up, and a
+path segment reaches nothing but that SQL lookup.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from coordinator.serve.auth import Authorizer
+from coordinator.serve.events import run_events
+from coordinator.serve.intake import check_key, media_kind, parse_job, read_body
+from coordinator.serve.manager import NotCancellable, RunManager
+from coordinator.serve.reading import (
+    coverage_so_far,
+    gaps_so_far,
+    progress_of,
+    report_of,
+    scenario_of,
+    subtasks_of,
+)
+from coordinator.serve.records import valid_run_id
+from coordinator.serve.schemas import (
+    CancelAccepted,
+    GapList,
+    InputProblems,
+    Problem,
+    RunCreated,
+    RunDetail,
+    RunList,
+    RunStatus,
+    RunSummary,
+    StreamTicket,
+)
+from coordinator.serve.server import ServeConfig
+from coordinator.store.runs import RunNotFound, RunRow
+
+# The report page carries its own CSS and SVG and no script: nothing else may load.
+REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
+_JOB_BODY = {
+    "required": True,
+    "content": {
+        "application/yaml": {"schema": {"type": "string", "description": "A job file."}},
+        "application/json": {"schema": {"type": "object", "description": "A job file."}},
+    },
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": Problem}}
+
+
+class RunMissing(HTTPException):
+    """404: not a run id, or no run with it."""
+
+    def __init__(self) -> None:
+        super().__init__(404, "no such run")
+
+
+async def known_run(request: Request, run_id: str) -> RunRow:
+    """The run a path names: 404 unless it has the store's id format and exists."""
+    if not valid_run_id(run_id):
+        raise RunMissing
+    manager: RunManager = request.app.state.manager
+    try:
+        return await anyio.to_thread.run_sync(manager.store.get, run_id)
+    except RunNotFound:
+        raise RunMissing from None
+
+
+# Module level: handlers' annotations are strings, resolved in this module's namespace.
+Known = Annotated[RunRow, Depends(known_run)]
+
+
+def _url(request: Request, run_id: str) -> str:
+    return str(request.url_for("get_run", run_id=run_id))
+
+
+def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
+    """``/runs``: submit, list, read, report, gaps, cancel, and stream tickets."""
+    router = APIRouter(
+        prefix="/runs",
+        tags=["runs"],
+        dependencies=[Depends(auth.api)],
+        responses={401: {"model": Problem}},
+    )
+
+    def summary(request: Request, row: RunRow) -> dict[str, Any]:
+        return row.summary() | {"status": manager.status_of(row.id, row.status),
+                                "url": _url(request, row.id)}
+
+    @router.post(
+        "",
+        status_code=201,
+        response_model=RunCreated,
+        openapi_extra={"requestBody": _JOB_BODY},
+        responses={413: {"model": Problem}, 415: {"model": Problem},
+                   422: {"model": InputProblems}},
+        summary="Submit a job file",
+    )
+    async def submit_run(
+        request: Request,
+        response: Response,
+        speed: Annotated[float, Query(gt=0, le=10_000, description="Run simulated time "
+                                      "this many times faster (fanout run --speed).")] = 1.0,
+        idempotency_key: Annotated[str | None, Header(description="The same key returns "
+                                                      "the run it made before.")] = None,
+    ) -> RunCreated:
+        kind = media_kind(request.headers.get("content-type"))
+        key = check_key(idempotency_key)
+        body = await read_body(request, config.max_body_bytes)
+        run_id, _ = await manager.submit(
+            body, lambda: parse_job(body, kind, allow_mcp=config.allow_mcp),
+            speed=speed, key=key,
+        )
+        row = await anyio.to_thread.run_sync(manager.store.get, run_id)
+        url = _url(request, run_id)
+        response.headers["Location"] = url
+        return RunCreated(run_id=run_id, status=manager.status_of(run_id, row.status), url=url)
+
+    @router.get("", response_model=RunList, summary="Every stored run, newest first")
+    async def list_runs(request: Request) -> RunList:
+        rows = await anyio.to_thread.run_sync(manager.store.runs)
+        return RunList(runs=[RunSummary(**summary(request, r)) for r in rows])
+
+    @router.get("/{run_id}", response_model=RunDetail, responses=_NOT_FOUND,
+                summary="A run, its progress and its coverage so far")
+    async def get_run(request: Request, row: Known) -> RunDetail:
+        def read() -> dict[str, Any]:
+            scenario = scenario_of(manager.store, row)
+            subtasks = subtasks_of(scenario)
+            return {
+                "query": row.query,
+                "progress": progress_of(manager.records, row, [s.id for s in subtasks]),
+                "coverage_so_far": coverage_so_far(manager.store, row, scenario),
+                "cancel_requested": manager.records.cancel_requested(row.id),
+                "subtasks": subtasks,
+            }
+
+        return RunDetail(**summary(request, row), **await anyio.to_thread.run_sync(read))
+
+    @router.get(
+        "/{run_id}/report",
+        responses={200: {"content": {"application/json": {}, "text/markdown": {},
+                                     "text/html": {}}},
+                   409: {"model": RunStatus}, **_NOT_FOUND},
+        summary="The coverage report (409 while the run goes on)",
+    )
+    async def get_report(
+        row: Known, format: Literal["json", "md", "html"] = "json"
+    ) -> Response:
+        status = manager.status_of(row.id, row.status)
+        if status in ("queued", "running"):
+            return JSONResponse({"status": status}, status_code=409)
+
+        def render() -> Response:
+            report = report_of(manager.store, row, scenario_of(manager.store, row)).to_wire()
+            if format == "md":
+                from coordinator.views.markdown import render_markdown
+
+                return PlainTextResponse(render_markdown(report, row.summary()),
+                                         media_type="text/markdown; charset=utf-8")
+            if format == "html":
+                from coordinator.views.html import render_html
+
+                page = render_html(report, manager.store.events(row.id), row.summary())
+                return HTMLResponse(page, headers={"Content-Security-Policy": REPORT_CSP})
+            return JSONResponse(report)
+
+        return await anyio.to_thread.run_sync(render)
+
+    @router.get("/{run_id}/gaps", response_model=GapList, responses=_NOT_FOUND,
+                summary="The coverage gaps (so far, while the run goes on)")
+    async def get_gaps(row: Known) -> GapList:
+        gaps = await anyio.to_thread.run_sync(
+            gaps_so_far, manager.store, row, scenario_of(manager.store, row)
+        )
+        return GapList(run_id=row.id, status=manager.status_of(row.id, row.status), gaps=gaps)
+
+    @router.post(
+        "/{run_id}/cancel",
+        response_model=CancelAccepted,
+        responses={202: {"model": CancelAccepted}, 409: {"model": RunStatus}, **_NOT_FOUND},
+        summary="Cancel a run: it ends with its report, trigger cancelled",
+    )
+    async def cancel_run(request: Request, row: Known) -> Response:
+        try:
+            await manager.cancel(row.id, row.status)
+        except NotCancellable as exc:
+            status = manager.status_of(row.id, exc.status)
+            return JSONResponse({"status": status, "detail": str(exc)}, status_code=409)
+        now = await anyio.to_thread.run_sync(manager.store.get, row.id)
+        status = manager.status_of(row.id, now.status)
+        answer = CancelAccepted(run_id=row.id, status=status, outcome=now.outcome,
+                                url=_url(request, row.id))
+        # 200 once the run has ended with its report; 202 while it is still winding down.
+        return JSONResponse(answer.model_dump(), status_code=200 if status == "finished" else 202)
+
+    @router.post("/{run_id}/ticket", response_model=StreamTicket, responses=_NOT_FOUND,
+                 summary="A ticket for this run's event stream (for EventSource)")
+    async def stream_ticket(row: Known) -> StreamTicket:
+        ticket, ttl = auth.ticket_for(row.id)
+        return StreamTicket(ticket=ticket, expires_in=ttl)
+
+    return router
+
+
+class _Stream(StreamingResponse):
+    """An event stream that holds one of the service's stream slots while it is open."""
+
+    def __init__(self, manager: RunManager, content: Any) -> None:
+        super().__init__(content, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        self._manager = manager
+        manager.streams += 1
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._manager.streams -= 1
+
+
+def events_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
+    """``/runs/{id}/events``: the run's events as Server-Sent Events."""
+    router = APIRouter(tags=["events"], dependencies=[Depends(auth.stream)],
+                       responses={401: {"model": Problem}})
+
+    @router.get(
+        "/runs/{run_id}/events",
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}},
+                         "description": "Every stored event of the run, then live ones; "
+                         "`id:` is the sequence number, the last event is `end`."},
+                   503: {"model": Problem}, **_NOT_FOUND},
+        summary="The run's events: history, then live",
+    )
+    async def run_event_stream(
+        row: Known,
+        last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+        after: Annotated[int | None, Query(
+            ge=0, description="Resume after this event (when no Last-Event-ID is sent)."
+        )] = None,
+    ) -> Response:
+        if manager.streams >= config.max_streams or manager.stopping:
+            raise HTTPException(503, "too many open event streams; try again shortly",
+                                headers={"Retry-After": "5"})
+        resume = after or 0
+        if last_event_id is not None and last_event_id.strip().isdigit():
+            resume = int(last_event_id.strip())
+        content = run_events(manager, row.id, resume, ping_s=config.ping_interval_s,
+                             poll_s=config.poll_interval_s)
+        return _Stream(manager, content)
+
+    return router
+
+
+def openapi_router(app: FastAPI, auth: Authorizer) -> APIRouter:
+    """``/openapi.json``, behind the token like everything else."""
+    router = APIRouter(dependencies=[Depends(auth.api)])
+
+    @router.get("/openapi.json", include_in_schema=False)
+    async def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    return router

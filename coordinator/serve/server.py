@@ -1,0 +1,196 @@
+"""The service's settings, its token, the bind rule, and running it on uvicorn.
+
+    ServeError                   the service cannot start (exit 2)
+    ├── TokenError               --token-file unreadable or without a token
+    └── BindRefused              a non-loopback address without a token, or a busy port
+
+Runs execute in the server's own process (the run manager's task group, on uvicorn's
+asyncio loop). A SIGTERM or SIGINT stops it cleanly: the event streams end (clients
+reconnect with ``Last-Event-ID`` to the next server), the runs still going are stopped
+after their last checkpoint, their recorders are flushed and each run is left
+``interrupted`` for the next start to resume; the process then exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import uvicorn
+from uvicorn.server import HANDLED_SIGNALS
+
+from shared.errors import FanoutError
+
+MAX_BODY_BYTES: Final = 1 << 20  # DESIGN §8: a job file of at most 1 MiB
+MAX_STREAMS: Final = 512  # event streams open at once, over every run
+PING_INTERVAL_S: Final = 15.0
+TICKET_TTL_S: Final = 600.0
+_LOOPBACK_NAMES: Final = frozenset({"localhost", "localhost.", "ip6-localhost"})
+
+log = logging.getLogger("fanout.serve")
+
+
+class ServeError(FanoutError):
+    """``fanout serve`` cannot start; the message says why and what to do."""
+
+
+class TokenError(ServeError):
+    """The token file cannot be read, or its first line holds no token."""
+
+
+class BindRefused(ServeError):
+    """The address may not or cannot be listened on."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """Everything the service is started with (the CLI's options, and limits for tests)."""
+
+    store: Path
+    host: str = "127.0.0.1"
+    port: int = 8765
+    max_runs: int = 4
+    token: str | None = None
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_streams: int = MAX_STREAMS
+    ping_interval_s: float = PING_INTERVAL_S
+    ticket_ttl_s: float = TICKET_TTL_S
+    # How often a stream of a run that another process is running looks for new events.
+    poll_interval_s: float = 0.5
+    # Submitted jobs may declare MCP servers, i.e. commands this process starts.
+    allow_mcp: bool = False
+
+
+def read_token(token_file: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> str | None:
+    """The bearer token: the first line of ``token_file``, else ``FANOUT_TOKEN``, else None.
+
+    Raises:
+        TokenError: the file cannot be read or its first line is blank.
+    """
+    if token_file is not None:
+        try:
+            with open(token_file, encoding="utf-8") as f:
+                first = f.readline().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TokenError(f"--token-file {token_file}: cannot read it ({exc})") from None
+        if not first:
+            raise TokenError(f"--token-file {token_file}: the first line holds no token")
+        return first
+    return environ.get("FANOUT_TOKEN", "").strip() or None
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse a non-loopback address without a token (DESIGN §8).
+
+    Raises:
+        BindRefused: ``host`` is reachable from other machines and no token is set.
+    """
+    if token is None and not is_loopback(host):
+        raise BindRefused(
+            f"--host {host}: refusing to listen beyond this machine without a token; "
+            "set FANOUT_TOKEN or pass --token-file (or bind 127.0.0.1)"
+        )
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0 picks a free one).
+
+    Raises:
+        BindRefused: the address cannot be listened on (in use, not ours, not valid).
+    """
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+        family, _, _, _, address = infos[0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise BindRefused(f"cannot listen on {host}:{port}: {exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise BindRefused(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """The base URL a bound socket serves."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+class _Server(uvicorn.Server):
+    """uvicorn with two changes: streams end before connections are waited for, and a
+    signal that stopped the server cleanly is not raised again (the exit code is 0)."""
+
+    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_shutdown = on_shutdown
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # uvicorn waits for open responses before the app's lifespan ends; event streams
+        # never end by themselves, so they are told to first.
+        self._on_shutdown()
+        await super().shutdown(sockets)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+
+def run_server(
+    config: ServeConfig,
+    sock: socket.socket,
+    *,
+    log_level: str = "info",
+    on_publish: Callable[[str, int], None] | None = None,
+) -> None:
+    """Serve the API and the page on ``sock`` until SIGTERM or SIGINT.
+
+    ``on_publish(run_id, seq)`` hears each live event as it is published (benchmarks).
+    """
+    from coordinator.serve.app import create_app
+
+    app = create_app(config, on_publish=on_publish)
+    manager = app.state.manager
+    uv = uvicorn.Config(
+        app,
+        loop="asyncio",
+        http="h11",
+        lifespan="on",
+        log_level=log_level,
+        timeout_graceful_shutdown=10,
+        # Proxies may idle-close at 60 s; SSE pings come every ping_interval_s anyway.
+        timeout_keep_alive=30,
+    )
+    _Server(uv, manager.begin_shutdown).run(sockets=[sock])

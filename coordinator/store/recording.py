@@ -1,0 +1,283 @@
+"""A stored run written out as a scenario that replays it offline (DESIGN §7, recording).
+
+``fanout run JOB --record OUT.yaml`` (and ``fanout ask --record``) turn a live run into a
+scenario file: the job as it ran (the lead's plan as ``subtasks``), every model call as
+a ``provider: scripted`` turn per subtask and for ``lead`` (failed calls included, with
+the latency seen), each tool's responses per subtask (``by_subtask``, with the latency
+seen), MCP tools as simulated tools of the same name, and the report as ``expect``.
+``fanout replay OUT.yaml`` then reproduces the statuses, attempts, findings and gaps in
+virtual time, with no server, no key and no network.
+
+Nothing secret is written: the job comes from the stored spec (which the loader refuses
+to hold a key) without ``base_url`` or ``api_key_env``; envelopes carry no headers.
+Calls refused before execution (schema, allowlist, invented tools) consume no response,
+so they are not recorded: the replay refuses them again from the same schemas.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import yaml
+
+from coordinator.jobfile.loader import load_scenario_text
+from coordinator.jobfile.scenario import Scenario
+from coordinator.lead import LEAD
+from coordinator.store.runner import planned_scenario
+from coordinator.store.runs import RunStore
+from subagents.models.scripted import PLAN_TOOL
+
+# Error types of envelopes made before a call ran: they used no response.
+_REFUSED = frozenset({"invalid_argument", "invalid_arguments", "unknown_tool", "not_allowed"})
+_TRANSIENT = {"timeout", "unavailable", "connection_reset", "rate_limited"}
+# A model failure's error_type → the scripted error that reproduces it.
+_MODEL_ERRORS = {
+    "overloaded": "overloaded",
+    "rate_limited": "rate_limited",
+    "timeout": "timeout",
+    "unavailable": "unavailable",
+    "connection_reset": "connection_reset",
+    "auth": "auth",
+    "forbidden": "forbidden",
+    "quota": "quota",
+    "context_length": "context_length",
+    "model_not_found": "model_not_found",
+    "bad_request": "bad_request",
+}
+_PARAM_KEYS = ("type", "enum", "minimum", "maximum", "pattern", "description")
+
+
+def _latency(envelope: dict[str, Any]) -> float:
+    return round(float(envelope.get("elapsed_s") or 0.0), 6)
+
+
+def tool_response(envelope: dict[str, Any]) -> dict[str, Any] | None:
+    """The simulated response that reproduces one attempt's envelope (None: refused)."""
+    if envelope.get("ok"):
+        if envelope.get("empty"):
+            out: dict[str, Any] = {"empty": True}
+        elif envelope.get("complete", True):
+            out = {"ok": envelope.get("data")}
+        else:
+            out = {"partial": envelope.get("data")}
+        out["latency_s"] = _latency(envelope)
+        return out
+    kind, category = envelope.get("error_type"), envelope.get("errorCategory")
+    if kind in _REFUSED:
+        return None
+    message = envelope.get("message")
+    if category == "transient":
+        error = kind if kind in _TRANSIENT else "unavailable"
+        out = {"error": error, "message": message}
+        if envelope.get("retry_after_s") is not None:
+            out["retry_after_s"] = envelope["retry_after_s"]
+        if error != "timeout":
+            out["latency_s"] = _latency(envelope)
+        return out
+    if category == "validation":
+        out = {
+            "error": "validation",
+            "field": envelope.get("field"),
+            "expected": envelope.get("expected"),
+            "message": message,
+        }
+    elif category == "business":
+        out = {
+            "error": "business",
+            "rule": envelope.get("rule"),
+            "limit": envelope.get("limit"),
+            "requested": envelope.get("requested"),
+            "message": message,
+        }
+    elif category == "permission":
+        out = {"error": "permission", "message": message}
+    else:
+        out = {"error": "crash", "message": message}
+    out["latency_s"] = _latency(envelope)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def model_turn(envelope: dict[str, Any], *, decomposition: bool) -> dict[str, Any]:
+    """The scripted turn that reproduces one model attempt."""
+    latency = _latency(envelope)
+    if not envelope.get("ok"):
+        error = _MODEL_ERRORS.get(str(envelope.get("error_type")), "bad_request")
+        out: dict[str, Any] = {"error": error, "message": envelope.get("message")}
+        if envelope.get("retry_after_s") is not None:
+            out["retry_after_s"] = envelope["retry_after_s"]
+        if error != "timeout":
+            out["latency_s"] = latency
+        return out
+    data = envelope.get("data") or {}
+    calls = data.get("calls") or []
+    if decomposition:
+        plan = next((c for c in calls if c.get("name") == PLAN_TOOL), None)
+        if plan is not None and isinstance(plan.get("arguments"), dict):
+            return {"subtasks": plan["arguments"].get("subtasks"), "latency_s": latency}
+    turn: dict[str, Any] = {"latency_s": latency}
+    if calls:
+        turn["calls"] = [
+            {
+                "tool": c["name"],
+                "args": c["arguments"] if "arguments" in c else c.get("raw_arguments"),
+            }
+            for c in calls
+        ]
+    if data.get("text"):
+        turn["text"] = data["text"]
+    if data.get("stop_reason") in ("max_tokens", "refusal"):
+        turn["stop"] = data["stop_reason"]
+    if "calls" not in turn and "text" not in turn:
+        turn["text"] = ""
+    return turn
+
+
+def _params(schema: dict[str, Any]) -> dict[str, Any]:
+    """An MCP tool's inputSchema as simulated-tool params (the checks the replay repeats)."""
+    required = set(schema.get("required") or [])
+    out: dict[str, Any] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        spec = {k: prop[k] for k in _PARAM_KEYS if isinstance(prop, dict) and k in prop}
+        if isinstance(spec.get("type"), list):
+            spec.pop("type")  # a union type: no check the simulated format can express
+        if name not in required:
+            spec["required"] = False
+        out[str(name)] = spec
+    return out
+
+
+def recording(store: RunStore, run_id: str) -> dict[str, Any]:
+    """The scenario (as plain data) that replays stored run ``run_id``."""
+    row = store.get(run_id)
+    if row.report is None:
+        raise ValueError(f"run {run_id} has not finished: only a finished run can be recorded")
+    scenario: Scenario = planned_scenario(
+        load_scenario_text(row.spec_text, row.file), store, run_id
+    )
+    events = store.events(run_id)
+    decomposed = any(e["subtask_id"] == LEAD and e["kind"] == "plan" for e in events)
+    turns: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    responses: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    catalogue: dict[str, Any] = {}
+    planned = False
+    for event in events:
+        sid, kind = event["subtask_id"], event["kind"]
+        if kind == "plan":
+            planned = True
+        elif kind == "catalogue":
+            catalogue.update(event.get("tools") or {})
+        if kind != "attempt" or "result" not in event:
+            continue
+        envelope = event["result"]
+        if event.get("tool") == "model":
+            if sid == LEAD and decomposed and not planned:
+                continue  # the job is written with the lead's plan: replay does not decompose
+            turns[sid].append(model_turn(envelope, decomposition=not decomposed and sid == LEAD))
+        else:
+            response = tool_response(envelope)
+            if response is not None:
+                responses[str(event.get("tool"))][sid].append(response)
+    return _scenario_data(scenario, row.report, turns, responses, catalogue, run_id)
+
+
+def _scenario_data(
+    scenario: Scenario,
+    report: dict[str, Any],
+    turns: dict[str, list[dict[str, Any]]],
+    responses: dict[str, dict[str, list[dict[str, Any]]]],
+    catalogue: dict[str, Any],
+    run_id: str,
+) -> dict[str, Any]:
+    job = scenario.job
+    subtasks = []
+    for spec in job.subtasks:
+        sub: dict[str, Any] = {
+            "id": spec.id,
+            "query": spec.query,
+            "weight": spec.weight,
+            "tools": list(spec.tools),
+        }
+        if spec.planner == "scripted":
+            sub["plan"] = [s.model_dump(exclude_none=True) for s in spec.plan]
+        for key in ("max_steps", "context_window", "active_tool_budget", "tool_timeout_s"):
+            sub[key] = getattr(spec, key)
+        sub["retry"] = spec.retry.model_dump(exclude_none=True)
+        subtasks.append(sub)
+    tools: dict[str, Any] = {}
+    for name, spec_ in scenario.tools.items():
+        tools[name] = spec_.model_dump(exclude_none=True, exclude_defaults=True)
+        tools[name].setdefault(
+            "responses", [r.model_dump(exclude_none=True) for r in spec_.responses]
+        )
+    for name, per_subtask in responses.items():
+        tool = tools.setdefault(name, _mcp_tool(name, catalogue.get(name) or {}))
+        tool["by_subtask"] = {sid: list(rs) for sid, rs in per_subtask.items()}
+    data: dict[str, Any] = {
+        "scenario": f"{scenario.scenario}-recorded",
+        "description": f"Recorded from run {run_id} ({scenario.source}); replays it offline.",
+        "seed": scenario.seed,
+        "job": {
+            "query": job.query,
+            "concurrency": job.concurrency,
+            **({"deadline_s": job.deadline_s} if job.deadline_s is not None else {}),
+            **({"routing": dict(job.routing)} if job.routing else {}),
+            "subtasks": subtasks,
+        },
+        "tools": tools,
+    }
+    model = scenario.model
+    if model is not None:
+        data["model"] = {
+            "provider": "scripted",
+            "name": model.model_name,
+            "max_tokens": model.max_tokens,
+            "timeout_s": model.timeout_s,
+            "retry": model.retry.model_dump(exclude_none=True),
+            "turns": dict(turns),
+        }
+    data["expect"] = _expect(report)
+    return data
+
+
+def _mcp_tool(name: str, listed: dict[str, Any]) -> dict[str, Any]:
+    """A simulated stand-in for an MCP tool, with the schema its server listed."""
+    return {
+        "description": listed.get("description") or f"recorded from MCP tool {name}",
+        "params": _params(listed.get("schema") or {}),
+        # Only subtasks in by_subtask called it; any other would get this.
+        "responses": [{"error": "unavailable", "message": f"{name}: no recorded response"}],
+    }
+
+
+def _expect(report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "outcome": report["outcome"],
+        "coverage": report["coverage"],
+        "subtasks": {
+            s["id"]: {
+                "status": s["status"],
+                "attempts": s["attempts"],
+                "rounds": s["rounds"],
+                "findings": s["findings"],
+            }
+            for s in report["subtasks"]
+        },
+        "gaps": {
+            g["subtask_id"]: {
+                "errorCategory": g["errorCategory"],
+                "trigger": g["trigger"],
+                "route": g["route"],
+            }
+            for g in report["gaps"]
+        },
+        "escalations": len(report["escalations"]),
+    }
+
+
+def write_recording(store: RunStore, run_id: str, path: str) -> None:
+    """Write the recording of ``run_id`` to ``path`` as YAML."""
+    text = yaml.safe_dump(recording(store, run_id), sort_keys=False, allow_unicode=True, width=100)
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(f"# fanout recording of run {run_id}: `fanout replay {path}` reproduces it.\n")
+        out.write(text)

@@ -1,0 +1,122 @@
+"""Cancelling a run, and a server killed (SIGKILL) or stopped (SIGTERM) losing nothing."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from coordinator.jobfile.loader import load_scenario
+from coordinator.replay import replay
+from coordinator.store.runs import RunStore, wait_for
+from tests.coordinator.serve.conftest import ROOT, SLOW, Server, read_stream, start_server
+from tests.coordinator.store.test_store import committed, normalized
+
+RESUMABLE = ROOT / "tests" / "coordinator" / "data" / "resumable.yaml"
+
+
+def test_cancel_cuts_running_subagents_and_gaps_the_queued(server: Server) -> None:
+    """Cancel: running subagents hand up with trigger cancelled, queued ones 0 attempts."""
+    run_id = server.submit(SLOW, speed=2)["run_id"]
+    with server.client() as c:
+        assert wait_for(lambda: c.get(f"/runs/{run_id}").json()["progress"]["running"] == 2, 10)
+        time.sleep(0.2)  # the two running subagents are inside their first attempt
+        r = c.post(f"/runs/{run_id}/cancel")
+        assert r.status_code == 200, r.text
+        assert r.json()["status"] == "finished" and r.json()["outcome"] == "failed"
+        report = c.get(f"/runs/{run_id}/report").json()
+        detail = c.get(f"/runs/{run_id}").json()
+        again = c.post(f"/runs/{run_id}/cancel")
+    subtasks = {s["id"]: s for s in report["subtasks"]}
+    gaps = {g["subtask_id"]: g for g in report["gaps"]}
+    assert set(gaps) == {"first", "second", "third", "fourth"}
+    assert {g["trigger"] for g in gaps.values()} == {"cancelled"}
+    assert {g["route"] for g in gaps.values()} == {"gap"}
+    assert subtasks["first"]["attempts"] == 1 and subtasks["second"]["attempts"] == 1
+    assert subtasks["third"]["attempts"] == 0 and subtasks["fourth"]["attempts"] == 0
+    assert report["escalations"] == []
+    assert detail["cancel_requested"] is True
+    assert detail["progress"] == {"queued": 0, "running": 0, "done": 0, "escalated": 4}
+    assert again.status_code == 409 and again.json()["status"] == "finished"
+
+
+def test_cancelling_a_queued_run_ends_it_at_once(open_server: Server) -> None:
+    """A run waiting for a slot, cancelled, ends now with every subtask a cancelled gap."""
+    busy = open_server.submit(SLOW, speed=10)["run_id"]
+    waiting = open_server.submit(SLOW, speed=10)
+    assert waiting["status"] == "queued"
+    with open_server.client() as c:
+        r = c.post(f"/runs/{waiting['run_id']}/cancel")
+        assert r.status_code == 200 and r.json()["status"] == "finished"
+        report = c.get(f"/runs/{waiting['run_id']}/report").json()
+        assert c.get(f"/runs/{busy}").json()["status"] == "running"  # untouched
+        c.post(f"/runs/{busy}/cancel")
+    assert [s["attempts"] for s in report["subtasks"]] == [0, 0, 0, 0]
+    assert {g["trigger"] for g in report["gaps"]} == {"cancelled"}
+    assert report["outcome"] == "failed"
+
+
+def test_a_killed_then_a_stopped_server_lose_nothing(tmp_path: Path) -> None:
+    """SIGKILL mid-run: the next server resumes it to replay's report, nothing run twice;
+    SIGTERM: streams end without `end`, exit 0, and the server after finishes the run."""
+    first = start_server(tmp_path, name="first")
+    killed = first.submit(RESUMABLE, speed=6)["run_id"]
+    assert wait_for(lambda: committed(first.store) >= 3, timeout=60), "the run never got going"
+    first.stop(signal.SIGKILL)
+    runs = RunStore(first.store)
+    assert runs.get(killed).status == "interrupted"
+    finished_before = set(runs.results(killed))
+    assert 3 <= len(finished_before) < 8
+
+    second = start_server(tmp_path, name="second", store=first.store)
+    with second.client() as c:
+        # A stream opened right away follows the resumed session to its end.
+        messages, _ = read_stream(c, f"/runs/{killed}/events")
+        report = c.get(f"/runs/{killed}/report").json()
+        detail = c.get(f"/runs/{killed}").json()
+    assert messages[-1]["event"] == "end" and messages[-1]["data"]["status"] == "finished"
+    ids = [int(m["id"]) for m in messages[:-1]]
+    assert ids == list(range(1, len(ids) + 1))
+    assert detail["sessions"] == 2 and detail["status"] == "finished"
+    assert normalized(report) == normalized(replay(load_scenario(RESUMABLE)).report)
+    second_session = [e for e in runs.events(killed) if e["session"] == 2]
+    rerun = {e["subtask_id"] for e in second_session if e["kind"] == "start"} & finished_before
+    assert rerun == set(), f"finished subtasks executed again: {rerun}"
+
+    stopped = second.submit(SLOW, speed=20)["run_id"]
+    streamed: dict[str, Any] = {}
+
+    def follow() -> None:
+        with httpx.Client(base_url=second.url, timeout=30,
+                          headers={"Authorization": f"Bearer {second.token}"}) as c:
+            streamed["messages"], _ = read_stream(c, f"/runs/{stopped}/events")
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    with second.client() as c:
+        assert wait_for(lambda: c.get(f"/runs/{stopped}").json()["progress"]["running"] == 2,
+                        10)
+    began = time.monotonic()
+    assert second.stop(signal.SIGTERM) == 0
+    assert time.monotonic() - began < 10
+    reader.join(timeout=10)
+    assert streamed["messages"] and streamed["messages"][-1]["event"] != "end"
+    row = runs.get(stopped)
+    assert row.status == "interrupted" and row.pid is None
+    log = second.log.read_text()
+    assert "Traceback" not in log and "Application shutdown complete" in log
+
+    third = start_server(tmp_path, name="third", store=first.store)
+    try:
+        done = third.wait_status(stopped, "finished", timeout=60)
+        with third.client() as c:
+            resumed = c.get(f"/runs/{stopped}/report").json()
+    finally:
+        assert third.stop() == 0
+    assert done["sessions"] == 2
+    # The attempts cut by the stop were never checkpointed: each subtask made one call.
+    assert [(s["status"], s["attempts"]) for s in resumed["subtasks"]] == [("complete", 1)] * 4

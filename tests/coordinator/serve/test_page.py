@@ -1,0 +1,133 @@
+"""The web page in real headless chromium (Playwright driving Debian's chromium)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.coordinator.serve.conftest import HOSTILE, TOKEN, Server
+
+SCRIPT_QUERY = "<script>window.__pwned = 1</script>"
+
+
+def _chromium() -> str:
+    """Debian's chromium; skipped locally when missing, a failure in CI."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None and Path("/usr/bin/chromium").exists():
+        found = "/usr/bin/chromium"
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing but CI is set: .ci/run must install it "
+                        "(apt-get install -y chromium)")
+        pytest.skip("chromium is not installed (apt-get install -y chromium); "
+                    "in CI (CI set) this test fails instead")
+    return found
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Any]:
+    """A fresh page in headless chromium, failing the test on any script error."""
+    chromium = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium,
+                                     args=["--no-sandbox", "--disable-gpu"])
+        context = browser.new_context(viewport={"width": 1280, "height": 1000})
+        tab = context.new_page()
+
+        def on_dialog(dialog: Any) -> None:
+            errors.append(f"dialog: {dialog.message}")  # an alert() means a script ran
+            dialog.dismiss()
+
+        def on_console(message: Any) -> None:
+            if "Content Security Policy" in message.text:
+                errors.append(message.text)
+
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.on("dialog", on_dialog)
+        tab.on("console", on_console)
+        yield tab
+        context.close()
+        browser.close()
+    assert errors == [], errors
+
+
+def test_submit_watch_live_and_read_the_report(server: Server, page: Any) -> None:
+    """Sign in, submit a job through the form, see rows change live, the gaps, the report."""
+    page.goto(server.url + "/")
+    page.wait_for_selector("#login-form", state="visible")
+    page.fill("#token", TOKEN)
+    page.click("#login-form button")
+    page.wait_for_selector("#job-form", state="visible")
+
+    page.fill("#job-text", HOSTILE.read_text())
+    page.fill("#speed", "4")
+    page.click("#submit-btn")
+    page.wait_for_selector("#run", state="visible")
+    markup = page.locator('#subagents tr[data-subtask="markup"]')
+    flaky = page.locator('#subagents tr[data-subtask="flaky"]')
+    # Rows change state as the events arrive: running, then done, while others wait.
+    page.wait_for_selector('#subagents tr[data-subtask="markup"][data-state="running"]')
+    assert flaky.get_attribute("data-state") == "queued"
+    page.wait_for_selector('#subagents tr[data-subtask="markup"][data-state="done"]')
+    page.wait_for_selector('#subagents tr[data-subtask="flaky"][data-state="retrying"]')
+    page.wait_for_selector('#subagents tr[data-subtask="flaky"][data-state="done"]')
+    assert flaky.locator(".c-attempts").text_content() == "2"
+    page.wait_for_selector('#gaps tr[data-subtask="denied"]', timeout=20_000)
+    page.wait_for_selector("#report-box", state="visible", timeout=20_000)
+
+    # What was markup is text: the script never ran and no element came from data.
+    assert markup.locator(".c-query").text_content() == SCRIPT_QUERY
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#run-query").text_content() == "Escaping <b>everything</b> the page shows"
+    assert page.locator("#run-query b").count() == 0
+    denied_gap = page.locator('#gaps tr[data-subtask="denied"]')
+    assert "<img src=x" in (denied_gap.text_content() or "")
+    assert page.locator("#gaps img").count() == 0
+    assert "permission_denied" in (denied_gap.text_content() or "")
+    assert page.locator('#subagents tr[data-subtask="denied"] .c-trigger').text_content() == (
+        "permission_denied")
+    assert page.locator("#coverage").text_content() == "66.7%"
+    report = page.frame_locator("#report")
+    assert "permission_denied" in (report.locator("#gaps").text_content() or "")
+    assert report.locator("script").count() == 0
+    # The runs list shows the run, finished.
+    run_id = page.locator("#run-id").text_content()
+    page.click("#refresh")
+    page.wait_for_selector(f'#runs-table tr[data-run="{run_id}"] .st-finished')
+
+
+def test_the_cancel_button_ends_a_run_with_its_report(server: Server, page: Any) -> None:
+    """Cancel on a running job: the rows end escalated (cancelled) and the report shows."""
+    page.goto(server.url + "/")
+    page.fill("#token", TOKEN)
+    page.click("#login-form button")
+    page.wait_for_selector("#job-form", state="visible")
+    page.fill("#job-text", HOSTILE.read_text())
+    page.fill("#speed", "0.5")
+    page.click("#submit-btn")
+    page.wait_for_selector('#subagents tr[data-subtask="markup"][data-state="running"]')
+    page.click("#cancel-btn")
+    page.wait_for_selector("#report-box", state="visible", timeout=20_000)
+    for sid in ("markup", "flaky", "denied"):
+        row = page.locator(f'#subagents tr[data-subtask="{sid}"]')
+        assert row.get_attribute("data-state") == "escalated"
+        assert row.locator(".c-trigger").text_content() == "cancelled"
+    assert page.locator("#gaps tbody tr").count() == 3
+
+
+def test_a_wrong_token_stays_on_the_sign_in_form(server: Server, page: Any) -> None:
+    """A refused token shows why and no data; nothing is kept."""
+    page.goto(server.url + "/")
+    page.fill("#token", "not-the-token")
+    page.click("#login-form button")
+    page.wait_for_selector("#login-error:has-text('refused')")
+    assert page.locator("#app").is_hidden()
+    assert page.locator("#runs-table tbody tr").count() == 0

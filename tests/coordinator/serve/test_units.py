@@ -1,0 +1,126 @@
+"""The service's parts without a server: run_job's cancel, ids, tokens, binds, intake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+import coordinator.serve as serve
+from coordinator.fanout import run_job
+from coordinator.jobfile.loader import load_scenario
+from coordinator.serve.intake import JobRejected, UnsupportedMediaType, media_kind, parse_job
+from coordinator.store.runs import new_run_id
+from shared.clock import AnyioClock
+from subagents.simulated.tools import SimulatedTools
+from tests.coordinator.serve.conftest import SLOW
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("cancel_at", "expected"), [
+    pytest.param(5.0, [("cancelled", 1), ("cancelled", 1), ("cancelled", 0), ("cancelled", 0)],
+                 id="first-round"),
+    pytest.param(25.0, [(None, 1), (None, 1), ("cancelled", 1), ("cancelled", 1)],
+                 id="after-two-finished"),
+    pytest.param(0.0, [("cancelled", 0)] * 4, id="before-start"),
+])
+async def test_run_job_cancel_cuts_like_a_deadline(
+    cancel_at: float, expected: list[tuple[str | None, int]]
+) -> None:
+    """Running subagents hand up with trigger cancelled (attempt counted), queued get 0."""
+    scenario = load_scenario(SLOW)
+    clock = AnyioClock()
+    cancel = anyio.Event()
+    if cancel_at == 0.0:
+        cancel.set()
+
+    async def later() -> None:
+        await anyio.sleep(cancel_at)
+        cancel.set()
+
+    async with anyio.create_task_group() as tg:
+        if cancel_at:
+            tg.start_soon(later)
+        report = await run_job(scenario.job, SimulatedTools(scenario.tools, clock), clock=clock,
+                               seed=scenario.seed, cancel=cancel)
+    gaps = {g.subtask_id: g for g in report.gaps}
+    got = [(gaps[s.id].trigger if s.id in gaps else None, s.attempts) for s in report.subtasks]
+    assert got == expected
+    assert {g.route for g in report.gaps} <= {"gap"}
+    assert report.elapsed_s == pytest.approx(cancel_at if cancel_at < 40 else 40.0)
+
+
+@pytest.mark.anyio
+async def test_a_cancel_never_set_changes_nothing() -> None:
+    """With a cancel event that is never set the report is the replay's."""
+    scenario = load_scenario(SLOW)
+    clock = AnyioClock()
+    report = await run_job(scenario.job, SimulatedTools(scenario.tools, clock), clock=clock,
+                           seed=scenario.seed, cancel=anyio.Event())
+    assert report.outcome == "complete" and report.elapsed_s == pytest.approx(40.0)
+
+
+def test_the_run_id_format_is_the_stores() -> None:
+    """Ids the store makes pass the service's check; anything path-like does not."""
+    for _ in range(20):
+        assert serve.valid_run_id(new_run_id())
+    for bad in ("", "..", "latest", "20261201-071257-8BEC", "20261201-071257-8bec/..",
+                "20261201-071257-8bec\n", "../20261201-071257-8bec", "%2e%2e"):
+        assert not serve.valid_run_id(bad), bad
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.8.9.1", True), ("::1", True), ("[::1]", True),
+    ("localhost", True), ("0.0.0.0", False), ("::", False), ("192.168.1.4", False),
+    ("example.org", False), ("localhost.example.org", False),
+])
+def test_loopback_addresses(host: str, loopback: bool) -> None:
+    """Only addresses this machine alone can reach count as loopback."""
+    assert serve.is_loopback(host) is loopback
+
+
+def test_the_token_comes_from_the_file_then_the_environment(tmp_path: Path) -> None:
+    """--token-file's first line wins over FANOUT_TOKEN; blank values mean no token."""
+    token_file = tmp_path / "token"
+    token_file.write_text("  from-file  \nsecond line\n")
+    assert serve.read_token(token_file, {"FANOUT_TOKEN": "env"}) == "from-file"
+    assert serve.read_token(None, {"FANOUT_TOKEN": " env "}) == "env"
+    assert serve.read_token(None, {"FANOUT_TOKEN": "  "}) is None
+    assert serve.read_token(None, {}) is None
+    with pytest.raises(serve.TokenError):
+        serve.read_token(tmp_path / "missing", {})
+
+
+def test_binding_beyond_loopback_needs_a_token() -> None:
+    """check_bind refuses 0.0.0.0 without a token and allows it with one."""
+    with pytest.raises(serve.BindRefused, match="without a token"):
+        serve.check_bind("0.0.0.0", None)
+    serve.check_bind("0.0.0.0", "a-token")
+    serve.check_bind("127.0.0.1", None)
+
+
+def test_a_job_with_mcp_servers_is_refused_unless_allowed() -> None:
+    """Submitted jobs may not start commands on the server unless --allow-mcp."""
+    body = (Path(__file__).resolve().parents[3] / "scenarios" / "live" / "office_clocks.yaml")
+    with pytest.raises(JobRejected) as refused:
+        parse_job(body.read_bytes(), "yaml", allow_mcp=False)
+    problem = refused.value.problems[0]
+    assert problem.field == "mcp_servers" and problem.line is not None
+    assert parse_job(body.read_bytes(), "yaml", allow_mcp=True).mcp_servers
+
+
+def test_media_types() -> None:
+    """YAML and JSON types (with parameters) are read; anything else is refused."""
+    assert media_kind("application/yaml; charset=utf-8") == "yaml"
+    assert media_kind("Application/JSON") == "json"
+    for bad in (None, "", "text/plain", "multipart/form-data"):
+        with pytest.raises(UnsupportedMediaType):
+            media_kind(bad)
+
+
+def test_the_wing_names_its_surface() -> None:
+    """coordinator.serve lists what the rest of the house may use, and each name resolves."""
+    assert serve.__all__
+    for name in serve.__all__:
+        assert hasattr(serve, name), name

@@ -1,0 +1,147 @@
+"""A live run recorded as a scenario replays offline to the same statuses, attempts and gaps.
+
+The live run goes through the official ``openai`` SDK against a loopback server that
+speaks its wire protocol (overloads, a validation error the model corrects, a permission
+stop) and a real MCP server (mcp-server-time); the replay runs with the server stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.loopback._server import RecordedRequest, Reply
+from tests.loopback.openai_server import OpenAIServer, completion, error, tool_call
+
+KEY = "sk-test-recording-0123456789abcdefghij"
+
+JOB = """\
+scenario: recorded-live
+seed: 5
+mcp_servers:
+  time:
+    command: [python, -m, mcp_server_time, --local-timezone, UTC]
+    startup_timeout_s: 30
+model:
+  provider: openai
+  name: gpt-loopback
+  base_url: {base_url}
+  api_key_env: FANOUT_RECORD_TEST_KEY
+  retry: {{max_attempts: 3, initial_backoff_s: 0.05, multiplier: 2, max_backoff_s: 1, jitter: none}}
+job:
+  query: "battery research, with the time"
+  subtasks:
+    - {{id: clock, query: "what time is it in UTC", tools: [time.get_current_time]}}
+    - {{id: market, query: "solid-state battery market size", tools: [web_search]}}
+    - {{id: patents, query: "solid-state battery patents", tools: [patent_db]}}
+tools:
+  web_search:
+    params: {{query: {{type: string}}}}
+    latency_s: 0.02
+    responses: [{{ok: {{results: ["IDTechEx: USD 9bn by 2034"]}}}}]
+  patent_db:
+    params: {{since: {{type: string}}}}
+    latency_s: 0.01
+    responses: [{{error: permission, message: "role analyst lacks patents:read"}}]
+"""
+
+
+class ResearchServer(OpenAIServer):
+    """Answers each subagent by its subtask, as a model would, with two overloads."""
+
+    def __init__(self) -> None:
+        super().__init__(api_key=KEY)
+        self.seen: dict[str, int] = defaultdict(int)
+
+    def default_reply(self, request: RecordedRequest) -> Reply:
+        """Route on the request's system prompt and its tool results so far."""
+        messages = request.json()["messages"]
+        system = str(messages[0]["content"])
+        if system.startswith("You are the lead"):
+            return completion("USD 9bn by 2034 [market]; checked at a UTC time [clock].")
+        sid = next(s for s in ("clock", "market", "patents") if f"Subtask {s!r}" in system)
+        n = self.seen[sid]
+        self.seen[sid] += 1
+        results = [m for m in messages if m["role"] == "tool"]
+        if sid == "clock":
+            if not results:
+                return completion(
+                    tool_calls=[tool_call("time.get_current_time", {"timezone": "UTC"})]
+                )
+            return completion("It is the time the tool said (time.get_current_time).")
+        if sid == "market":
+            if n < 2:
+                return error(503, "The server is overloaded, please try again later.")
+            if not results:
+                return completion(tool_calls=[tool_call("web_search", {"query": 2026})])
+            if len(results) == 1:
+                return completion(tool_calls=[tool_call("web_search", {"query": "market size"})])
+            return completion("USD 9bn by 2034 (web_search).")
+        return completion(tool_calls=[tool_call("patent_db", {"since": "2024-01-01"})])
+
+
+def _fanout(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+def _outcome(report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "outcome": report["outcome"],
+        "coverage": report["coverage"],
+        "subtasks": [
+            (s["id"], s["status"], s["attempts"], s["rounds"], s["findings"])
+            for s in report["subtasks"]
+        ],
+        "gaps": [
+            (g["subtask_id"], g["errorCategory"], g["trigger"], g["route"]) for g in report["gaps"]
+        ],
+    }
+
+
+def test_a_recorded_live_run_replays_offline_to_the_same_report(tmp_path: Path) -> None:
+    """Overloads, a correction, a permission stop and an MCP call all replay the same."""
+    env = {**os.environ, "FANOUT_RECORD_TEST_KEY": KEY, "FANOUT_STORE": str(tmp_path / "s.db")}
+    job = tmp_path / "job.yaml"
+    out = tmp_path / "recorded.yaml"
+    with ResearchServer() as server:
+        job.write_text(JOB.format(base_url=server.base_url))
+        live = _fanout("run", str(job), "--json", "--record", str(out), env=env, cwd=tmp_path)
+        requests = list(server.requests)
+    assert live.returncode == 0, live.stderr
+    live_report = json.loads(live.stdout)
+    assert all(r.api_key == KEY for r in requests)
+    assert _outcome(live_report)["gaps"] == [
+        ("patents", "permission", "permission_denied", "escalate")
+    ]
+    market = next(s for s in live_report["subtasks"] if s["id"] == "market")
+    assert market["status"] == "complete"
+
+    text = out.read_text()
+    assert KEY not in text and "Authorization" not in text and "api_key_env" not in text
+    recorded = yaml.safe_load(text)
+    assert recorded["model"]["provider"] == "scripted"
+    assert "mcp_servers" not in recorded and "time.get_current_time" in recorded["tools"]
+
+    # The loopback server is stopped: the replay needs no model, no MCP server, no key.
+    bare = {k: v for k, v in env.items() if k != "FANOUT_RECORD_TEST_KEY"}
+    first = _fanout("replay", str(out), "--json", env=bare, cwd=tmp_path)
+    second = _fanout("replay", str(out), "--json", env=bare, cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert first.stdout == second.stdout
+    replayed = json.loads(first.stdout)["scenarios"][0]["report"]
+    assert _outcome(replayed) == _outcome(live_report)
