@@ -13,9 +13,11 @@ import subagents
 WINGS = [
     "coordinator.cli",
     "coordinator.jobfile",
+    "coordinator.serve",
     "coordinator.store",
     "coordinator.views",
     "subagents.mcp",
+    "subagents.models",
     "subagents.planners",
     "subagents.simulated",
 ]
