@@ -20,6 +20,7 @@ from coordinator.cli.read import cmd_gaps, cmd_record, cmd_report, cmd_runs, cmd
 from coordinator.cli.replay import cmd_replay, cmd_schema
 from coordinator.cli.run import cmd_resume, cmd_run, cmd_tools
 from coordinator.cli.serve import add_serve_parser
+from coordinator.cli.temporal import add_run_options, add_temporal_commands
 from coordinator.store.runs import (
     ResumeRefused,
     StoreError,
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
     p.add_argument("--ask", action="store_true", help="pick an alternative for each escalation")
     p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
+    add_run_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("replay", help="replay scenarios in virtual time and check expect")
@@ -93,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="OUT.yaml", required=True)
     p.set_defaults(func=cmd_record)
     add_serve_parser(sub)
+    add_temporal_commands(sub)
     for name in ("run", "resume", "runs", "report", "gaps", "trace", "record"):
         sub.choices[name].add_argument(
             "--store",

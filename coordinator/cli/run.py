@@ -112,6 +112,10 @@ def _job_servers(scenario: Scenario) -> AbstractAsyncContextManager[McpToolSourc
 
 def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Run a job file in real time (simulated latencies scaled by --speed), recorded."""
+    if getattr(args, "executor", "local") == "temporal":
+        from coordinator.cli.temporal import cmd_run_temporal
+
+        return cmd_run_temporal(args, out, err)
     if args.speed <= 0:
         err.print("[bold red]error:[/] --speed: expected a positive number")
         return EXIT_BAD_INPUT
@@ -202,6 +206,9 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Finish an interrupted run: committed subtasks are kept, in-flight ones continue."""
     store = open_store(args)
     row = store.get(args.run_id)
+    from coordinator.cli.temporal import refuse_resume_on_temporal
+
+    refuse_resume_on_temporal(store, row.id)
     recorder = store.claim_for_resume(row.id)
     # A decomposed job resumes with the subtasks its lead planned, not a new plan.
     scenario = planned_scenario(load_scenario_text(row.spec_text, row.file), store, row.id)

@@ -1,0 +1,335 @@
+"""`fanout temporal dev`, `fanout worker` and `fanout run --executor temporal` (DESIGN §9).
+
+The parsers are built without importing the Temporal SDK (it is the optional
+``fanout[temporal]`` extra, and every other command would pay for loading it); the
+handlers import :mod:`coordinator.temporal` when they run.
+
+Who records what: ``fanout run --executor temporal`` registers the run in the store
+and starts the workflow; the workers record everything after that — each subagent
+round's trace events, checkpoints and result as it runs, and the report at the end
+(the workflow's last activity). So a detached run is in the store, finished, whether
+or not anyone waits for it, and ``fanout report RUN_ID`` shows it once it is done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+
+from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump, load_all, open_store, print_report
+from coordinator.store.runs import ResumeRefused, RunStore
+from shared.envelope import ToolResult
+from subagents import ProgressEvent
+
+if TYPE_CHECKING:
+    from coordinator.jobfile.scenario import Scenario
+    from coordinator.report import CoverageReport
+    from coordinator.temporal import JobHandle
+    from coordinator.views.live import LiveBoard
+
+# The same defaults as coordinator.temporal.payloads, written out so that building the
+# parser does not import the SDK (a test pins that they agree).
+ADDRESS = "127.0.0.1:7233"
+NAMESPACE = "default"
+TASK_QUEUE = "fanout"
+DEV_PORT = 7233
+DEV_DB = str(Path(".fanout") / "temporal.sqlite")
+WORKER_CONCURRENCY = 100
+HEARTBEAT_TIMEOUT = 30.0
+EXIT_UNREACHABLE = 2
+
+
+def _server_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--address", default=ADDRESS, metavar="HOST:PORT",
+                   help=f"the Temporal frontend (default {ADDRESS})")
+    p.add_argument("--namespace", default=NAMESPACE, help=f"default {NAMESPACE}")
+    p.add_argument("--task-queue", default=TASK_QUEUE, help=f"default {TASK_QUEUE}")
+
+
+def add_temporal_commands(sub: Any) -> None:
+    """Add ``fanout temporal dev`` and ``fanout worker`` to the subcommands ``sub``."""
+    p = sub.add_parser("temporal", help="the Temporal dev server, for jobs on Temporal")
+    tsub = p.add_subparsers(dest="temporal_command", required=True, metavar="COMMAND")
+    d = tsub.add_parser("dev", help="start the Temporal dev server on loopback (offline)")
+    d.add_argument("--port", type=int, default=DEV_PORT, help=f"gRPC port (default {DEV_PORT})")
+    d.add_argument("--db-file", default=DEV_DB, metavar="PATH",
+                   help=f"where history is kept across restarts (default {DEV_DB})")
+    d.set_defaults(func=cmd_temporal_dev)
+
+    w = sub.add_parser("worker", help="run a Temporal worker for fanout jobs")
+    _server_options(w)
+    w.add_argument("--concurrency", type=int, default=WORKER_CONCURRENCY, metavar="N",
+                   help=f"subagent rounds this worker runs at once (default {WORKER_CONCURRENCY})")
+    w.set_defaults(func=cmd_worker)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--executor temporal`` and its options to the ``fanout run`` parser ``p``."""
+    p.add_argument("--executor", choices=("local", "temporal"), default="local",
+                   help="run in this process (local, the default) or on Temporal workers")
+    _server_options(p)
+    p.add_argument("--detach", action="store_true",
+                   help="with --executor temporal: print the run and workflow ids and return")
+    p.add_argument("--heartbeat-timeout", type=float, default=HEARTBEAT_TIMEOUT, metavar="S",
+                   help="with --executor temporal: a worker silent this long is lost and its "
+                   f"rounds resume on another (default {HEARTBEAT_TIMEOUT:g} s)")
+
+
+def cmd_temporal_dev(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Run the Temporal dev server in the foreground until Ctrl-C."""
+    from coordinator.temporal.dev import (
+        LOOPBACK,
+        DevServerFailed,
+        TemporalUnavailable,
+        start_dev_server,
+    )
+
+    db = Path(args.db_file)
+    try:
+        server = start_dev_server(port=args.port, db_file=db)
+    except (TemporalUnavailable, DevServerFailed) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        return EXIT_BAD_INPUT
+    out.print(f"Temporal dev server on [bold]{server.address}[/] (history in {db})")
+    out.print(f"  workers: fanout worker --address {server.address}")
+    out.print(f"  jobs:    fanout run JOB.yaml --executor temporal --address {server.address}")
+    out.print(f"  bound to {LOOPBACK} only; Ctrl-C stops it")
+    sys.stdout.flush()  # the address is what a log or a script waits for
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped
+
+    # The server runs in a session of its own: a signal meant for this command reaches
+    # it only through stop(), so SIGTERM and SIGINT (even one a shell set to ignore for
+    # a background job) both end it, and no server outlives this command.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
+    try:
+        code = server.process.wait()
+    except _Stopped:
+        return EXIT_OK
+    finally:
+        server.stop()
+    err.print(f"[bold red]the dev server exited[/] (code {code})")
+    return EXIT_BAD_INPUT
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM reached ``fanout temporal dev``."""
+
+
+def cmd_worker(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Run a worker until SIGINT or SIGTERM (rounds under way get a few seconds to end)."""
+    from coordinator.temporal.worker import serve_worker
+
+    if args.concurrency < 1:
+        err.print("[bold red]error:[/] --concurrency: expected a positive number")
+        return EXIT_BAD_INPUT
+
+    async def main() -> None:
+        ready = asyncio.Event()
+
+        async def announce() -> None:
+            await ready.wait()
+            err.print(
+                f"worker on task queue [bold]{escape(args.task_queue)}[/] at {args.address} "
+                f"(namespace {escape(args.namespace)}), up to {args.concurrency} rounds at "
+                "once; Ctrl-C stops it"
+            )
+
+        told = asyncio.create_task(announce())
+        try:
+            await serve_worker(args.address, namespace=args.namespace,
+                               task_queue=args.task_queue, concurrency=args.concurrency,
+                               ready=ready)
+        finally:
+            told.cancel()
+
+    try:
+        asyncio.run(main())
+    except RuntimeError as exc:  # temporalio's "failed client connect"
+        err.print(f"[bold red]error:[/] {_unreachable(args.address, exc)}")
+        return _finish(EXIT_UNREACHABLE)
+    return _finish(EXIT_OK)
+
+
+def _finish(code: int) -> int:
+    """Leave at once when this process is the ``fanout`` command itself.
+
+    temporalio's Rust threads can abort the interpreter while it finalizes ("Fatal
+    Python error: PyGILState_Release", temporalio/sdk-python#300), or hold it for
+    seconds; a command that used a client has nothing left to clean up but its output,
+    so it flushes that and skips finalization. Called in-process (tests), it returns.
+    """
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", "") or ""
+    if Path(sys.argv[0]).name == "fanout" or name.startswith("coordinator.cli"):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _unreachable(address: str, exc: Exception) -> str:
+    return (
+        f"cannot reach Temporal at {escape(address)} ({escape(str(exc))}); start a dev "
+        "server with `fanout temporal dev` or pass --address"
+    )
+
+
+def cmd_run_temporal(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Submit a job to Temporal, recorded in the store; wait for its report unless detached."""
+    if args.speed <= 0 or args.heartbeat_timeout <= 0:
+        which = "--speed" if args.speed <= 0 else "--heartbeat-timeout"
+        err.print(f"[bold red]error:[/] {which}: expected a positive number")
+        return EXIT_BAD_INPUT
+    if getattr(args, "ask", False):
+        err.print("[bold red]error:[/] --ask needs a person at this terminal; on Temporal "
+                  "the escalations are in the report (`fanout report`)")
+        return EXIT_BAD_INPUT
+    scenarios = load_all([args.job], err)
+    if scenarios is None:
+        return EXIT_BAD_INPUT
+    scenario = scenarios[0]
+    if not scenario.job.subtasks:
+        from coordinator.temporal.payloads import LeadPlanningUnsupported
+
+        err.print(f"[bold red]error:[/] {escape(str(LeadPlanningUnsupported(str(args.job))))}")
+        return EXIT_BAD_INPUT
+    store = open_store(args)
+    spec_text = Path(args.job).read_text(encoding="utf-8")
+    try:
+        code = anyio.run(_submit, scenario, spec_text, store, args, out, err, backend="asyncio")
+    except KeyboardInterrupt:
+        err.print("[yellow]stopped waiting[/]: the run goes on on Temporal; "
+                  "`fanout report latest` shows it once it finishes")
+        code = 130
+    return _finish(code)
+
+
+async def _submit(
+    scenario: Scenario,
+    spec_text: str,
+    store: RunStore,
+    args: argparse.Namespace,
+    out: Console,
+    err: Console,
+) -> int:
+    from coordinator.temporal import TemporalSettings, connect, submit_recorded
+
+    try:
+        client = await connect(args.address, args.namespace)
+    except RuntimeError as exc:
+        err.print(f"[bold red]error:[/] {_unreachable(args.address, exc)}")
+        return EXIT_UNREACHABLE
+    settings = TemporalSettings(heartbeat_timeout_s=args.heartbeat_timeout)
+    ref, handle = await submit_recorded(
+        client, scenario, store, file=str(args.job), spec_text=spec_text,
+        task_queue=args.task_queue, speed=args.speed, settings=settings,
+    )
+    run_id = ref.run_id
+    ids = {"run_id": run_id, "workflow_id": ref.workflow_id, "address": ref.address,
+           "namespace": ref.namespace, "task_queue": ref.task_queue}
+    if args.detach:
+        if args.json:
+            sys.stdout.write(dump(ids) + "\n")
+        else:
+            out.print(f"run [bold]{run_id}[/] submitted as workflow [bold]{ref.workflow_id}[/] "
+                      f"on {ref.address} (task queue {escape(ref.task_queue)})")
+            out.print(f"`fanout report {run_id}` shows it once it finishes")
+        return EXIT_OK
+    if not args.json:
+        err.print(f"run [bold]{run_id}[/] recorded in {store.path}; workflow "
+                  f"{ref.workflow_id} on {ref.address}")
+    report = await _follow(handle, store, run_id, scenario, args, out)
+    print_report(report, args, out)
+    return EXIT_OK
+
+
+async def _follow(
+    handle: JobHandle,
+    store: RunStore,
+    run_id: str,
+    scenario: Scenario,
+    args: argparse.Namespace,
+    out: Console,
+) -> CoverageReport:
+    """Wait for the report; meanwhile show the trace the workers record, live."""
+    if args.json:
+        return await handle.result()
+    from coordinator.views.live import LiveBoard
+
+    board = LiveBoard(scenario.job, speed=args.speed)
+    tail = _Tail(store, run_id, board)
+    with Live(board, console=out, refresh_per_second=8):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tail.follow)
+            report = await handle.result()
+            tg.cancel_scope.cancel()
+        await anyio.to_thread.run_sync(tail.feed)  # the last events before the report
+    return report
+
+
+class _Tail:
+    """Feeds a live board from the trace the workers write to the store."""
+
+    def __init__(self, store: RunStore, run_id: str, board: LiveBoard) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.board = board
+        self.seq = 0
+
+    async def follow(self) -> None:
+        while True:
+            await anyio.to_thread.run_sync(self.feed)
+            await anyio.sleep(0.25)
+
+    def feed(self) -> None:
+        from coordinator.temporal.records import events_after
+
+        for e in events_after(self.store.path, self.run_id, self.seq):
+            self.seq = e["seq"]
+            if e["subtask_id"] in self.board.rows:
+                self.board(progress_event(e))
+
+
+def progress_event(e: dict[str, Any]) -> ProgressEvent:
+    """A stored trace event as the ProgressEvent it was recorded from."""
+    result = e.get("result")
+    return ProgressEvent(
+        e["subtask_id"], e["kind"], e["at"], state=e.get("state"), tool=e.get("tool"),
+        attempt=e.get("attempt"), wait_s=e.get("wait_s"),
+        result=ToolResult.model_validate(result) if result is not None else None,
+        step=e.get("step"), trigger=e.get("trigger"),
+    )
+
+
+def refuse_resume_on_temporal(store: RunStore, run_id: str) -> None:
+    """``fanout resume`` of a Temporal run: Temporal resumes it; running it here would fork it.
+
+    Raises:
+        ResumeRefused: the run belongs to a workflow.
+    """
+    try:
+        from coordinator.temporal.records import temporal_run
+    except ImportError:  # without the temporal extra no run here was submitted from here
+        return
+    ref = temporal_run(store.path, run_id)
+    if ref is not None:
+        raise ResumeRefused(
+            f"run {run_id} runs on Temporal as workflow {ref.workflow_id} ({ref.address}, "
+            f"task queue {ref.task_queue}): start a worker (`fanout worker --address "
+            f"{ref.address} --task-queue {ref.task_queue}`) and Temporal continues it"
+        )

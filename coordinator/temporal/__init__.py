@@ -1,0 +1,78 @@
+"""Running jobs on Temporal (DESIGN §9): the coordinator as a workflow, subagents as activities.
+
+The workflow schedules, routes, runs the retry round, keeps the deadline and assembles
+the report with the same pure functions as the local executor; each subagent round is
+an activity that heartbeats its checkpoint and resumes from it when Temporal retries it.
+Workers open MCP servers and model clients once; runs are recorded in the run store.
+"""
+
+from coordinator.temporal.activities import FanoutActivities
+from coordinator.temporal.client import (
+    JobHandle,
+    connect,
+    run_on_temporal,
+    start_job,
+    submit_recorded,
+    workflow_id,
+)
+from coordinator.temporal.dev import (
+    DevServer,
+    DevServerFailed,
+    TemporalUnavailable,
+    free_port,
+    start_dev_server,
+    temporal_binary,
+)
+from coordinator.temporal.payloads import (
+    DEFAULT_ADDRESS,
+    DEFAULT_NAMESPACE,
+    DEFAULT_TASK_QUEUE,
+    JobInput,
+    RoundInput,
+    RoundOutput,
+    TemporalSettings,
+)
+from coordinator.temporal.records import TemporalRunRef, register_run, temporal_run
+from coordinator.temporal.resources import (
+    ClientFactory,
+    ModelClients,
+    ModelPlanningUnavailable,
+    PlannerFactory,
+    WorkerResources,
+)
+from coordinator.temporal.worker import fanout_worker, serve_worker
+from coordinator.temporal.workflow import FanoutWorkflow
+
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TASK_QUEUE",
+    "ClientFactory",
+    "DevServer",
+    "DevServerFailed",
+    "FanoutActivities",
+    "FanoutWorkflow",
+    "JobHandle",
+    "JobInput",
+    "ModelClients",
+    "ModelPlanningUnavailable",
+    "PlannerFactory",
+    "RoundInput",
+    "RoundOutput",
+    "TemporalRunRef",
+    "TemporalSettings",
+    "TemporalUnavailable",
+    "WorkerResources",
+    "connect",
+    "fanout_worker",
+    "free_port",
+    "register_run",
+    "run_on_temporal",
+    "serve_worker",
+    "start_dev_server",
+    "start_job",
+    "submit_recorded",
+    "temporal_binary",
+    "temporal_run",
+    "workflow_id",
+]

@@ -1,0 +1,203 @@
+"""A fanout worker's activities: subagent rounds, settling cut ones, synthesis, the report.
+
+Each subagent round is one activity (:meth:`FanoutActivities.subagent_round`). It
+heartbeats its checkpoint after every logical call, and between calls a keep-alive
+task re-sends the latest one, so a long tool call on a live worker never looks like a
+lost worker. A retried round reads ``activity.info().heartbeat_details`` and continues
+from there (:mod:`coordinator.temporal.rounds`).
+
+Tool and model failures are data in the round's result. An activity raises only for
+what is the worker's own trouble: the job's MCP servers cannot start here, the store
+cannot be written (Temporal retries those, bounded), or a subtask this worker cannot
+plan — no model block, no model key in its environment (not retried: no other attempt
+would do better). A round that fails for good is settled by the workflow as an
+``internal_error`` gap, so the job still ends with its report.
+"""
+
+from __future__ import annotations
+
+import anyio
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from coordinator.report import CoverageReport
+from coordinator.store.runner import event_data
+from coordinator.temporal.payloads import (
+    FinishInput,
+    RoundInput,
+    RoundOutput,
+    SettleInput,
+    SynthesisInput,
+)
+from coordinator.temporal.records import record_report
+from coordinator.temporal.resources import ModelPlanningUnavailable, WorkerResources
+from coordinator.temporal.rounds import (
+    Beat,
+    job_clock,
+    restored,
+    run_round,
+    simulated_tools,
+    state_of,
+)
+from shared.clock import AnyioClock, JobClock
+from shared.ids import SeededTraceIds
+from subagents import ProgressEvent, SubagentResult
+from subagents.executor import ExecEvent
+from subagents.loop import cut_by_deadline
+from subagents.models.factory import MissingModelKey
+
+ROUND = "fanout.subagent_round"
+SETTLE = "fanout.settle"
+SYNTHESIZE = "fanout.synthesize"
+FINISH = "fanout.record_report"
+
+# No other attempt would do better: the job or this worker's environment lacks something.
+_NOT_RETRIED = (ModelPlanningUnavailable, MissingModelKey)
+
+
+class FanoutActivities:
+    """The worker's activities; they share its :class:`WorkerResources`."""
+
+    def __init__(self, resources: WorkerResources) -> None:
+        self.resources = resources
+
+    @activity.defn(name=ROUND)
+    async def subagent_round(self, inp: RoundInput) -> RoundOutput:
+        """Run one subagent round, or resume it from its last heartbeat."""
+        info = activity.info()
+        details = list(info.heartbeat_details)
+        resumed: Beat | None = details[-1] if details and isinstance(details[-1], dict) else None
+        # Until the round's first checkpoint, keep-alive beats re-send the one it resumed
+        # from: a fresh empty beat would erase it if this attempt were lost too.
+        latest: list[Beat] = [resumed or {"round": inp.round, "done": False, "state": None}]
+
+        def beat(details: Beat) -> None:
+            latest[0] = details
+            activity.heartbeat(details)
+
+        timeout = info.heartbeat_timeout
+        error: Exception | None = None
+        output: RoundOutput | None = None
+        async with anyio.create_task_group() as tg:
+            if timeout is not None and timeout.total_seconds() > 0:
+                tg.start_soon(_keep_alive, timeout.total_seconds() / 3, latest)
+            try:
+                output = await run_round(
+                    inp, self.resources, session=info.attempt, resumed=resumed, beat=beat
+                )
+            except Exception as exc:  # raised below, outside the task group (no group)
+                error = exc
+            finally:
+                tg.cancel_scope.cancel()
+        if error is not None:
+            translated = _for_temporal(error)
+            if translated is error:
+                raise error
+            raise translated from error
+        assert output is not None
+        return output
+
+    @activity.defn(name=SETTLE)
+    async def settle(self, inp: SettleInput) -> list[SubagentResult]:
+        """End subagents the workflow cut or lost: each hands up the state last known."""
+        clock = JobClock(AnyioClock())
+        writer = self.resources.writer(inp.store) if inp.store else None
+        out: list[SubagentResult] = []
+        for item in inp.items:
+            spec = item.subtask
+            sim = simulated_tools({}, clock)
+            trace_ids = SeededTraceIds(f"{inp.seed}/{inp.run_id}")
+            run = restored(spec, item.state, seed=inp.seed, sim=sim, trace_ids=trace_ids)
+            if not item.done:
+                if inp.trigger == "deadline":
+                    cut_by_deadline(run, inp.at_s)
+                else:
+                    run.ended_s = inp.at_s
+                    run.state = "escalated"
+                    run.escalate(
+                        "internal_error",
+                        inp.message,
+                        category="internal",
+                        detail={"message": inp.message},
+                    )
+            result = run.result()
+            out.append(result)
+            if writer is not None:
+                esc = run.escalation
+                event = ProgressEvent(
+                    spec.id,
+                    "state",
+                    inp.at_s,
+                    state=run.state,
+                    trigger=esc.trigger if esc is not None else None,
+                )
+                writer.event(inp.run_id, 1, spec.id, "state", inp.at_s, event_data(event))
+                await writer.commit_result(
+                    inp.run_id,
+                    spec.id,
+                    1,
+                    result.model_dump(mode="json"),
+                    state_of(run, sim, trace_ids),
+                )
+        return out
+
+    @activity.defn(name=SYNTHESIZE)
+    async def synthesize(self, inp: SynthesisInput) -> CoverageReport:
+        """The lead agent writes the answer from the report (DESIGN §7); never raises for
+        a failed model call (the report keeps ``answer.synthesis_error``)."""
+        from coordinator.lead import LEAD, LeadContext
+        from coordinator.synthesis import synthesize
+        from subagents.models.spec import ModelSpec
+
+        clock = job_clock(inp.speed, inp.started_at)
+        writer = self.resources.writer(inp.store) if inp.store else None
+
+        def observe(event: ExecEvent) -> None:
+            if writer is not None:
+                progress = ProgressEvent(LEAD, event.kind, clock.now(), tool=event.tool,
+                                         attempt=event.attempt, wait_s=event.wait_s,
+                                         result=event.result)
+                writer.event(inp.run_id, activity.info().attempt, LEAD, event.kind,
+                             progress.at, event_data(progress))
+
+        lead = LeadContext(
+            self.resources.models.client(inp.model, clock),
+            ModelSpec.model_validate(inp.model),
+            clock,
+            SeededTraceIds(f"{inp.seed}/{inp.run_id}"),
+            observer=observe,
+            seed=inp.seed,
+        )
+        nothing: list[Beat] = [{}]  # the synthesis keeps no state worth resuming from
+        async with anyio.create_task_group() as tg:
+            timeout = activity.info().heartbeat_timeout
+            if timeout is not None and timeout.total_seconds() > 0:
+                tg.start_soon(_keep_alive, timeout.total_seconds() / 3, nothing)
+            report = await synthesize(inp.report, lead)
+            tg.cancel_scope.cancel()
+        return report.model_copy(update={"elapsed_s": clock.now()})
+
+    @activity.defn(name=FINISH)
+    async def record_report(self, inp: FinishInput) -> None:
+        """Close the run in the store with its report (the workflow's last step)."""
+        writer = self.resources.writer(inp.store)
+        await writer.flush()  # this worker's trace events land before the run closes
+        await record_report(inp)
+
+
+async def _keep_alive(interval: float, latest: list[Beat]) -> None:
+    """Re-send the latest heartbeat every ``interval`` seconds while the round runs.
+
+    Nothing is sent at the start: the server keeps the last details of an earlier
+    attempt, and a round that ends within ``interval`` needs no keep-alive at all.
+    """
+    while True:
+        await anyio.sleep(interval)
+        activity.heartbeat(latest[0])
+
+
+def _for_temporal(error: Exception) -> Exception:
+    """What Temporal should see: a worker's trouble is retried, a hopeless case is not."""
+    if isinstance(error, _NOT_RETRIED):
+        return ApplicationError(str(error), type=type(error).__name__, non_retryable=True)
+    return error

@@ -1,0 +1,95 @@
+"""Talking to Temporal: connecting with the pydantic converter, submitting and awaiting jobs."""
+
+from __future__ import annotations
+
+import anyio.to_thread
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from coordinator.jobfile.scenario import Scenario
+from coordinator.report import CoverageReport
+from coordinator.store.runs import RunStore
+from coordinator.temporal.payloads import (
+    DEFAULT_ADDRESS,
+    DEFAULT_NAMESPACE,
+    DEFAULT_TASK_QUEUE,
+    JobInput,
+    TemporalSettings,
+)
+from coordinator.temporal.records import TemporalRunRef, register_run
+from coordinator.temporal.workflow import FanoutWorkflow
+
+JobHandle = WorkflowHandle[FanoutWorkflow, CoverageReport]
+
+
+async def connect(address: str = DEFAULT_ADDRESS, namespace: str = DEFAULT_NAMESPACE) -> Client:
+    """A client of the Temporal service at ``address`` that speaks fanout's models.
+
+    Raises:
+        RuntimeError: nothing answers at ``address`` (temporalio's connection error).
+    """
+    return await Client.connect(
+        address, namespace=namespace, data_converter=pydantic_data_converter
+    )
+
+
+def workflow_id(run_id: str) -> str:
+    """The workflow id of run ``run_id``: one workflow per recorded run."""
+    return f"fanout-{run_id}"
+
+
+async def start_job(
+    client: Client, inp: JobInput, *, task_queue: str = DEFAULT_TASK_QUEUE
+) -> JobHandle:
+    """Start the job as a workflow; the workers on ``task_queue`` run it."""
+    return await client.start_workflow(
+        FanoutWorkflow.run, inp, id=workflow_id(inp.run_id), task_queue=task_queue
+    )
+
+
+async def run_on_temporal(
+    client: Client, inp: JobInput, *, task_queue: str = DEFAULT_TASK_QUEUE
+) -> CoverageReport:
+    """Start the job and wait for its report."""
+    handle = await start_job(client, inp, task_queue=task_queue)
+    return await handle.result()
+
+
+async def submit_recorded(
+    client: Client,
+    scenario: Scenario,
+    store: RunStore,
+    *,
+    file: str,
+    spec_text: str,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    speed: float = 1.0,
+    settings: TemporalSettings | None = None,
+) -> tuple[TemporalRunRef, JobHandle]:
+    """Register a run of ``scenario`` in ``store`` and start it on Temporal.
+
+    The run is created as a local one is (``fanout runs`` lists it at once); from then
+    on the workers record it: trace, checkpoints, results and, last, the report.
+    """
+    recorder = store.create_run(
+        job=scenario.scenario,
+        query=scenario.job.query,
+        file=file,
+        spec_text=spec_text,
+        seed=str(scenario.seed),
+        speed=speed,
+    )
+    run_id = recorder.run_id
+    await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
+    ref = TemporalRunRef(
+        run_id=run_id,
+        workflow_id=workflow_id(run_id),
+        address=client.service_client.config.target_host,
+        namespace=client.namespace,
+        task_queue=task_queue,
+    )
+    register_run(store.path, ref)
+    inp = JobInput.of(
+        scenario, run_id=run_id, store=str(store.path.resolve()), speed=speed, settings=settings
+    )
+    return ref, await start_job(client, inp, task_queue=task_queue)

@@ -1,0 +1,217 @@
+"""What crosses Temporal: the workflow's input, each activity's input and output.
+
+Everything here is a frozen pydantic model, carried by temporalio's pydantic data
+converter. Simulated tool specs travel as the JSON a file would hold (``exclude_unset``):
+a response model dumped with every field would no longer say which kind it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from coordinator.job import JobSpec, Route
+from coordinator.jobfile.scenario import Scenario
+from coordinator.planning import JobPlanning
+from coordinator.report import CoverageReport
+from shared.categories import ErrorCategory
+from shared.errors import FanoutError
+from subagents.loop import SubagentResult
+from subagents.spec import SubtaskSpec
+
+DEFAULT_ADDRESS: Final = "127.0.0.1:7233"
+DEFAULT_NAMESPACE: Final = "default"
+DEFAULT_TASK_QUEUE: Final = "fanout"
+WORKFLOW_NAME: Final = "fanout.job"
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+ToolSpecs = dict[str, dict[str, Any]]
+"""Simulated tools by name, each as the JSON of its spec."""
+
+State = dict[str, Any]
+"""A subagent's resumable state: ``{"run": snapshot_run, "sim": counters, "trace": n}``."""
+
+
+class TemporalSettings(BaseModel):
+    """How the workflow runs its activities; times are real seconds, not job time."""
+
+    model_config = _FROZEN
+
+    heartbeat_timeout_s: float = Field(default=30.0, gt=0)
+    """A worker silent this long is lost: its round is retried from its last heartbeat."""
+    round_timeout_s: float = Field(default=3600.0, gt=0)
+    """The longest one subagent round may take (Temporal's start-to-close timeout)."""
+    max_activity_attempts: int = Field(default=5, ge=1)
+    """Temporal's retries of one round, for infrastructure only (a lost worker)."""
+    retry_initial_s: float = Field(default=1.0, gt=0)
+    retry_max_s: float = Field(default=30.0, gt=0)
+    deadline_grace_s: float | None = Field(default=None, ge=0)
+    """How long after the deadline a round may take to hand up; None: 2 heartbeat timeouts."""
+
+    @property
+    def grace_s(self) -> float:
+        """The deadline grace in effect."""
+        if self.deadline_grace_s is not None:
+            return self.deadline_grace_s
+        return 2 * self.heartbeat_timeout_s
+
+
+class JobInput(BaseModel):
+    """The workflow's input: one job, as ``fanout run`` loaded it."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    job: JobSpec
+    seed: int | str = 0
+    tools: ToolSpecs = Field(default_factory=dict)
+    mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    model: dict[str, Any] | None = None
+    """The job's ``model`` block (DESIGN §7), for model-planned subtasks."""
+    synthesize: bool = False
+    """The lead agent writes the answer after the report (every job with a model)."""
+    source: str = ""
+    """The job file: relative MCP ``cwd`` values resolve against its directory."""
+    store: str | None = None
+    """The run store file the workers record into (None: not recorded)."""
+    speed: float = Field(default=1.0, gt=0)
+    settings: TemporalSettings = Field(default_factory=TemporalSettings)
+
+    @classmethod
+    def of(
+        cls,
+        scenario: Scenario,
+        *,
+        run_id: str,
+        store: str | None = None,
+        speed: float = 1.0,
+        settings: TemporalSettings | None = None,
+    ) -> JobInput:
+        """The input for running ``scenario`` as run ``run_id``.
+
+        Raises:
+            LeadPlanningUnsupported: the job has no subtasks (its lead would decompose it).
+        """
+        if not scenario.job.subtasks:
+            raise LeadPlanningUnsupported(scenario.source or scenario.scenario)
+        return cls(
+            run_id=run_id,
+            job=scenario.job,
+            seed=scenario.seed,
+            tools={
+                name: spec.model_dump(mode="json", exclude_unset=True)
+                for name, spec in scenario.tools.items()
+            },
+            mcp_servers={
+                name: spec.model_dump(mode="json", exclude_unset=True)
+                for name, spec in scenario.mcp_servers.items()
+            },
+            model=None
+            if scenario.model is None
+            else scenario.model.model_dump(mode="json", exclude_unset=True),
+            synthesize=JobPlanning(scenario).synthesizes,
+            source=scenario.source,
+            store=store,
+            speed=speed,
+            settings=settings or TemporalSettings(),
+        )
+
+
+class LeadPlanningUnsupported(FanoutError):
+    """A job without subtasks: its lead agent's decomposition runs with the local executor."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            f"{where}: a job without subtasks is decomposed by its lead agent, which runs "
+            "with the local executor only for now (give the subtasks, or run it locally)"
+        )
+
+
+class RoundInput(BaseModel):
+    """One subagent round: what a worker needs to run (or resume) it."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    round: int = Field(ge=1, le=2)
+    subtask: SubtaskSpec
+    seed: int | str = 0
+    tools: ToolSpecs = Field(default_factory=dict)
+    """Every simulated tool of the job: a defined tool off the allowlist is refused as
+    ``permission``, an undefined one differently, so the subtask must see them all."""
+    mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """The job's MCP servers (each worker starts a set once and keeps it)."""
+    model: dict[str, Any] | None = None
+    source: str = ""
+    store: str | None = None
+    speed: float = Field(default=1.0, gt=0)
+    started_at: float
+    """The job's start (epoch seconds): job time 0 on every worker."""
+    deadline_s: float | None = None
+    routing: dict[ErrorCategory, Route | None] = Field(default_factory=dict)
+    state: State | None = None
+    """Where the round starts from: the first round's final state in the retry round."""
+
+
+class RoundOutput(BaseModel):
+    """A finished round: the result, and the state a retry round would continue from."""
+
+    model_config = _FROZEN
+
+    result: SubagentResult
+    state: State | None = None
+
+
+class SettleItem(BaseModel):
+    """A subtask whose round never ran, or never came back: what is known of it."""
+
+    model_config = _FROZEN
+
+    subtask: SubtaskSpec
+    state: State | None = None
+    """The last state known: the round's input state, or its last heartbeat's."""
+    done: bool = False
+    """The state is the round's final one (it finished, its report was lost)."""
+
+
+class SettleInput(BaseModel):
+    """Subagents the workflow ends itself: queued at the deadline, or lost for good."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    seed: int | str = 0
+    store: str | None = None
+    at_s: float
+    """The job time they end at."""
+    trigger: Literal["deadline", "internal_error"]
+    message: str = ""
+    """For ``internal_error``: what Temporal reported."""
+    items: list[SettleItem]
+
+
+class SynthesisInput(BaseModel):
+    """The assembled report, for the lead agent to write the answer from."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    seed: int | str = 0
+    model: dict[str, Any]
+    store: str | None = None
+    speed: float = Field(default=1.0, gt=0)
+    started_at: float
+    report: CoverageReport
+
+
+class FinishInput(BaseModel):
+    """The report to record as the run's end."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    store: str
+    report: CoverageReport
+    routing: dict[ErrorCategory, Route | None] = Field(default_factory=dict)

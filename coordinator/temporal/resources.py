@@ -1,0 +1,253 @@
+"""What a worker opens once and lends to every round it runs: MCP servers, model clients,
+run-store writers.
+
+A worker runs many rounds of many jobs. Starting a job's MCP servers for each round
+would cost a process start per subagent, so each distinct set of servers is started by
+the first round that needs it and kept until the worker stops. Each set is held open by
+a task of its own (an anyio task group cannot be entered in one task and left in
+another), and rounds borrow its tools. Sets are not stopped when idle; and unlike
+``fanout run``, nothing checks a job's ``SERVER.TOOL`` names against the running servers
+before it starts: a name a server does not offer is refused when called (a
+``validation`` envelope, ``unknown_tool``), as any undefined tool is.
+
+Model clients (DESIGN §7) follow the same rule: :class:`ModelClients` makes one client
+per distinct ``model`` block and closes them with the worker. How a model block becomes
+a client, and a client a planner, is the models wing's business; this module holds the
+seam (:data:`ClientFactory`, :data:`PlannerFactory`), whose defaults call that wing's
+``build_client`` and ``ModelPlanner``, and a worker may be given others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from coordinator.temporal.records import StoreWriter
+from shared.clock import Clock
+from shared.errors import FanoutError
+from subagents.mcp.spec import McpServerSpec
+from subagents.mcp.tools import McpToolSource, open_mcp_tools
+from subagents.planners import Planner
+from subagents.spec import SubtaskSpec
+
+if TYPE_CHECKING:
+    from subagents.models.base import ModelClient
+
+ClientFactory = Callable[[Mapping[str, Any], Clock], "ModelClient"]
+"""Builds the client a job's ``model`` block describes; the clock is the round's job
+clock (only the scripted provider, which replays turns in job time, uses it)."""
+
+PlannerFactory = Callable[[SubtaskSpec, Mapping[str, Any], "ModelClient", "int | str"], Planner]
+"""Builds the model-driven planner of a subtask: spec, model block, client, job seed."""
+
+
+class ModelPlanningUnavailable(FanoutError):
+    """A subtask is to be planned by the job's model, and the job sent no model block."""
+
+    def __init__(self, subtask_id: str) -> None:
+        super().__init__(f"subtask {subtask_id!r} is model-planned but the job has no model")
+
+
+def _build_client(block: Mapping[str, Any], clock: Clock) -> ModelClient:
+    # Imported on first use: a worker that never sees a model block never loads the SDKs.
+    from subagents.models.factory import build_client
+    from subagents.models.spec import ModelSpec
+
+    return build_client(ModelSpec.model_validate(dict(block)), clock=clock)
+
+
+def _model_planner(
+    spec: SubtaskSpec, block: Mapping[str, Any], client: ModelClient, seed: int | str
+) -> Planner:
+    from subagents.models.spec import ModelSpec
+    from subagents.planners.model import ModelPlanner
+
+    return ModelPlanner(client, ModelSpec.model_validate(dict(block)), spec.id, seed=seed)
+
+
+class ModelClients:
+    """One model client per distinct ``model`` block, made on first use, closed at the end.
+
+    The scripted provider is the exception: it replays one job's turns on that job's
+    clock, holds no connection, and so is made for each round instead of shared.
+    """
+
+    def __init__(self, factory: ClientFactory | None = None) -> None:
+        self._factory = factory or _build_client
+        self._clients: dict[str, ModelClient] = {}
+
+    def client(self, block: Mapping[str, Any], clock: Clock) -> ModelClient:
+        """The worker's client for ``block`` (a fresh one for a scripted model)."""
+        if block.get("provider") == "scripted":
+            return self._factory(block, clock)
+        key = json.dumps(block, sort_keys=True)
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = self._factory(block, clock)
+        return client
+
+    async def aclose(self) -> None:
+        """Close every client made."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+
+@dataclass
+class _Held:
+    """One set of MCP servers: started by a holder task, shared until the worker stops."""
+
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    source: McpToolSource | None = None
+    error: Exception | None = None
+
+
+class McpServers:
+    """Every distinct set of MCP servers the worker's jobs declare, each started once."""
+
+    def __init__(self, tg: anyio.abc.TaskGroup) -> None:
+        self._tg = tg
+        self._held: dict[str, _Held] = {}
+        self._closing = anyio.Event()
+        self.started = 0
+        """How many server sets this worker started (for tests and logs)."""
+
+    async def source(
+        self, servers: Mapping[str, Mapping[str, Any]], base_dir: str | None
+    ) -> McpToolSource:
+        """The running servers' tools, started now if no round started them before.
+
+        Raises:
+            McpServerStartError: a server cannot start (a later round tries again).
+        """
+        key = json.dumps({"servers": servers, "base_dir": base_dir}, sort_keys=True)
+        held = self._held.get(key)
+        if held is None:
+            held = self._held[key] = _Held()
+            specs = {name: McpServerSpec.model_validate(dict(s)) for name, s in servers.items()}
+            self._tg.start_soon(self._hold, held, specs, base_dir)
+        await held.ready.wait()
+        if held.error is not None:
+            if self._held.get(key) is held:
+                del self._held[key]
+            raise held.error
+        assert held.source is not None
+        return held.source
+
+    async def _hold(
+        self, held: _Held, specs: dict[str, McpServerSpec], base_dir: str | None
+    ) -> None:
+        try:
+            async with open_mcp_tools(specs, base_dir=base_dir) as source:
+                self.started += 1
+                held.source = source
+                held.ready.set()
+                await self._closing.wait()
+        except Exception as exc:  # a server that cannot start fails the rounds that need it
+            held.error = exc
+        finally:
+            held.ready.set()
+
+    def close(self) -> None:
+        """Stop every server set (their holder tasks leave their contexts)."""
+        self._closing.set()
+
+
+class WorkerResources:
+    """What one worker process opens once: MCP servers, model clients, store writers.
+
+    Use it as an async context manager around the Temporal worker; everything it
+    opened is closed on the way out.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_factory: ClientFactory | None = None,
+        planner_factory: PlannerFactory | None = None,
+    ) -> None:
+        self.models = ModelClients(client_factory)
+        self._planner_factory = planner_factory or _model_planner
+        self.identity = f"{os.getpid()}@{socket.gethostname()}"
+        """This worker as Temporal names it (``pid@host``); the trace's ``worker`` field."""
+        self._writers: dict[Path, StoreWriter] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._mcp: McpServers | None = None
+
+    async def __aenter__(self) -> WorkerResources:
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        self._mcp = McpServers(tg)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._tg is not None and self._mcp is not None
+        self._mcp.close()
+        try:
+            # The body's own exception is not handed to the task group: it would come
+            # out wrapped in an ExceptionGroup. The holders end on their own once closed.
+            await self._tg.__aexit__(None, None, None)
+        finally:
+            self._tg = None
+            await self.models.aclose()
+            writers, self._writers = list(self._writers.values()), {}
+            for writer in writers:
+                await anyio.to_thread.run_sync(writer.close)
+
+    @property
+    def mcp(self) -> McpServers:
+        """The worker's MCP server sets."""
+        if self._mcp is None:
+            raise RuntimeError("WorkerResources is used outside its `async with`")
+        return self._mcp
+
+    def writer(self, store: str) -> StoreWriter:
+        """The worker's writer for the run store at ``store`` (one per file)."""
+        path = Path(store).resolve()
+        writer = self._writers.get(path)
+        if writer is None:
+            writer = self._writers[path] = StoreWriter(path)
+        return writer
+
+    def model_client(
+        self, spec: SubtaskSpec, model: Mapping[str, Any] | None, clock: Clock
+    ) -> ModelClient | None:
+        """The client a model-planned subtask plans with; None for a scripted plan.
+
+        Raises:
+            ModelPlanningUnavailable: the subtask is model-planned and the job has no model.
+        """
+        if spec.planner != "model":
+            return None
+        if model is None:
+            raise ModelPlanningUnavailable(spec.id)
+        return self.models.client(model, clock)
+
+    def planner(
+        self,
+        spec: SubtaskSpec,
+        model: Mapping[str, Any] | None,
+        client: ModelClient | None,
+        *,
+        seed: int | str,
+    ) -> Planner | None:
+        """The subtask's planner: None for its scripted plan, else a model-driven one."""
+        if client is None or model is None:
+            return None
+        return self._planner_factory(spec, model, client, seed)

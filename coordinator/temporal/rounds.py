@@ -1,0 +1,229 @@
+"""One subagent round on a worker: run or resume it, checkpointing after every logical call.
+
+This is the body of the ``subagent_round`` activity without Temporal in it: the
+activity passes the heartbeat details it was retried with (``resumed``) and a ``beat``
+function that heartbeats. The state beaten after every logical call is the same one a
+local run checkpoints to the store — ``snapshot_run`` of the subagent, its simulated
+tools' counters and its trace-id position — so a round retried on another worker
+continues after its last finished call: finished calls are not made again, their
+responses are not consumed again, and trace ids carry on where they were.
+
+A round that finished but was not reported (the worker died in between) beats
+``done``; its retry returns the result without running anything.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from coordinator.routing import RoutingTable
+from coordinator.store.runner import event_data
+from coordinator.temporal.payloads import RoundInput, RoundOutput, State
+from coordinator.temporal.resources import WorkerResources
+from shared.clock import AnyioClock, JobClock
+from shared.ids import SeededTraceIds
+from subagents import ProgressEvent, SubagentRun, run_subagent
+from subagents.checkpoint import restore_run, snapshot_run
+from subagents.loop import cut_by_deadline
+from subagents.planners import Planner
+from subagents.simulated.spec import SimToolSpec
+from subagents.simulated.tools import SimulatedTools
+from subagents.spec import SubtaskSpec
+from subagents.tool import Tool
+
+Beat = dict[str, Any]
+"""Heartbeat details: ``{"round": n, "done": bool, "state": State | None}``."""
+
+Heartbeat = Callable[[Beat], None]
+
+
+def job_clock(speed: float, started_at: float) -> JobClock:
+    """Job time on this worker: seconds since the job started (epoch ``started_at``).
+
+    Every worker reads the wall clock, so the skew between machines shows in a
+    subtask's ``started_s``/``ended_s`` (and the deadline cut) and nowhere else.
+    """
+    return JobClock(AnyioClock(speed), offset=(time.time() - started_at) * speed)
+
+
+def simulated_tools(specs: Mapping[str, Mapping[str, Any]], clock: JobClock) -> SimulatedTools:
+    """The round's simulated tools from their JSON specs."""
+    return SimulatedTools(
+        {name: SimToolSpec.model_validate(dict(spec)) for name, spec in specs.items()}, clock
+    )
+
+
+def restored(
+    spec: SubtaskSpec,
+    state: State | None,
+    *,
+    seed: int | str,
+    sim: SimulatedTools,
+    trace_ids: SeededTraceIds,
+    planner: Planner | None = None,
+    client: object | None = None,
+) -> SubagentRun:
+    """The subagent continued from ``state`` (fresh without one), counters included."""
+    if state is None:
+        return SubagentRun.for_subtask(spec, seed=seed, planner=planner)
+    sim.restore(spec.id, state["sim"])
+    trace_ids.set_position(spec.id, int(state["trace"]))
+    restore = getattr(client, "restore", None)
+    if state.get("model") is not None and callable(restore):
+        restore(state["model"])
+    return restore_run(spec, state["run"], planner=planner)
+
+
+def state_of(
+    run: SubagentRun,
+    sim: SimulatedTools,
+    trace_ids: SeededTraceIds,
+    client: object | None = None,
+) -> State:
+    """Everything needed to continue ``run``: its state, tool counters, trace-id position,
+    and its model client's own state when it keeps one (the scripted model's turns)."""
+    sid = run.spec.id
+    state: State = {
+        "run": snapshot_run(run),
+        "sim": sim.snapshot(sid),
+        "trace": trace_ids.position(sid),
+    }
+    # A local run keeps one client across rounds; here each round may run on another
+    # worker, so what the client has consumed travels with the subagent.
+    snapshot = getattr(client, "snapshot", None)
+    if callable(snapshot):
+        state["model"] = snapshot()
+    return state
+
+
+def _beaten(resumed: Beat | None, round_no: int) -> tuple[State | None, bool]:
+    """The state an earlier attempt at this round heartbeat last, and whether it was final."""
+    if resumed is None or resumed.get("round") != round_no or resumed.get("state") is None:
+        return None, False
+    state: State = resumed["state"]
+    return state, bool(resumed.get("done"))
+
+
+def _retried_later(run: SubagentRun, routing: RoutingTable) -> bool:
+    esc = run.escalation
+    return esc is not None and run.rounds < 2 and routing.route(esc).route == "retry_later"
+
+
+async def run_round(
+    inp: RoundInput,
+    resources: WorkerResources,
+    *,
+    session: int,
+    resumed: Beat | None,
+    beat: Heartbeat,
+) -> RoundOutput:
+    """Run (or resume) the round ``inp`` describes to its result.
+
+    Args:
+        inp: the round.
+        resources: the worker's MCP servers, model clients and store writers.
+        session: which attempt at this round this is (Temporal's activity attempt);
+            the trace's ``session`` column, so a resumed round reads as one.
+        resumed: the details of the last heartbeat of an earlier attempt, if any.
+        beat: records (heartbeats) the round's latest state.
+
+    Raises:
+        McpServerStartError: the job's MCP servers cannot start on this worker.
+        ModelPlanningUnavailable: a model-planned subtask in a job without a model.
+        MissingModelKey: the model's key is not in this worker's environment.
+        StoreError: the run store cannot be written.
+    """
+    spec, sid, run_id = inp.subtask, inp.subtask.id, inp.run_id
+    clock = job_clock(inp.speed, inp.started_at)
+    sim = simulated_tools(inp.tools, clock)
+    trace_ids = SeededTraceIds(f"{inp.seed}/{run_id}")
+    writer = resources.writer(inp.store) if inp.store else None
+    client = resources.model_client(spec, inp.model, clock)
+    planner = resources.planner(spec, inp.model, client, seed=inp.seed)
+    beaten, done_before = _beaten(resumed, inp.round)
+    state = beaten if beaten is not None else inp.state
+    run = restored(
+        spec, state, seed=inp.seed, sim=sim, trace_ids=trace_ids, planner=planner, client=client
+    )
+
+    def observer(event: ProgressEvent) -> None:
+        if writer is not None:
+            data = event_data(event)
+            if event.kind == "state":
+                data["worker"] = resources.identity  # which worker ran this (pid@host)
+            writer.event(run_id, session, sid, event.kind, event.at, data)
+
+    def checkpoint(_run: SubagentRun) -> None:
+        latest = state_of(run, sim, trace_ids, client)
+        beat({"round": inp.round, "done": False, "state": latest})
+        if writer is not None:
+            writer.checkpoint(run_id, sid, latest)
+
+    def escalated() -> None:
+        # Observers (the trace, the live view) hear this subagent end like any other.
+        run.state = "escalated"
+        trigger = run.escalation.trigger if run.escalation else None
+        observer(ProgressEvent(sid, "state", clock.now(), state="escalated", trigger=trigger))
+
+    if not done_before:
+        if writer is not None:
+            writer.claim(run_id)
+        remaining = None if inp.deadline_s is None else inp.deadline_s - clock.now()
+        if remaining is not None and remaining <= 0 and beaten is None:
+            # Started after the deadline fell: the subagent was still queued (DESIGN §5.1).
+            cut_by_deadline(run, clock.now())
+            escalated()
+        else:
+            tools = await _tools_of(inp, resources, sim)
+            with clock.move_on_after(remaining):
+                try:
+                    await run_subagent(
+                        run,
+                        tools,
+                        clock=clock,
+                        trace_ids=trace_ids,
+                        observer=observer,
+                        checkpoint=checkpoint,
+                    )
+                except Exception as exc:  # a bug in a planner, tool or the loop: isolate it
+                    run.ended_s = clock.now()
+                    bug = f"{type(exc).__name__}: {exc}"
+                    run.escalate(
+                        "internal_error",
+                        f"subagent crashed: {bug}",
+                        category="internal",
+                        detail={"message": bug},
+                    )
+                    escalated()
+            if not run.finished:
+                # The deadline cut it: it hands up what it found (the attempt under way
+                # counts), exactly as the local coordinator's cancel scope does.
+                cut_by_deadline(run, clock.now())
+                escalated()
+    result = run.result()
+    final = state_of(run, sim, trace_ids, client)
+    if not done_before:
+        beat({"round": inp.round, "done": True, "state": final})
+    if writer is not None:
+        await writer.commit_result(run_id, sid, session, result.model_dump(mode="json"), final)
+    keep = _retried_later(run, RoutingTable(inp.routing))
+    return RoundOutput(result=result, state=final if keep else None)
+
+
+async def _tools_of(
+    inp: RoundInput, resources: WorkerResources, sim: SimulatedTools
+) -> Mapping[str, Tool]:
+    """The subtask's simulated tools, and the MCP tools of the job's servers if it uses any."""
+    tools = dict(sim.for_subtask(inp.subtask.id))
+    if inp.mcp_servers:
+        base = _base_dir(inp.source)
+        mcp = await resources.mcp.source(inp.mcp_servers, base)
+        tools.update(mcp.for_subtask(inp.subtask.id))
+    return tools
+
+
+def _base_dir(source: str) -> str | None:
+    return str(Path(source).resolve().parent) if source else None

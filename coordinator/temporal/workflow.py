@@ -1,0 +1,280 @@
+"""The coordinator as a Temporal workflow: scheduling, the retry round, the deadline, the report.
+
+The workflow does what :func:`coordinator.fanout.run_job` does, with activities for
+subagents: ``concurrency`` lanes take subtasks in order (FIFO), each subtask's round is
+one activity; once every first-round subagent is in, subtasks routed ``retry_later``
+run once more, from the state their first round ended in; the report is the same pure
+:func:`coordinator.report.assemble_report` of the results.
+
+For a job with a model, the lead agent then writes the answer (one more activity,
+``synthesize``); a job without subtasks, which its lead would decompose first, is not
+taken (:class:`~coordinator.temporal.payloads.LeadPlanningUnsupported`).
+
+The job deadline is a workflow timer. When it fires, nothing more starts: queued
+subtasks become ``deadline`` gaps with 0 attempts, the retry round does not begin.
+Running rounds know the deadline too and cut themselves at it, each handing up the
+findings it has with the attempt under way counted (a Temporal cancel would lose them:
+a cancelled activity returns nothing). A round that has not come back ``grace_s``
+after the deadline (its worker lost at the wrong moment) is cancelled and ends with
+the state the workflow last knew.
+
+Nothing here reads a clock, draws a random number or does I/O: job time is
+``workflow.now()``, everything else is a function of the activities' results.
+
+One job is one workflow; each round adds about three events to its history, so a job
+stays well inside Temporal's 50,000-event limit up to some 10,000 subtasks (beyond
+that it would want child workflows, which this does not do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections import deque
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, TimeoutError
+
+with workflow.unsafe.imports_passed_through():
+    from coordinator.report import CoverageReport, assemble_report
+    from coordinator.routing import RoutingTable
+    from coordinator.temporal.activities import FanoutActivities
+    from coordinator.temporal.payloads import (
+        WORKFLOW_NAME,
+        FinishInput,
+        JobInput,
+        RoundInput,
+        RoundOutput,
+        SettleInput,
+        SettleItem,
+        State,
+        SynthesisInput,
+        TemporalSettings,
+    )
+    from subagents import SubagentResult
+    from subagents.spec import SubtaskSpec
+
+
+def _retry(settings: TemporalSettings) -> RetryPolicy:
+    """Temporal's retry of an activity: infrastructure only, bounded."""
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=settings.retry_initial_s),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=settings.retry_max_s),
+        maximum_attempts=settings.max_activity_attempts,
+    )
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class FanoutWorkflow:
+    """One fan-out job; its result is the coverage report."""
+
+    def __init__(self) -> None:
+        self._results: dict[str, SubagentResult] = {}
+        self._states: dict[str, State] = {}
+        self._running: set[str] = set()
+        self._queued: set[str] = set()
+
+    @workflow.query(name="progress")
+    def progress(self) -> dict[str, int]:
+        """Subagents queued, running, done and escalated so far."""
+        escalated = sum(r.escalation is not None for r in self._results.values())
+        return {
+            "queued": len(self._queued),
+            "running": len(self._running),
+            "done": len(self._results) - escalated,
+            "escalated": escalated,
+        }
+
+    @workflow.run
+    async def run(self, inp: JobInput) -> CoverageReport:
+        """Fan the job out, run the retry round, assemble and record the report."""
+        self._inp = inp
+        self._started = workflow.now().timestamp()
+        self._table = RoutingTable(inp.job.routing)
+        job = inp.job
+        self._queued = {s.id for s in job.subtasks}
+        await self._round(list(job.subtasks), 1)
+        retry = [
+            s for s in job.subtasks
+            if (r := self._results.get(s.id)) is not None and self._retried_later(r)
+        ]
+        if retry and not self._past_deadline():
+            await self._round(retry, 2)
+        report = assemble_report(
+            job,
+            [r for s in job.subtasks if (r := self._results.get(s.id)) is not None],
+            elapsed_s=self._job_now(),
+        )
+        if inp.synthesize and inp.model is not None:
+            report = await workflow.execute_activity_method(
+                FanoutActivities.synthesize,
+                SynthesisInput(run_id=inp.run_id, seed=inp.seed, model=inp.model,
+                               store=inp.store, speed=inp.speed, started_at=self._started,
+                               report=report),
+                start_to_close_timeout=timedelta(seconds=inp.settings.round_timeout_s),
+                heartbeat_timeout=timedelta(seconds=inp.settings.heartbeat_timeout_s),
+                retry_policy=_retry(inp.settings),
+            )
+        if inp.store is not None:
+            await workflow.execute_activity_method(
+                FanoutActivities.record_report,
+                FinishInput(run_id=inp.run_id, store=inp.store, report=report,
+                            routing=dict(job.routing)),
+                start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=_retry(inp.settings),
+            )
+        return report
+
+    # -- time ---------------------------------------------------------------------------
+
+    def _job_now(self) -> float:
+        """Job time: seconds since the job started, at the job's speed."""
+        return (workflow.now().timestamp() - self._started) * self._inp.speed
+
+    def _until_deadline(self) -> float | None:
+        """Real seconds until the deadline (None: no deadline)."""
+        deadline = self._inp.job.deadline_s
+        if deadline is None:
+            return None
+        return deadline / self._inp.speed - (workflow.now().timestamp() - self._started)
+
+    def _past_deadline(self) -> bool:
+        remaining = self._until_deadline()
+        return remaining is not None and remaining <= 0
+
+    # -- scheduling ---------------------------------------------------------------------
+
+    def _retried_later(self, result: SubagentResult) -> bool:
+        esc = result.escalation
+        return (
+            esc is not None and result.rounds < 2
+            and self._table.route(esc).route == "retry_later"
+            and result.subtask_id in self._states
+        )
+
+    async def _round(self, batch: list[SubtaskSpec], round_no: int) -> None:
+        """Run ``batch``'s rounds under the capacity limit, FIFO, until the deadline."""
+        queue = deque(batch)
+        self._queued = {s.id for s in batch}
+        in_flight: dict[str, State | None] = {}
+        cut = asyncio.Event()
+
+        async def lane() -> None:
+            while queue and not cut.is_set():
+                spec = queue.popleft()
+                self._queued.discard(spec.id)
+                in_flight[spec.id] = self._states.get(spec.id)
+                await self._one(spec, round_no)
+                del in_flight[spec.id]
+
+        lanes = [asyncio.create_task(lane()) for _ in range(min(self._inp.job.concurrency,
+                                                                  len(queue)))]
+
+        def all_in() -> bool:
+            return all(t.done() for t in lanes)
+
+        remaining = self._until_deadline()
+        if remaining is None:
+            await asyncio.gather(*lanes)
+            return
+        try:
+            await workflow.wait_condition(all_in, timeout=timedelta(seconds=max(remaining, 0)))
+        except builtins.TimeoutError:
+            cut.set()  # the deadline: running rounds cut themselves, nothing more starts
+            try:
+                await workflow.wait_condition(
+                    all_in, timeout=timedelta(seconds=self._inp.settings.grace_s)
+                )
+            except builtins.TimeoutError:
+                for task in lanes:
+                    task.cancel()
+                await asyncio.gather(*lanes, return_exceptions=True)
+        self._queued = set()
+        items = [SettleItem(subtask=s, state=self._states.get(s.id)) for s in queue]
+        items += [
+            SettleItem(subtask=s, state=in_flight[s.id]) for s in batch if s.id in in_flight
+        ]
+        if items:
+            await self._settle(items, "deadline")
+
+    async def _one(self, spec: SubtaskSpec, round_no: int) -> None:
+        """One subtask's round as an activity; a round lost for good is settled."""
+        inp = self._inp
+        job = inp.job
+        state = self._states.get(spec.id)
+        round_input = RoundInput(
+            run_id=inp.run_id,
+            round=round_no,
+            subtask=spec,
+            seed=inp.seed,
+            tools=inp.tools,
+            mcp_servers=inp.mcp_servers,
+            model=inp.model,
+            source=inp.source,
+            store=inp.store,
+            speed=inp.speed,
+            started_at=self._started,
+            deadline_s=job.deadline_s,
+            routing=dict(job.routing),
+            state=state,
+        )
+        settings = inp.settings
+        self._running.add(spec.id)
+        try:
+            out: RoundOutput = await workflow.execute_activity_method(
+                FanoutActivities.subagent_round,
+                round_input,
+                activity_id=f"{spec.id}/round-{round_no}",
+                start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
+                heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
+                retry_policy=_retry(settings),
+            )
+        except ActivityError as err:
+            beat = _last_beat(err)
+            known = beat.get("state") if beat and beat.get("round") == round_no else None
+            item = SettleItem(
+                subtask=spec,
+                state=known or state,
+                done=bool(known and beat and beat.get("done")),
+            )
+            message = f"the subagent's round failed on Temporal: {_cause(err)}"
+            await self._settle([item], "internal_error", message)
+            return
+        finally:
+            self._running.discard(spec.id)
+        self._results[spec.id] = out.result
+        if out.state is not None:
+            self._states[spec.id] = out.state
+        else:
+            self._states.pop(spec.id, None)
+
+    async def _settle(self, items: list[SettleItem], trigger: Any, message: str = "") -> None:
+        inp = self._inp
+        results: list[SubagentResult] = await workflow.execute_activity_method(
+            FanoutActivities.settle,
+            SettleInput(run_id=inp.run_id, seed=inp.seed, store=inp.store,
+                        at_s=self._job_now(), trigger=trigger, message=message, items=items),
+            start_to_close_timeout=timedelta(minutes=5),
+            retry_policy=_retry(inp.settings),
+        )
+        for result in results:
+            self._results[result.subtask_id] = result
+            self._states.pop(result.subtask_id, None)
+
+
+def _last_beat(err: ActivityError) -> dict[str, Any] | None:
+    """The last heartbeat of a round that timed out, if it sent one."""
+    cause = err.cause
+    if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
+        beat = cause.last_heartbeat_details[-1]
+        return beat if isinstance(beat, dict) else None
+    return None
+
+
+def _cause(err: ActivityError) -> str:
+    cause = err.cause
+    return f"{type(cause).__name__}: {cause}" if cause is not None else str(err)
