@@ -195,8 +195,25 @@ class Context:
 
         What is added later is counted with cl100k on top; compaction frees what it
         frees from that total.
+
+        The total becomes ``measured`` whatever cl100k says of what was sent, so the
+        messages still pending are not all counted: only results are (compaction frees a
+        result's own count). The rest (instructions and tool schemas, the query, calls,
+        the model's text) is never compacted: it is taken as counted by the provider
+        (``tokens`` 0, its share in ``calibration``), which spares encoding the long
+        system prompt on every subagent's first model call. The total, and so every
+        decision of the gate, is what counting them all would give.
         """
-        delta = measured - self.tokens
+        self._render()
+        for message in self._pending:
+            if message.kind == "result":
+                message.tokens = self.counter.count(message.text)
+                self.counter.total += message.tokens
+            else:
+                message.tokens = 0
+        self._pending = []
+        self._pending_bound = 0
+        delta = measured - self.counter.total
         self.calibration += delta
         self.counter.total += delta
 

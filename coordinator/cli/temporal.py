@@ -203,11 +203,6 @@ def cmd_run_temporal(args: argparse.Namespace, out: Console, err: Console) -> in
     if scenarios is None:
         return EXIT_BAD_INPUT
     scenario = scenarios[0]
-    if not scenario.job.subtasks:
-        from coordinator.temporal.payloads import LeadPlanningUnsupported
-
-        err.print(f"[bold red]error:[/] {escape(str(LeadPlanningUnsupported(str(args.job))))}")
-        return EXIT_BAD_INPUT
     store = open_store(args)
     spec_text = Path(args.job).read_text(encoding="utf-8")
     try:
@@ -297,11 +292,16 @@ class _Tail:
             await anyio.sleep(0.25)
 
     def feed(self) -> None:
+        from coordinator.lead import LEAD
         from coordinator.temporal.records import events_after
+        from subagents.spec import SubtaskSpec
 
         for e in events_after(self.store.path, self.run_id, self.seq):
             self.seq = e["seq"]
-            if e["subtask_id"] in self.board.rows:
+            if e["kind"] == "plan":
+                # The lead decomposed the job: a row for each subtask it planned.
+                self.board.plan([SubtaskSpec.model_validate(s) for s in e["subtasks"]], e["at"])
+            elif e["subtask_id"] in self.board.rows or e["subtask_id"] == LEAD:
                 self.board(progress_event(e))
 
 

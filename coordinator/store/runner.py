@@ -28,6 +28,7 @@ from shared.clock import Clock
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import restore_run, snapshot_run
 from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, SubagentRun
+from subagents.planners.model import Seekable
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 
@@ -68,6 +69,8 @@ class RecordedJob:
         self.trace_ids = trace_ids
         self.runs = runs
         self.also = also
+        # The lead's model attempts so far: a decomposed run's resume continues after them.
+        self.lead_attempts = 0
 
     def state_of(self, run: SubagentRun) -> dict[str, Any]:
         """Everything needed to continue ``run``: its state, tool counters, trace ids."""
@@ -80,13 +83,17 @@ class RecordedJob:
 
     def observer(self, event: ProgressEvent) -> None:
         """Stream the event to the trace, then to the live display."""
+        if event.subtask_id == LEAD and event.kind == "start":
+            self.lead_attempts += 1
         self.recorder.event(event.subtask_id, event.kind, event.at, event_data(event))
         if self.also is not None:
             self.also(event)
 
     def checkpoint(self, run: SubagentRun) -> None:
-        """Record a subagent's resumable state after a logical call."""
-        self.recorder.checkpoint(run.spec.id, self.state_of(run))
+        """Record a subagent's resumable state after a logical call, or before a call
+        whose effect must not happen twice (``in_flight``): that one is durable first."""
+        durable = run.in_flight is not None
+        self.recorder.checkpoint(run.spec.id, self.state_of(run), durable=durable)
 
     async def on_result(self, result: SubagentResult) -> None:
         """Commit the result and final state before the coordinator counts it."""
@@ -111,6 +118,13 @@ def restored_runs(
     """SubagentRuns continued from the store's checkpoints (fresh where there is none)."""
     planning = planning or JobPlanning(scenario)
     runs = planning.fresh_runs()
+    lead = checkpoints.get(LEAD, {}).get("lead")
+    if lead is not None and scenario.job.subtasks and scenario.model is not None:
+        # A decomposed run resumed with its recorded plan: the lead continues after it.
+        trace_ids.set_position(LEAD, int(lead["trace"]))
+        client = planning.client
+        if isinstance(client, Seekable):
+            client.seek(LEAD, int(lead["model_attempts"]))
     for spec in scenario.job.subtasks:
         saved = checkpoints.get(spec.id)
         if saved is None:
@@ -160,6 +174,11 @@ async def run_recorded(
     wiring = RecordedJob(recorder, scenario.job, tools, trace_ids, runs, also=observer)
 
     def planned(subtasks: list[SubtaskSpec], at: float) -> None:
+        # Where the lead stands once it has planned: a resume that runs this plan gives
+        # the synthesis the lead's next model turn and trace id, not its first ones
+        # again. Durable before the plan: without the plan a resume plans again anyway.
+        lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD)}
+        recorder.checkpoint(LEAD, {"lead": lead}, durable=True)
         recorder.event(
             LEAD, "plan", at, {"subtasks": [s.model_dump(mode="json") for s in subtasks]}
         )
@@ -179,6 +198,12 @@ async def run_recorded(
                 mcp = await stack.enter_async_context(job_servers(scenario))
             if mcp is not None:
                 source = JobTools(tools, mcp)
+                # The MCP tools' schemas, so a recording can stand simulated tools in.
+                listed = {
+                    name: {"description": tool.description, "schema": dict(tool.schema)}
+                    for name, tool in mcp.tools.items()
+                }
+                recorder.event(LEAD, "catalogue", elapsed_offset, {"tools": listed})
         report = await run_research(
             scenario,
             source,

@@ -3,6 +3,7 @@
 The workflow schedules, routes, runs the retry round, keeps the deadline and assembles
 the report with the same pure functions as the local executor; each subagent round is
 an activity that heartbeats its checkpoint and resumes from it when Temporal retries it.
+A job without subtasks is planned first by its lead agent, in an activity of its own.
 Workers open MCP servers and model clients once; runs are recorded in the run store.
 """
 
@@ -27,7 +28,10 @@ from coordinator.temporal.payloads import (
     DEFAULT_ADDRESS,
     DEFAULT_NAMESPACE,
     DEFAULT_TASK_QUEUE,
+    Decomposition,
+    DecompositionInput,
     JobInput,
+    LeadPosition,
     RoundInput,
     RoundOutput,
     TemporalSettings,
@@ -48,12 +52,15 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "DEFAULT_TASK_QUEUE",
     "ClientFactory",
+    "Decomposition",
+    "DecompositionInput",
     "DevServer",
     "DevServerFailed",
     "FanoutActivities",
     "FanoutWorkflow",
     "JobHandle",
     "JobInput",
+    "LeadPosition",
     "ModelClients",
     "ModelPlanningUnavailable",
     "PlannerFactory",

@@ -1,4 +1,5 @@
-"""A fanout worker's activities: subagent rounds, settling cut ones, synthesis, the report.
+"""A fanout worker's activities: the lead's plan, subagent rounds, settling cut ones,
+synthesis, the report.
 
 Each subagent round is one activity (:meth:`FanoutActivities.subagent_round`). It
 heartbeats its checkpoint after every logical call, and between calls a keep-alive
@@ -11,10 +12,14 @@ what is the worker's own trouble: the job's MCP servers cannot start here, the s
 cannot be written (Temporal retries those, bounded), or a subtask this worker cannot
 plan — no model block, no model key in its environment (not retried: no other attempt
 would do better). A round that fails for good is settled by the workflow as an
-``internal_error`` gap, so the job still ends with its report.
+``internal_error`` gap, so the job still ends with its report; a decomposition that
+fails for good ends the job ``failed`` with an ``internal_error`` gap for ``lead``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import anyio
 from temporalio import activity
@@ -22,7 +27,10 @@ from temporalio.exceptions import ApplicationError
 
 from coordinator.report import CoverageReport
 from coordinator.store.runner import event_data
+from coordinator.temporal.lead import Lead, decompose_job
 from coordinator.temporal.payloads import (
+    Decomposition,
+    DecompositionInput,
     FinishInput,
     RoundInput,
     RoundOutput,
@@ -42,14 +50,16 @@ from coordinator.temporal.rounds import (
 from shared.clock import AnyioClock, JobClock
 from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentResult
-from subagents.executor import ExecEvent
 from subagents.loop import cut_by_deadline
 from subagents.models.factory import MissingModelKey
 
+DECOMPOSE = "fanout.decompose"
 ROUND = "fanout.subagent_round"
 SETTLE = "fanout.settle"
 SYNTHESIZE = "fanout.synthesize"
 FINISH = "fanout.record_report"
+
+T = TypeVar("T")
 
 # No other attempt would do better: the job or this worker's environment lacks something.
 _NOT_RETRIED = (ModelPlanningUnavailable, MissingModelKey)
@@ -60,6 +70,28 @@ class FanoutActivities:
 
     def __init__(self, resources: WorkerResources) -> None:
         self.resources = resources
+
+    @activity.defn(name=DECOMPOSE)
+    async def decompose(self, inp: DecompositionInput) -> Decomposition:
+        """The lead agent plans a job without subtasks (DESIGN §7); the plan is recorded.
+
+        A failed plan is data (the lead's gap), never an exception.
+        """
+        info = activity.info()
+        details = list(info.heartbeat_details)
+        resumed: Beat | None = details[-1] if details and isinstance(details[-1], dict) else None
+        latest: list[Beat] = [resumed or {}]
+
+        def beat(details: Beat) -> None:
+            latest[0] = details
+            activity.heartbeat(details)
+
+        async def body() -> Decomposition:
+            return await decompose_job(
+                inp, self.resources, session=info.attempt, resumed=resumed, beat=beat
+            )
+
+        return await _alive(body, latest)
 
     @activity.defn(name=ROUND)
     async def subagent_round(self, inp: RoundInput) -> RoundOutput:
@@ -75,27 +107,12 @@ class FanoutActivities:
             latest[0] = details
             activity.heartbeat(details)
 
-        timeout = info.heartbeat_timeout
-        error: Exception | None = None
-        output: RoundOutput | None = None
-        async with anyio.create_task_group() as tg:
-            if timeout is not None and timeout.total_seconds() > 0:
-                tg.start_soon(_keep_alive, timeout.total_seconds() / 3, latest)
-            try:
-                output = await run_round(
-                    inp, self.resources, session=info.attempt, resumed=resumed, beat=beat
-                )
-            except Exception as exc:  # raised below, outside the task group (no group)
-                error = exc
-            finally:
-                tg.cancel_scope.cancel()
-        if error is not None:
-            translated = _for_temporal(error)
-            if translated is error:
-                raise error
-            raise translated from error
-        assert output is not None
-        return output
+        async def body() -> RoundOutput:
+            return await run_round(
+                inp, self.resources, session=info.attempt, resumed=resumed, beat=beat
+            )
+
+        return await _alive(body, latest)
 
     @activity.defn(name=SETTLE)
     async def settle(self, inp: SettleInput) -> list[SubagentResult]:
@@ -144,37 +161,23 @@ class FanoutActivities:
     @activity.defn(name=SYNTHESIZE)
     async def synthesize(self, inp: SynthesisInput) -> CoverageReport:
         """The lead agent writes the answer from the report (DESIGN §7); never raises for
-        a failed model call (the report keeps ``answer.synthesis_error``)."""
-        from coordinator.lead import LEAD, LeadContext
+        a failed model call (the report keeps ``answer.synthesis_error``).
+
+        After a decomposition the lead continues at ``inp.lead``: its next model turn.
+        """
         from coordinator.synthesis import synthesize
-        from subagents.models.spec import ModelSpec
 
         clock = job_clock(inp.speed, inp.started_at)
-        writer = self.resources.writer(inp.store) if inp.store else None
 
-        def observe(event: ExecEvent) -> None:
-            if writer is not None:
-                progress = ProgressEvent(LEAD, event.kind, clock.now(), tool=event.tool,
-                                         attempt=event.attempt, wait_s=event.wait_s,
-                                         result=event.result)
-                writer.event(inp.run_id, activity.info().attempt, LEAD, event.kind,
-                             progress.at, event_data(progress))
+        async def body() -> CoverageReport:
+            # Made inside: a worker without the model's key is not retried (_for_temporal).
+            lead = Lead(self.resources, inp.model, run_id=inp.run_id, seed=inp.seed,
+                        store=inp.store, clock=clock, session=activity.info().attempt,
+                        position=inp.lead)
+            return await synthesize(inp.report, lead.context)
 
-        lead = LeadContext(
-            self.resources.models.client(inp.model, clock),
-            ModelSpec.model_validate(inp.model),
-            clock,
-            SeededTraceIds(f"{inp.seed}/{inp.run_id}"),
-            observer=observe,
-            seed=inp.seed,
-        )
-        nothing: list[Beat] = [{}]  # the synthesis keeps no state worth resuming from
-        async with anyio.create_task_group() as tg:
-            timeout = activity.info().heartbeat_timeout
-            if timeout is not None and timeout.total_seconds() > 0:
-                tg.start_soon(_keep_alive, timeout.total_seconds() / 3, nothing)
-            report = await synthesize(inp.report, lead)
-            tg.cancel_scope.cancel()
+        # The synthesis keeps no state worth resuming from: its keep-alive beats nothing.
+        report = await _alive(body, [{}])
         return report.model_copy(update={"elapsed_s": clock.now()})
 
     @activity.defn(name=FINISH)
@@ -183,6 +186,30 @@ class FanoutActivities:
         writer = self.resources.writer(inp.store)
         await writer.flush()  # this worker's trace events land before the run closes
         await record_report(inp)
+
+
+async def _alive(body: Callable[[], Awaitable[T]], latest: list[Beat]) -> T:
+    """Run ``body`` while a keep-alive task re-sends ``latest[0]``, so a long tool or
+    model call on a live worker never looks like a lost one; raise what it raised, as
+    Temporal should see it."""
+    timeout = activity.info().heartbeat_timeout
+    error: Exception | None = None
+    output: list[T] = []
+    async with anyio.create_task_group() as tg:
+        if timeout is not None and timeout.total_seconds() > 0:
+            tg.start_soon(_keep_alive, timeout.total_seconds() / 3, latest)
+        try:
+            output.append(await body())
+        except Exception as exc:  # raised below, outside the task group (no group)
+            error = exc
+        finally:
+            tg.cancel_scope.cancel()
+    if error is not None:
+        translated = _for_temporal(error)
+        if translated is error:
+            raise error
+        raise translated from error
+    return output[0]
 
 
 async def _keep_alive(interval: float, latest: list[Beat]) -> None:

@@ -16,7 +16,6 @@ from coordinator.jobfile.scenario import Scenario
 from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport
 from shared.categories import ErrorCategory
-from shared.errors import FanoutError
 from subagents.loop import SubagentResult
 from subagents.spec import SubtaskSpec
 
@@ -89,13 +88,8 @@ class JobInput(BaseModel):
         speed: float = 1.0,
         settings: TemporalSettings | None = None,
     ) -> JobInput:
-        """The input for running ``scenario`` as run ``run_id``.
-
-        Raises:
-            LeadPlanningUnsupported: the job has no subtasks (its lead would decompose it).
-        """
-        if not scenario.job.subtasks:
-            raise LeadPlanningUnsupported(scenario.source or scenario.scenario)
+        """The input for running ``scenario`` as run ``run_id`` (a job without subtasks
+        is decomposed by its lead agent first, on a worker)."""
         return cls(
             run_id=run_id,
             job=scenario.job,
@@ -116,16 +110,6 @@ class JobInput(BaseModel):
             store=store,
             speed=speed,
             settings=settings or TemporalSettings(),
-        )
-
-
-class LeadPlanningUnsupported(FanoutError):
-    """A job without subtasks: its lead agent's decomposition runs with the local executor."""
-
-    def __init__(self, where: str) -> None:
-        super().__init__(
-            f"{where}: a job without subtasks is decomposed by its lead agent, which runs "
-            "with the local executor only for now (give the subtasks, or run it locally)"
         )
 
 
@@ -192,6 +176,53 @@ class SettleInput(BaseModel):
     items: list[SettleItem]
 
 
+class LeadPosition(BaseModel):
+    """How far the lead agent got: a later activity of the lead continues from here.
+
+    A local run keeps one lead (one client, one jitter stream) from the decomposition to
+    the synthesis; on Temporal each is an activity of its own, maybe on another worker.
+    """
+
+    model_config = _FROZEN
+
+    model_attempts: int = Field(ge=0)
+    """The lead's model calls so far (a scripted model's next ``lead`` turn)."""
+    trace: int = Field(ge=0)
+    """The lead's trace-id position."""
+    rng: list[Any]
+    """The state of the lead's jitter stream (``random.Random.getstate()`` as JSON)."""
+
+
+class DecompositionInput(BaseModel):
+    """A job without subtasks, for its lead agent to plan (DESIGN §7)."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    job: JobSpec
+    seed: int | str = 0
+    tools: ToolSpecs = Field(default_factory=dict)
+    mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    model: dict[str, Any]
+    source: str = ""
+    store: str | None = None
+    speed: float = Field(default=1.0, gt=0)
+    started_at: float
+
+
+class Decomposition(BaseModel):
+    """The lead's plan, or the gap of a lead that could not plan; never both."""
+
+    model_config = _FROZEN
+
+    subtasks: list[SubtaskSpec] | None = None
+    """The planned subtasks (each planned by the model), in the lead's order."""
+    gap: SubagentResult | None = None
+    """The lead's result when it could not plan: the run ends ``failed`` with it."""
+    lead: LeadPosition | None = None
+    """Where the lead stands after planning (None for a decomposition lost on Temporal)."""
+
+
 class SynthesisInput(BaseModel):
     """The assembled report, for the lead agent to write the answer from."""
 
@@ -204,6 +235,8 @@ class SynthesisInput(BaseModel):
     speed: float = Field(default=1.0, gt=0)
     started_at: float
     report: CoverageReport
+    lead: LeadPosition | None = None
+    """Where the lead stands after its decomposition (None: it did not decompose)."""
 
 
 class FinishInput(BaseModel):

@@ -216,12 +216,22 @@ async def run_round(
 async def _tools_of(
     inp: RoundInput, resources: WorkerResources, sim: SimulatedTools
 ) -> Mapping[str, Tool]:
-    """The subtask's simulated tools, and the MCP tools of the job's servers if it uses any."""
-    tools = dict(sim.for_subtask(inp.subtask.id))
-    if inp.mcp_servers:
-        base = _base_dir(inp.source)
-        mcp = await resources.mcp.source(inp.mcp_servers, base)
-        tools.update(mcp.for_subtask(inp.subtask.id))
+    return await job_tools(inp.subtask.id, sim, inp.mcp_servers, inp.source, resources)
+
+
+async def job_tools(
+    subtask_id: str,
+    sim: SimulatedTools,
+    mcp_servers: Mapping[str, Mapping[str, Any]],
+    source: str,
+    resources: WorkerResources,
+) -> dict[str, Tool]:
+    """The simulated tools as ``subtask_id`` sees them, and the MCP tools of the job's
+    servers if it declares any (started on this worker on first use)."""
+    tools = dict(sim.for_subtask(subtask_id))
+    if mcp_servers:
+        mcp = await resources.mcp.source(mcp_servers, _base_dir(source))
+        tools.update(mcp.for_subtask(subtask_id))
     return tools
 
 

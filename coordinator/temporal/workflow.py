@@ -6,9 +6,13 @@ one activity; once every first-round subagent is in, subtasks routed ``retry_lat
 run once more, from the state their first round ended in; the report is the same pure
 :func:`coordinator.report.assemble_report` of the results.
 
-For a job with a model, the lead agent then writes the answer (one more activity,
-``synthesize``); a job without subtasks, which its lead would decompose first, is not
-taken (:class:`~coordinator.temporal.payloads.LeadPlanningUnsupported`).
+A job without subtasks is planned by its lead agent first (one activity, ``decompose``,
+which records the plan): its subtasks then fan out as a file's would, each planned by
+the model, or, when the lead cannot plan, the job ends ``failed`` with the lead's gap
+(:func:`coordinator.lead.failed_decomposition`). The lead's time counts in the job's:
+job time starts with the workflow, before the plan. For a job with a model, the lead
+then writes the answer (one more activity, ``synthesize``), continuing at the lead's
+position after its plan (its next scripted turn, trace id and jitter draw).
 
 The job deadline is a workflow timer. When it fires, nothing more starts: queued
 subtasks become ``deadline`` gaps with 0 attempts, the retry round does not begin.
@@ -39,13 +43,18 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
+    from coordinator.lead import failed_decomposition
     from coordinator.report import CoverageReport, assemble_report
     from coordinator.routing import RoutingTable
     from coordinator.temporal.activities import FanoutActivities
+    from coordinator.temporal.lead import lost_decomposition
     from coordinator.temporal.payloads import (
         WORKFLOW_NAME,
+        Decomposition,
+        DecompositionInput,
         FinishInput,
         JobInput,
+        LeadPosition,
         RoundInput,
         RoundOutput,
         SettleInput,
@@ -91,11 +100,20 @@ class FanoutWorkflow:
 
     @workflow.run
     async def run(self, inp: JobInput) -> CoverageReport:
-        """Fan the job out, run the retry round, assemble and record the report."""
+        """Plan the job if it has no subtasks, fan it out, run the retry round, assemble
+        and record the report."""
         self._inp = inp
         self._started = workflow.now().timestamp()
         self._table = RoutingTable(inp.job.routing)
-        job = inp.job
+        self._job = job = inp.job
+        lead: LeadPosition | None = None
+        if not job.subtasks:
+            plan = await self._decompose()
+            if plan.subtasks is None:
+                assert plan.gap is not None
+                return await self._record(failed_decomposition(job, plan.gap, self._job_now()))
+            self._job = job = job.model_copy(update={"subtasks": plan.subtasks})
+            lead = plan.lead
         self._queued = {s.id for s in job.subtasks}
         await self._round(list(job.subtasks), 1)
         retry = [
@@ -110,20 +128,66 @@ class FanoutWorkflow:
             elapsed_s=self._job_now(),
         )
         if inp.synthesize and inp.model is not None:
-            report = await workflow.execute_activity_method(
+            report = await self._synthesize(report, lead)
+        return await self._record(report)
+
+    # -- the lead agent -----------------------------------------------------------------
+
+    async def _decompose(self) -> Decomposition:
+        """The lead's plan (an activity: the model call is I/O), or the lead's gap."""
+        inp = self._inp
+        assert inp.model is not None  # the loader refuses a job with neither
+        settings = inp.settings
+        try:
+            plan: Decomposition = await workflow.execute_activity_method(
+                FanoutActivities.decompose,
+                DecompositionInput(run_id=inp.run_id, job=inp.job, seed=inp.seed,
+                                   tools=inp.tools, mcp_servers=inp.mcp_servers,
+                                   model=inp.model, source=inp.source, store=inp.store,
+                                   speed=inp.speed, started_at=self._started),
+                activity_id="lead/decompose",
+                start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
+                heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
+                retry_policy=_retry(settings),
+            )
+        except ActivityError as err:
+            message = f"the lead's decomposition failed on Temporal: {_cause(err)}"
+            gap = lost_decomposition(inp.job, message, self._job_now())
+            return Decomposition(gap=gap)
+        return plan
+
+    async def _synthesize(
+        self, report: CoverageReport, lead: LeadPosition | None
+    ) -> CoverageReport:
+        """The report with the lead's answer; a synthesis lost on Temporal leaves the
+        report whole, with ``answer.synthesis_error`` (DESIGN §7: never abort)."""
+        inp = self._inp
+        assert inp.model is not None
+        settings = inp.settings
+        try:
+            out: CoverageReport = await workflow.execute_activity_method(
                 FanoutActivities.synthesize,
                 SynthesisInput(run_id=inp.run_id, seed=inp.seed, model=inp.model,
                                store=inp.store, speed=inp.speed, started_at=self._started,
-                               report=report),
-                start_to_close_timeout=timedelta(seconds=inp.settings.round_timeout_s),
-                heartbeat_timeout=timedelta(seconds=inp.settings.heartbeat_timeout_s),
-                retry_policy=_retry(inp.settings),
+                               report=report, lead=lead),
+                start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
+                heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
+                retry_policy=_retry(settings),
             )
+        except ActivityError as err:
+            error = {"message": f"the lead's synthesis failed on Temporal: {_cause(err)}"}
+            answer = report.answer.model_copy(update={"text": None, "synthesis_error": error})
+            return report.model_copy(update={"answer": answer, "elapsed_s": self._job_now()})
+        return out
+
+    async def _record(self, report: CoverageReport) -> CoverageReport:
+        """Close the run in the store with ``report`` (when it is recorded); return it."""
+        inp = self._inp
         if inp.store is not None:
             await workflow.execute_activity_method(
                 FanoutActivities.record_report,
                 FinishInput(run_id=inp.run_id, store=inp.store, report=report,
-                            routing=dict(job.routing)),
+                            routing=dict(self._job.routing)),
                 start_to_close_timeout=timedelta(minutes=5),
                 retry_policy=_retry(inp.settings),
             )
@@ -137,7 +201,7 @@ class FanoutWorkflow:
 
     def _until_deadline(self) -> float | None:
         """Real seconds until the deadline (None: no deadline)."""
-        deadline = self._inp.job.deadline_s
+        deadline = self._job.deadline_s
         if deadline is None:
             return None
         return deadline / self._inp.speed - (workflow.now().timestamp() - self._started)
@@ -171,7 +235,7 @@ class FanoutWorkflow:
                 await self._one(spec, round_no)
                 del in_flight[spec.id]
 
-        lanes = [asyncio.create_task(lane()) for _ in range(min(self._inp.job.concurrency,
+        lanes = [asyncio.create_task(lane()) for _ in range(min(self._job.concurrency,
                                                                   len(queue)))]
 
         def all_in() -> bool:
@@ -204,7 +268,7 @@ class FanoutWorkflow:
     async def _one(self, spec: SubtaskSpec, round_no: int) -> None:
         """One subtask's round as an activity; a round lost for good is settled."""
         inp = self._inp
-        job = inp.job
+        job = self._job
         state = self._states.get(spec.id)
         round_input = RoundInput(
             run_id=inp.run_id,

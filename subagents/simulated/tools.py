@@ -79,10 +79,15 @@ class SimulatedTools:
         self, name: str, spec: SimToolSpec, subtask_id: str, args: Mapping[str, Any]
     ) -> ResponseSpec:
         responses, index = spec.responses, -1
-        for i, rule in enumerate(spec.when):
-            if all(k in args and args[k] == v for k, v in rule.match.items()):
-                responses, index = rule.responses, i
-                break
+        own = spec.by_subtask.get(subtask_id) if spec.by_subtask else None
+        if own:
+            # A recorded run: this subtask's responses, as they came (rule -2).
+            responses, index = own, -2
+        else:
+            for i, rule in enumerate(spec.when):
+                if all(k in args and args[k] == v for k, v in rule.match.items()):
+                    responses, index = rule.responses, i
+                    break
         key = (subtask_id, name, index)
         n = self.counters[key]
         self.counters[key] = n + 1
@@ -92,7 +97,8 @@ class SimulatedTools:
         if response.error == "timeout":
             # Never answers: the executor's per-attempt timeout decides what this costs.
             await anyio.sleep_forever()
-        await self.clock.sleep(spec.latency_s)
+        latency = spec.latency_s if response.latency_s is None else response.latency_s
+        await self.clock.sleep(latency)
         kind = response.kind
         if kind == "ok":
             return response.ok

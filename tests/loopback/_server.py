@@ -189,7 +189,10 @@ class LoopbackServer:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        # A deep accept queue: with asyncio's default (100), a burst of a few hundred
+        # connections (a benchmark's concurrent runs) overflows it, and the kernel drops
+        # handshakes that the clients only retry a second later.
+        server = await asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=2048)
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         async with server:

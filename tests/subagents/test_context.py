@@ -190,3 +190,29 @@ def test_replacing_the_messages_replaces_the_count() -> None:
     counter = TokenCounter()
     context.messages = [Message("query", "restored query", counter.count("restored query"))]
     assert context.tokens == counter.count("restored query")
+
+
+def test_the_provider_count_spares_encoding_what_it_counted() -> None:
+    """calibrate: the total is the provider's, only results are encoded, compaction still exact."""
+    counter = CountingCounter()
+    context = Context("solid-state batteries", window=16000, active_tool_budget=2000,
+                      counter=counter)
+    instructions = "You are a research subagent. " * 200
+    context.add_text("system", instructions)
+    context.calibrate(1234)
+    assert context.tokens == 1234 and counter.counted == []
+    context.add_call("web_search", {"query": "market size"})
+    context.add_result(_ok("web_search", items=40, words=5))
+    context.add_text("assistant", "Two more searches.")
+    context.calibrate(2000)
+    assert [m.kind for m in context.messages if m.text in counter.counted] == ["result"]
+    assert context.tokens == 2000
+    assert context.calibration + sum(m.tokens for m in context.messages) == 2000
+    context.add_call("web_search", {"query": "market forecast"})
+    context.add_result(_ok("web_search"))
+    before = context.tokens
+    freed = context.compact()
+    # The older result freed exactly its own cl100k count less its summary's.
+    result = _ok("web_search", items=40, words=5)
+    expected = TokenCounter().count(result.to_json()) - TokenCounter().count(summarize(result))
+    assert freed == expected and context.tokens == before - freed

@@ -1,19 +1,26 @@
-"""The scenario library through Temporal: the local replay's report, deadlines included."""
+"""The scenario library through Temporal: the local replay's report, deadlines and the
+lead's decomposition included."""
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from coordinator.cli import main
 from coordinator.jobfile.loader import load_scenario
+from coordinator.lead import LEAD
 from coordinator.replay import replay, scenario_files
+from coordinator.store.runner import planned_scenario
 from coordinator.store.runs import RunStore
 from coordinator.temporal.dev import DevServer
 from tests.coordinator.temporal.conftest import ROOT, Workers, normalized, submit
 
 LIBRARY = ROOT / "scenarios"
+NO_KEY = Path(__file__).parent / "data" / "lead_without_key.yaml"
 # Simulated latencies run this many times faster than written: the longest scenario
 # (74 virtual seconds) takes under 4 s, and the closest race in the library (an attempt
 # 1.5 virtual seconds past a retry budget) still has 75 ms of real time to spare.
@@ -24,12 +31,13 @@ DEADLINE_SPEED = 4.0
 
 
 def _library(*, deadline: bool) -> list[Path]:
-    """Library scenarios that replay (no MCP servers, subtasks given), with or without a
-    deadline; model-planned ones included (their scripted model replays anywhere)."""
+    """Library scenarios that replay (no MCP servers), with or without a deadline;
+    model-planned and lead-decomposed ones included (their scripted model replays
+    anywhere)."""
     files = []
     for path in scenario_files([LIBRARY]):
         scenario = load_scenario(path)
-        if scenario.mcp_servers or not scenario.job.subtasks:
+        if scenario.mcp_servers:
             continue
         if (scenario.job.deadline_s is not None) == deadline:
             files.append(path)
@@ -38,6 +46,7 @@ def _library(*, deadline: bool) -> list[Path]:
 
 WITHOUT_DEADLINE = _library(deadline=False)
 WITH_DEADLINE = _library(deadline=True)
+DECOMPOSED = [p for p in WITHOUT_DEADLINE if not load_scenario(p).job.subtasks]
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +60,11 @@ def library_queue(workers: Workers) -> str:
 def library_runs(
     dev_server: DevServer, library_queue: str, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, dict[str, dict[str, Any]]]:
-    """Every scenario without a deadline, submitted at once and run to its report."""
+    """Every scenario without a deadline (and a lead the workers cannot run), submitted
+    at once and run to its report."""
     store = tmp_path_factory.mktemp("library") / "runs.sqlite"
-    lines = submit(dev_server.address, library_queue, store, WITHOUT_DEADLINE, speed=SPEED)
+    files = [*WITHOUT_DEADLINE, NO_KEY]
+    lines = submit(dev_server.address, library_queue, store, files, speed=SPEED)
     return store, {Path(line["file"]).name: line for line in lines}
 
 
@@ -79,14 +90,18 @@ def test_the_library_has_scenarios_for_both_tests() -> None:
     """Both sets are non-empty, so neither test below passes by checking nothing."""
     assert len(WITHOUT_DEADLINE) >= 20
     assert {p.name for p in WITH_DEADLINE} >= {"deadline.yaml", "deadline_retry_round.yaml"}
+    assert {p.name for p in DECOMPOSED} >= {
+        "lead_decomposes.yaml", "lead_plan_never_valid.yaml", "research_lead.yaml"
+    }
 
 
 @pytest.mark.parametrize("path", WITHOUT_DEADLINE, ids=lambda p: p.stem)
 def test_a_scenario_through_temporal_reports_what_its_replay_reports(
     path: Path, library_runs: tuple[Path, dict[str, dict[str, Any]]]
 ) -> None:
-    """Statuses, attempts, rounds, gaps, routes, coverage and findings equal the local
-    replay's report; only times and trace ids differ (DESIGN §9)."""
+    """Statuses, attempts, rounds, gaps, routes, coverage, findings and the answer equal
+    the local replay's report, for a job its lead decomposes too; only times and trace
+    ids differ (DESIGN §9)."""
     _store, runs = library_runs
     local = replay(load_scenario(path)).report
     assert normalized(runs[path.name]["report"]) == normalized(local)
@@ -96,7 +111,9 @@ def test_temporal_runs_are_recorded_like_local_ones(
     library_runs: tuple[Path, dict[str, dict[str, Any]]],
 ) -> None:
     """Each run is finished in the store with the workflow's report, every subagent's
-    result, a checkpoint per subtask and a trace with every attempt's envelope."""
+    result, a checkpoint per subtask and a trace with every attempt's envelope; a
+    decomposed run has its lead's plan and position too, a run whose lead could not
+    plan has neither (as run_recorded writes them)."""
     path, runs = library_runs
     store = RunStore(path)
     for line in runs.values():
@@ -104,8 +121,17 @@ def test_temporal_runs_are_recorded_like_local_ones(
         assert row.status == "finished"
         assert row.report == line["report"]
         ids = {s["id"] for s in line["report"]["subtasks"]}
-        assert set(store.results(row.id)) == ids
-        assert set(store.checkpoints(row.id)) == ids
+        scenario = load_scenario(line["file"])
+        if scenario.job.subtasks:
+            assert set(store.results(row.id)) == ids
+            assert set(store.checkpoints(row.id)) == ids
+        elif ids == {LEAD}:  # the lead could not plan: nothing ran
+            assert store.results(row.id) == {} and store.checkpoints(row.id) == {}
+        else:
+            assert set(store.results(row.id)) == ids
+            assert set(store.checkpoints(row.id)) == ids | {LEAD}
+            planned = planned_scenario(scenario, store, row.id).job.subtasks
+            assert [s.id for s in planned] == [s["id"] for s in line["report"]["subtasks"]]
         # The lead's model calls are traced too (subtask "lead"), as in a local run.
         attempts = [e for e in store.events(row.id)
                     if e["kind"] == "attempt" and e["subtask_id"] in ids]
@@ -128,3 +154,48 @@ def test_the_deadline_cuts_running_subagents_through_temporal(
     assert cut and all(g["route"] == "gap" for g in cut)
     deadline = load_scenario(path).job.deadline_s
     assert deadline is not None and report["elapsed_s"] >= deadline
+
+
+def test_fanout_report_of_a_decomposed_temporal_run_shows_its_planned_subtasks(
+    dev_server: DevServer, library_queue: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`fanout report` reads the lead's plan from the store: while the run is under way
+    it shows the subtasks the lead planned, and once the run ends, its report has them."""
+    path = LIBRARY / "lead_decomposes.yaml"
+    store = tmp_path / "runs.sqlite"
+    # At speed 2 the plan is made after 1 s and the run ends 1.7 s later.
+    [line] = submit(dev_server.address, library_queue, store, [path], speed=2.0, wait=False)
+    runs, run_id = RunStore(store), line["run_id"]
+    planned = ["market", "patents"]
+    deadline = time.monotonic() + 30
+    while not any(e["kind"] == "plan" for e in runs.events(run_id)):
+        assert time.monotonic() < deadline, "the lead's plan was never recorded"
+        time.sleep(0.05)
+    capsys.readouterr()
+    assert main(["report", run_id, "--store", str(store), "--format", "json"]) == 0
+    so_far = json.loads(capsys.readouterr().out)
+    assert [s["id"] for s in so_far["subtasks"]] == planned
+    assert runs.get(run_id).status == "running"
+    while runs.get(run_id).status != "finished":
+        assert time.monotonic() < deadline, "the run did not finish"
+        time.sleep(0.05)
+    assert main(["report", run_id, "--store", str(store)]) == 0
+    shown = capsys.readouterr().out
+    assert all(sid in shown for sid in planned)
+
+
+def test_a_lead_that_cannot_plan_on_temporal_ends_the_run_failed(
+    library_runs: tuple[Path, dict[str, dict[str, Any]]],
+) -> None:
+    """A decomposition that fails for good on the workers (no model key there) ends the
+    job failed with one internal_error gap for the lead, its report recorded."""
+    path, runs = library_runs
+    line = runs[NO_KEY.name]
+    report = line["report"]
+    assert report["outcome"] == "failed"
+    assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [
+        (LEAD, "internal_error")
+    ]
+    assert "FANOUT_TEST_NO_SUCH_KEY" in report["gaps"][0]["message"]
+    assert RunStore(path).get(line["run_id"]).status == "finished"

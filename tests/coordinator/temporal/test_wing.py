@@ -21,7 +21,6 @@ from coordinator.replay import scenario_files
 from coordinator.store.runs import RunStore
 from coordinator.temporal import JobInput, TemporalRunRef, WorkerResources, register_run
 from coordinator.temporal.dev import DevServerFailed, free_port, start_dev_server
-from coordinator.temporal.payloads import LeadPlanningUnsupported
 from coordinator.temporal.records import StoreWriter, temporal_run
 from coordinator.temporal.resources import ModelClients
 from shared.clock import AnyioClock
@@ -29,8 +28,6 @@ from subagents.simulated.spec import SimToolSpec
 from tests.coordinator.temporal.conftest import ROOT
 
 LIBRARY = scenario_files([ROOT / "scenarios"])
-WITH_SUBTASKS = [p for p in LIBRARY if load_scenario(p).job.subtasks]
-DECOMPOSED = [p for p in LIBRARY if not load_scenario(p).job.subtasks]
 
 
 def test_the_wing_names_its_surface() -> None:
@@ -51,22 +48,16 @@ def test_the_cli_parser_does_not_load_the_sdk() -> None:
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("path", WITH_SUBTASKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: p.stem)
 def test_a_job_crosses_the_pydantic_converter_unchanged(path: Path) -> None:
-    """A library job, its tools and its model block come out of the converter as they went in."""
+    """A library job (with its subtasks or for its lead to plan), its tools and its model
+    block come out of the converter as they went in."""
     scenario = load_scenario(path)
     inp = JobInput.of(scenario, run_id="r1", store="/tmp/x.sqlite", speed=3)
     converter = pydantic_data_converter.payload_converter
     [back] = converter.from_payloads(converter.to_payloads([inp]), [JobInput])
     assert back == inp and back.job == scenario.job
     assert {n: SimToolSpec.model_validate(t) for n, t in back.tools.items()} == scenario.tools
-
-
-@pytest.mark.parametrize("path", DECOMPOSED, ids=lambda p: p.stem)
-def test_a_job_its_lead_would_decompose_is_not_taken(path: Path) -> None:
-    """A job without subtasks is refused with a reason, not run without its plan."""
-    with pytest.raises(LeadPlanningUnsupported, match="local executor"):
-        JobInput.of(load_scenario(path), run_id="r1")
 
 
 def test_the_cli_defaults_are_the_wings() -> None:

@@ -1,0 +1,154 @@
+"""The lead agent on a worker: its model context, and the decomposition of a job (DESIGN §7).
+
+A local run keeps one :class:`~coordinator.lead.LeadContext` from the decomposition to
+the synthesis. On Temporal each is an activity of its own, maybe on another worker, so
+what the lead has consumed travels between them as a
+:class:`~coordinator.temporal.payloads.LeadPosition`: its model calls (a scripted
+model's next ``lead`` turn), its trace-id position and its jitter stream. The
+synthesis then asks the model exactly what a local run's would.
+
+:func:`decompose_job` is the body of the ``decompose`` activity without Temporal in it
+(as :mod:`coordinator.temporal.rounds` is for rounds). It records the plan as
+``run_recorded`` does — a ``lead`` checkpoint with where the lead stands, then a
+``plan`` event of subtask ``lead`` with the subtasks — so ``fanout report`` and
+``planned_scenario`` read the subtasks the run ran. The plan is heartbeaten before it
+is recorded: a retried decomposition (a lost worker) returns that plan instead of
+asking the model again, which, live, could plan differently from the plan on record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from coordinator.fanout import StaticTools
+from coordinator.job import JobSpec
+from coordinator.lead import LEAD, LeadContext, decompose, lead_subtask
+from coordinator.research import catalogue
+from coordinator.store.runner import event_data
+from coordinator.temporal.payloads import Decomposition, DecompositionInput, LeadPosition
+from coordinator.temporal.resources import WorkerResources
+from coordinator.temporal.rounds import job_clock, job_tools, simulated_tools
+from shared.clock import JobClock
+from shared.ids import SeededTraceIds
+from subagents import ProgressEvent, SubagentResult, SubagentRun
+from subagents.executor import ExecEvent
+from subagents.models.spec import ModelSpec
+from subagents.planners.model import Seekable
+
+Beat = dict[str, Any]
+"""The decomposition's heartbeat: ``{}``, or ``{"decided": Decomposition as JSON}``."""
+
+
+class Lead:
+    """A lead agent on this worker: its context, and its trace ids (to say where it stands)."""
+
+    def __init__(
+        self,
+        resources: WorkerResources,
+        model: Mapping[str, Any],
+        *,
+        run_id: str,
+        seed: int | str,
+        store: str | None,
+        clock: JobClock,
+        session: int,
+        position: LeadPosition | None = None,
+    ) -> None:
+        writer = resources.writer(store) if store else None
+
+        def observe(event: ExecEvent) -> None:
+            if writer is not None:
+                progress = ProgressEvent(LEAD, event.kind, clock.now(), tool=event.tool,
+                                         attempt=event.attempt, wait_s=event.wait_s,
+                                         result=event.result)
+                writer.event(run_id, session, LEAD, event.kind, progress.at,
+                             event_data(progress))
+
+        client = resources.models.client(model, clock)
+        self.trace_ids = SeededTraceIds(f"{seed}/{run_id}")
+        self.context = LeadContext(client, ModelSpec.model_validate(dict(model)), clock,
+                                   self.trace_ids, observer=observe, seed=seed)
+        if position is not None:
+            # The lead continues where its last activity left it, as a local run's one
+            # LeadContext would: the next scripted turn, trace id and jitter draw.
+            if isinstance(client, Seekable):
+                client.seek(LEAD, position.model_attempts)
+            self.context.attempts = position.model_attempts
+            self.trace_ids.set_position(LEAD, position.trace)
+            self.context.rng.setstate(_rng_state(position.rng))
+
+    def position(self) -> LeadPosition:
+        """Where the lead stands now."""
+        version, internal, gauss = self.context.rng.getstate()
+        return LeadPosition(
+            model_attempts=self.context.attempts,
+            trace=self.trace_ids.position(LEAD),
+            rng=[version, list(internal), gauss],
+        )
+
+
+def _rng_state(saved: list[Any]) -> tuple[Any, ...]:
+    version, internal, gauss = saved
+    return (version, tuple(internal), gauss)
+
+
+async def decompose_job(
+    inp: DecompositionInput,
+    resources: WorkerResources,
+    *,
+    session: int,
+    resumed: Beat | None,
+    beat: Callable[[Beat], None],
+) -> Decomposition:
+    """The job's subtasks from its lead agent (recorded in the store), or the lead's gap.
+
+    Args:
+        inp: the job to plan.
+        resources: the worker's model clients, MCP servers and store writers.
+        session: which attempt at the decomposition this is (the trace's ``session``).
+        resumed: the last heartbeat of an earlier attempt, if any.
+        beat: records (heartbeats) the plan once decided.
+
+    Raises:
+        McpServerStartError: the job's MCP servers cannot start on this worker.
+        MissingModelKey: the model's key is not in this worker's environment.
+        StoreError: the run store cannot be written.
+    """
+    writer = resources.writer(inp.store) if inp.store else None
+    if writer is not None:
+        writer.claim(inp.run_id)
+    decided = (resumed or {}).get("decided")
+    if decided is not None:
+        out = Decomposition.model_validate(decided)
+    else:
+        clock = job_clock(inp.speed, inp.started_at)
+        lead = Lead(resources, inp.model, run_id=inp.run_id, seed=inp.seed, store=inp.store,
+                    clock=clock, session=session)
+        sim = simulated_tools(inp.tools, clock)
+        tools = await job_tools(LEAD, sim, inp.mcp_servers, inp.source, resources)
+        subtasks, gap = await decompose(inp.job, catalogue(StaticTools(tools)), lead.context)
+        out = Decomposition(subtasks=subtasks, gap=gap, lead=lead.position())
+        if subtasks is not None:
+            beat({"decided": out.model_dump(mode="json")})
+    if writer is not None and out.subtasks is not None:
+        at = job_clock(inp.speed, inp.started_at).now()
+        # As run_recorded's planned(): where the lead stands, then the plan.
+        assert out.lead is not None
+        position = {"model_attempts": out.lead.model_attempts, "trace": out.lead.trace}
+        writer.checkpoint(inp.run_id, LEAD, {"lead": position})
+        plan = [s.model_dump(mode="json") for s in out.subtasks]
+        writer.event(inp.run_id, session, LEAD, "plan", at, {"subtasks": plan})
+        await writer.flush()
+    return out
+
+
+def lost_decomposition(job: JobSpec, message: str, at_s: float) -> SubagentResult:
+    """The lead's gap when its decomposition failed on Temporal for good (a lost worker,
+    no model key on the workers): the run ends ``failed``, as for a plan never valid."""
+    run = SubagentRun.for_subtask(lead_subtask(job))
+    run.started_s = 0.0
+    run.ended_s = at_s
+    run.state = "escalated"
+    run.escalate("internal_error", message, category="internal", detail={"message": message})
+    return run.result()

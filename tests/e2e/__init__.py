@@ -1,0 +1,1 @@
+"""End-to-end: real jobs through the official SDKs against loopback servers, and the CLI."""

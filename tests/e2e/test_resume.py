@@ -1,0 +1,93 @@
+"""A model-planned ``fanout run`` killed with SIGKILL resumes to the uninterrupted report.
+
+The scripted model plans every subtask (and, in the decomposed job, the subtasks
+themselves); ``--speed 10`` on a few virtual seconds per call makes the run last long
+enough to be killed once two subtasks have committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.jobfile.loader import load_scenario
+from coordinator.lead import LEAD
+from coordinator.replay import replay
+from coordinator.store.runs import RunStore, wait_for
+from tests.coordinator.store.test_store import committed, normalized
+
+DATA = Path(__file__).parent / "data"
+
+
+def fanout(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator.cli", *map(str, args)],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )
+
+
+def killed_run(job: Path, store: Path, env: dict[str, str]) -> None:
+    """Start ``fanout run`` and SIGKILL it once two subtasks' results are committed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coordinator.cli", "run", str(job), "--speed", "10", "--json"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )
+    try:
+        assert wait_for(lambda: committed(store) >= 2, timeout=45), "the run never got going"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+
+
+def lead_trace_ids(events: list[dict[str, Any]]) -> list[str]:
+    """The trace id of every logical model call the lead made, in order."""
+    ids = [e["result"]["trace_id"] for e in events
+           if e["subtask_id"] == LEAD and e["kind"] == "attempt"]
+    return list(dict.fromkeys(ids))
+
+
+@pytest.mark.parametrize(
+    ("job", "lead_calls"),
+    [
+        pytest.param(DATA / "model_resumable.yaml", 1, id="model-planned"),
+        pytest.param(DATA / "model_decomposed_resumable.yaml", 2, id="lead-decomposed"),
+    ],
+)
+def test_a_killed_model_planned_run_resumes_to_the_uninterrupted_report(
+    job: Path, lead_calls: int, tmp_path: Path
+) -> None:
+    """SIGKILL mid-run, then resume: the clean run's report; finished subtasks not rerun."""
+    store = tmp_path / "runs.sqlite"
+    env = {**os.environ, "FANOUT_STORE": str(store)}
+    killed_run(job, store, env)
+    runs = RunStore(store)
+    run = runs.get("latest")
+    assert run.status == "interrupted"
+    finished_before = set(runs.results(run.id))
+    assert 2 <= len(finished_before) < 6
+
+    resumed = fanout("resume", run.id, "--json", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    clean = replay(load_scenario(job)).report
+    report = json.loads(resumed.stdout)
+    assert normalized(report) == normalized(clean)
+    assert report["answer"]["text"] == clean["answer"]["text"] != ""
+
+    events = runs.events(run.id)
+    second = [e for e in events if e["session"] == 2]
+    rerun = {e["subtask_id"] for e in second if e["kind"] == "start"} & finished_before
+    assert rerun == set(), f"finished subtasks asked their model again: {rerun}"
+    assert not [e for e in second if e["kind"] == "plan"], "the lead planned twice"
+    # The lead's calls (plan, synthesis) each have their own trace id, across sessions.
+    lead = lead_trace_ids(events)
+    assert len(lead) == len(set(lead)) == lead_calls
+    assert runs.get(run.id).status == "finished"
+
