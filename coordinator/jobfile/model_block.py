@@ -109,9 +109,11 @@ def check_model_block(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
     if isinstance(model, dict) and isinstance(model.get("turns"), dict) and ids:
         for key in model["turns"]:
             if str(key) != _LEAD and str(key) not in ids:
+                shown = sorted(ids)[:10]
+                more = f", … {len(ids) - 10} more" if len(ids) > 10 else ""
                 add(
                     ("model", "turns", str(key)),
-                    f"a subtask id or {_LEAD!r} (one of {', '.join(sorted(ids))}, {_LEAD})",
+                    f"a subtask id or {_LEAD!r} (one of {', '.join(shown)}{more}, {_LEAD})",
                     got=repr(key),
                 )
     return problems

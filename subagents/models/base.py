@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from shared.categories import ErrorCategory
+from shared.classify import register_classifier
+from shared.envelope import ToolError
 from shared.errors import ToolFailure
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
@@ -170,3 +172,34 @@ class ModelCallFailed(ToolFailure):
         self.retry_after_s = retry_after_s
         self.field = field
         self.expected = expected
+
+
+def model_failure_error(exc: BaseException) -> ToolError:
+    """The ToolError of a :class:`ModelCallFailed`: its category, error_type = kind.
+
+    Only ``transient`` is retryable. A spent quota carries a rule and a limit, so the
+    loop escalates it as ``threshold_breach``; a context-length failure says to retry
+    with a smaller input (the planner stops with trigger ``context_budget``).
+    """
+    if not isinstance(exc, ModelCallFailed):  # registered for the class: cannot happen
+        raise TypeError(f"not a ModelCallFailed: {exc!r}")
+    details: dict[str, Any] = {}
+    if exc.kind == "quota":
+        details.update(rule="model_quota", limit="the account's quota or spend limit")
+    if exc.kind == "context_length":
+        details["next_safe_action"] = "retry_with_smaller_input"
+    return ToolError.of(
+        exc.category,
+        exc.kind,
+        exc.message,
+        retryable=exc.category == "transient",
+        retry_after_s=exc.retry_after_s,
+        field=exc.field,
+        expected=exc.expected,
+        **details,
+    )
+
+
+# Registered here, with no SDK imported: the executor classifies a failed model call
+# whichever provider raised it (the scripted model included).
+register_classifier(ModelCallFailed, model_failure_error)

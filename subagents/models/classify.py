@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import anthropic
 import httpx
@@ -26,9 +25,12 @@ import httpx2
 import openai
 
 from shared.categories import ErrorCategory
-from shared.classify import parse_retry_after, register_classifier
-from shared.envelope import ToolError
-from subagents.models.base import ModelCallFailed, ModelFailureKind
+from shared.classify import parse_retry_after
+from subagents.models.base import (
+    ModelCallFailed,
+    ModelFailureKind,
+    model_failure_error,  # noqa: F401  # re-exported
+)
 
 # Statuses whose kind and category the status alone decides (DESIGN §7's table).
 _BY_STATUS: Mapping[int, tuple[ModelFailureKind, ErrorCategory]] = {
@@ -157,33 +159,6 @@ def classify_model_error(
     )
 
 
-def model_failure_error(exc: BaseException) -> ToolError:
-    """The ToolError of a :class:`ModelCallFailed`: its category, error_type = kind.
-
-    Only ``transient`` is retryable. A spent quota carries a rule and a limit, so the
-    loop escalates it as ``threshold_breach``; a context-length failure says to retry
-    with a smaller input (the planner stops with trigger ``context_budget``).
-    """
-    if not isinstance(exc, ModelCallFailed):  # registered for the class: cannot happen
-        raise TypeError(f"not a ModelCallFailed: {exc!r}")
-    details: dict[str, Any] = {}
-    if exc.kind == "quota":
-        details.update(rule="model_quota", limit="the account's quota or spend limit")
-    if exc.kind == "context_length":
-        details["next_safe_action"] = "retry_with_smaller_input"
-    return ToolError.of(
-        exc.category,
-        exc.kind,
-        exc.message,
-        retryable=exc.category == "transient",
-        retry_after_s=exc.retry_after_s,
-        field=exc.field,
-        expected=exc.expected,
-        **details,
-    )
-
-
-register_classifier(ModelCallFailed, model_failure_error)
 
 
 def _status(exc: BaseException) -> int | None:
