@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: test demo bench lint clean
+.PHONY: test demo bench lint clean chaos
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,11 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The reliability suites on the long hypothesis profile (tests/reliability/profiles.py):
+# thousands of generated jobs, fuzzed files and replies, no per-test time limit.
+chaos: $(STAMP)
+	HYPOTHESIS_PROFILE=chaos $(BIN)/pytest tests/reliability --timeout=0
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

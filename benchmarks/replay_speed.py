@@ -66,14 +66,16 @@ def run(root: Path, repeat: int) -> BenchResult:
     long_rate = Stats.of([v / w for v, w in long_runs])
     rate = Stats.of(rates)
     result.figures += [
-        Figure(f"library: {len(scenarios)} scenarios, {virtual:g} virtual s", "virtual s/wall s",
+        # Labels stay the same when the library grows (baselines match by label).
+        Figure("library: virtual s per wall s", "virtual s/wall s",
                rate, Target(f"≥ {TARGET_RATE:,.0f}", rate.median, TARGET_RATE,
-                            higher_is_better=True)),
+                            higher_is_better=True),
+               note=f"{len(scenarios)} scenarios, {virtual:g} virtual s"),
         Figure("library wall time", "ms", Stats.of(walls).scaled(1e3)),
-        Figure(f"long backoff: {long_runs[0][0]:g} virtual s", "ms",
+        Figure("long backoff: wall time", "ms",
                Stats.of([w for _, w in long_runs]).scaled(1e3),
                Target("< 1 s", Stats.of([w for _, w in long_runs]).median * 1e3, 1000.0,
-                      strict=True)),
+                      strict=True), note=f"{long_runs[0][0]:g} virtual s"),
         Figure("long backoff rate", "virtual s/wall s", long_rate),
     ]
     return result

@@ -1,7 +1,13 @@
-"""The results file and the table: machine, versions, and every figure with min/median/max."""
+"""The results file and the table: machine, versions, every figure against its baseline.
+
+One table for every benchmark: each figure's median (and min–max over repetitions),
+its baseline (the same figure in ``benchmarks/baseline.json``, taken before a change
+of note), the ratio of the two, and the target it must meet.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -15,7 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.stats import BenchResult, Figure
+from benchmarks.stats import BenchResult
 
 PACKAGES = ("fanout", "anyio", "trio", "pydantic", "tenacity", "tiktoken", "langgraph")
 
@@ -45,19 +51,59 @@ def versions() -> dict[str, str | None]:
 
 def document(results: Sequence[BenchResult], *, command: str, seconds: float) -> dict[str, Any]:
     """The JSON document ``benchmarks/results.json`` holds."""
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
     return {
-        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "generated": generated,
         "command": command,
         "duration_s": round(seconds, 1),
         "machine": machine(),
         "versions": versions(),
-        "benchmarks": {r.key: r.to_json() for r in results},
+        "benchmarks": {r.key: {**r.to_json(), "taken": generated} for r in results},
     }
+
+
+def merged(previous: dict[str, Any], doc: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    """``previous`` with the benchmarks of ``doc`` replaced (a rerun of some of them).
+
+    Each benchmark keeps the time it was ``taken``; the document's own header is the
+    rerun's. Benchmarks are listed in ``order`` (the registry's), unknown ones last.
+    """
+    old = {k: {"taken": previous.get("generated"), **v}
+           for k, v in previous.get("benchmarks", {}).items()}
+    both = {**old, **doc["benchmarks"]}
+    ranked = sorted(both, key=lambda k: order.index(k) if k in order else len(order))
+    return {**doc, "command": f"{doc['command']} (merged into {previous.get('command')!r})",
+            "benchmarks": {k: both[k] for k in ranked}}
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:
     """Write the results file (pretty-printed, stable key order)."""
     path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def load(path: Path) -> dict[str, Any] | None:
+    """A results document written by :func:`write` (None when there is no such file)."""
+    if not path.exists():
+        return None
+    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return doc
+
+
+def with_baselines(results: Sequence[BenchResult], doc: dict[str, Any] | None) -> None:
+    """Give each figure the median of the same figure (benchmark key, label) in ``doc``."""
+    if doc is None:
+        return
+    for result in results:
+        before = {
+            f["label"]: f.get("median")
+            for f in doc.get("benchmarks", {}).get(result.key, {}).get("figures", [])
+        }
+        result.figures = [
+            dataclasses.replace(f, baseline=before[f.label])
+            if before.get(f.label) is not None and f.baseline is None
+            else f
+            for f in result.figures
+        ]
 
 
 def _fmt(value: float | None) -> str:
@@ -72,52 +118,77 @@ def _fmt(value: float | None) -> str:
     return f"{value:.2f}"
 
 
-def _verdict(figure: Figure) -> str:
-    if figure.target is None:
-        return figure.note
-    mark = "[green]met[/]" if figure.target.met else "[red]missed[/]"
-    return f"{figure.target.text}: {mark}" + (f" ({figure.note})" if figure.note else "")
+def _spread(low: float | None, high: float | None) -> str:
+    return "—" if low is None or high is None else f"{_fmt(low)}–{_fmt(high)}"
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{_fmt(value)}×"
+
+
+def _verdict(target: dict[str, Any] | None, note: str, *, rich: bool) -> str:
+    if target is None:
+        return note
+    met = target["met"]
+    if rich:
+        mark = "[green]met[/]" if met else "[red]missed[/]"
+    else:
+        mark = "met" if met else "**missed**"
+    return f"{target['target']}: {mark}" + (f" ({note})" if note else "")
+
+
+COLUMNS = ("figure", "unit", "median", "min–max", "baseline", "÷ baseline", "target")
+
+
+def _rows(doc: dict[str, Any], *, rich: bool) -> list[tuple[str, list[list[str]]]]:
+    """Per benchmark: its heading and one row of cells per figure (the table's content).
+
+    The heading is the short one in a terminal, the heading and title in Markdown.
+    """
+    out = []
+    for bench in doc["benchmarks"].values():
+        rows = []
+        for f in bench["figures"]:
+            rows.append([
+                f["label"], f["unit"], _fmt(f["median"]), _spread(f["min"], f["max"]),
+                _fmt(f.get("baseline")), _ratio(f.get("vs_baseline")),
+                _verdict(f.get("target"), f.get("note", ""), rich=rich),
+            ])
+        heading = bench["heading"] if rich else f"{bench['heading']} — {bench['title']}"
+        out.append((heading, rows))
+    return out
+
+
+def _doc(results: Sequence[BenchResult]) -> dict[str, Any]:
+    return {"benchmarks": {r.key: r.to_json() for r in results}}
 
 
 def table(results: Sequence[BenchResult]) -> Table:
     """One rich table: a section per benchmark, a row per figure."""
     grid = Table(title="fanout benchmarks", show_lines=False, header_style="bold")
-    grid.add_column("figure", no_wrap=True)
-    grid.add_column("unit", no_wrap=True)
-    for column in ("min", "median", "max"):
-        grid.add_column(column, justify="right", no_wrap=True)
-    grid.add_column("target")
-    for result in results:
+    for column in COLUMNS:
+        right = column in ("median", "min–max", "baseline", "÷ baseline")
+        grid.add_column(column, justify="right" if right else "left",
+                        no_wrap=column != "target")
+    for heading, rows in _rows(_doc(results), rich=True):
         grid.add_section()
-        grid.add_row(f"[bold]{result.heading}[/]", "", "", "", "", "")
-        for f in result.figures:
-            s = f.stats
-            grid.add_row(
-                "  " + f.label, f.unit,
-                _fmt(s.min if s else None), _fmt(s.median if s else None),
-                _fmt(s.max if s else None), _verdict(f),
-            )
+        grid.add_row(f"[bold]{heading}[/]", *[""] * (len(COLUMNS) - 1))
+        for cells in rows:
+            grid.add_row("  " + cells[0], *cells[1:])
     return grid
+
+
+def _markdown_rows(doc: dict[str, Any]) -> list[str]:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---|---:|---:|---:|---:|---|"]
+    for heading, rows in _rows(doc, rich=False):
+        lines.append(f"| **{heading}** |" + " |" * (len(COLUMNS) - 1))
+        lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return lines
 
 
 def markdown(results: Sequence[BenchResult]) -> str:
     """The same table as Markdown, for the README."""
-    lines = ["| benchmark / figure | unit | min | median | max | target |",
-             "|---|---|---:|---:|---:|---|"]
-    for result in results:
-        lines.append(f"| **{result.heading}** — {result.title} | | | | | |")
-        for f in result.figures:
-            s = f.stats
-            verdict = ""
-            if f.target is not None:
-                verdict = f"{f.target.text}: {'met' if f.target.met else '**missed**'}"
-            if f.note:
-                verdict = f"{verdict} ({f.note})" if verdict else f.note
-            lines.append(
-                f"| {f.label} | {f.unit} | {_fmt(s.min if s else None)} | "
-                f"{_fmt(s.median if s else None)} | {_fmt(s.max if s else None)} | {verdict} |"
-            )
-    return "\n".join(lines)
+    return "\n".join(_markdown_rows(_doc(results)))
 
 
 README_START = "<!-- results:start -->"
@@ -126,21 +197,7 @@ README_END = "<!-- results:end -->"
 
 def markdown_from_json(doc: dict[str, Any]) -> str:
     """The Markdown table of a results document, with the machine it was taken on."""
-    lines = ["| benchmark / figure | unit | min | median | max | target |",
-             "|---|---|---:|---:|---:|---|"]
-    for bench in doc["benchmarks"].values():
-        lines.append(f"| **{bench['heading']}** — {bench['title']} | | | | | |")
-        for f in bench["figures"]:
-            verdict = ""
-            if "target" in f:
-                t = f["target"]
-                verdict = f"{t['target']}: {'met' if t['met'] else '**missed**'}"
-            if f.get("note"):
-                verdict = f"{verdict} ({f['note']})" if verdict else f["note"]
-            lines.append(
-                f"| {f['label']} | {f['unit']} | {_fmt(f['min'])} | {_fmt(f['median'])} | "
-                f"{_fmt(f['max'])} | {verdict} |"
-            )
+    lines = _markdown_rows(doc)
     m, v = doc["machine"], doc["versions"]
     installed = ", ".join(f"{k} {val}" for k, val in v.items() if val) or "none"
     lines += [
@@ -165,9 +222,9 @@ def update_readme(path: Path, doc: dict[str, Any]) -> bool:
 
 
 def show(results: Sequence[BenchResult], console: Console | None = None) -> None:
-    """Print the table (plain text when not a terminal, then at least 120 columns wide)."""
+    """Print the table (plain text when not a terminal, then at least 170 columns wide)."""
     if console is None:
         console = Console()
         if not console.is_terminal:
-            console = Console(width=max(console.width, 120))
+            console = Console(width=max(console.width, 170))
     console.print(table(results))

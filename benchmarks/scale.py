@@ -23,7 +23,24 @@ import anyio
 from benchmarks.stats import BenchResult, Figure, Stats, Target
 
 KEY = "scale"
-RSS_LIMIT_MIB = 1024.0
+RSS_LIMIT_MIB = 400.0
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set, in MiB.
+
+    ``VmHWM`` counts this process image only; ``ru_maxrss`` also counts the pages of
+    the parent it was forked from, which can be the larger (the harness, after the
+    benchmarks before this one). ``ru_maxrss`` is the fallback where /proc is absent.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def child(subtasks: int, concurrency: int) -> dict[str, Any]:
@@ -43,8 +60,7 @@ def child(subtasks: int, concurrency: int) -> dict[str, Any]:
         return time.perf_counter() - t0, report.outcome, len(report.subtasks)
 
     run_s, outcome, n = anyio.run(main, backend="asyncio")
-    # ru_maxrss is in KiB on Linux.
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     return {"build_s": built, "run_s": run_s, "peak_rss_mib": peak, "outcome": outcome,
             "subtasks": n}
 
@@ -80,7 +96,7 @@ def run(subtasks: int, concurrency: int, repeat: int) -> BenchResult:
         Figure("µs per subagent", "µs", run_s.scaled(1e6 / subtasks)),
         Figure("building the JobSpec (input)", "s", Stats.of([r["build_s"] for r in runs])),
         Figure("peak RSS (whole process)", "MiB", rss,
-               Target("< 1 GiB", rss.median, RSS_LIMIT_MIB, strict=True)),
+               Target(f"< {RSS_LIMIT_MIB:g} MiB", rss.median, RSS_LIMIT_MIB, strict=True)),
     ]
     return result
 

@@ -71,13 +71,25 @@ class Target:
 
 @dataclass(frozen=True, slots=True)
 class Figure:
-    """One row of the results: a labelled measurement, its unit, and a target if any."""
+    """One row of the results: a labelled measurement, its unit, and a target if any.
+
+    ``baseline`` is the same figure's median before (``benchmarks/baseline.json``, matched
+    by benchmark key and label); the harness fills it in, a benchmark leaves it alone.
+    """
 
     label: str
     unit: str
     stats: Stats | None
     target: Target | None = None
     note: str = ""
+    baseline: float | None = None
+
+    @property
+    def vs_baseline(self) -> float | None:
+        """The median over the baseline's (None without both)."""
+        if self.stats is None or not self.baseline:
+            return None
+        return self.stats.median / self.baseline
 
     def to_json(self) -> dict[str, Any]:
         """The row as JSON-ready data."""
@@ -88,6 +100,10 @@ class Figure:
             out["target"] = self.target.to_json()
         if self.note:
             out["note"] = self.note
+        if self.baseline is not None:
+            out["baseline"] = _round(self.baseline)
+            ratio = self.vs_baseline
+            out["vs_baseline"] = None if ratio is None else _round(ratio)
         return out
 
 

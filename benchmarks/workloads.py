@@ -52,3 +52,40 @@ def fanout_job(n: int, *, concurrency: int, retry: RetryPolicy | None = None) ->
             for i in range(n)
         ],
     )
+
+
+def one_call_scenario(n: int) -> str:
+    """A scenario file of ``n`` subtasks, one instant call each, at the default concurrency.
+
+    The same shape as :func:`fanout_job` (one ``lookup`` with its subtask's number),
+    written as a person would write it; ``expect`` makes the replay exit 0 only when
+    every subtask is covered.
+    """
+    lines = [
+        f"scenario: one-call-{n}",
+        f"description: {n} subtasks, one instant call each",
+        "job:",
+        "  query: benchmark fan-out",
+        "  subtasks:",
+    ]
+    for i in range(n):
+        lines += [
+            f"    - id: s{i}",
+            f"      query: item {i}",
+            f"      tools: [{TOOL}]",
+            "      plan:",
+            f"        - call: {TOOL}",
+            f"          args: {{i: {i}}}",
+        ]
+    lines += [
+        "tools:",
+        f"  {TOOL}:",
+        "    params:",
+        "      i: {type: integer}",
+        "    responses:",
+        "      - ok: {results: [a finding]}",
+        "expect:",
+        "  outcome: complete",
+        "  coverage: 1",
+    ]
+    return "\n".join(lines) + "\n"

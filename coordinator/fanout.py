@@ -17,7 +17,7 @@ from typing import Protocol
 import anyio
 
 from coordinator.job import JobSpec
-from coordinator.report import CoverageReport, Decision, assemble_report
+from coordinator.report import CoverageReport, Decision, ReportBuilder
 from coordinator.routing import RoutingTable
 from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
@@ -165,6 +165,9 @@ async def run_job(
     if len(live) < len(job.subtasks):
         TokenCounter()  # load the encoding now: a missing one fails here, not in a subagent
     dropped: set[str] = set()
+    # A subagent's final result becomes its report rows at once; only a result the
+    # retry round may still replace is kept as it is.
+    report_rows = ReportBuilder(job)
     results: dict[str, SubagentResult] = {}
 
     def run_of(spec: SubtaskSpec) -> SubagentRun:
@@ -190,10 +193,13 @@ async def run_job(
         if on_result is not None:
             await on_result(result)
         sid = run.spec.id
-        results[sid] = result
         if run.finished and not retry_later(run):
+            report_rows.add(result)
+            results.pop(sid, None)
             del live[sid]
             dropped.add(sid)
+        else:
+            results[sid] = result
 
     async def one(run: SubagentRun) -> None:
         try:
@@ -266,9 +272,9 @@ async def run_job(
     if retry and not cancelled and (deadline is None or clock.now() < deadline):
         await round_of(retry)
     for s in job.subtasks:
-        if s.id not in results:
-            results[s.id] = live[s.id].result()
-    report = assemble_report(job, [results[s.id] for s in job.subtasks], elapsed_s=clock.now())
+        if s.id not in report_rows:
+            report_rows.add(results.pop(s.id) if s.id in results else live[s.id].result())
+    report = report_rows.report(elapsed_s=clock.now())
     decisions: list[Decision] = []
     for escalation in report.escalations:
         choice = await handler.handle(escalation)

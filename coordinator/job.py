@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.categories import ErrorCategory
+from shared.clock import MAX_SECONDS
+from shared.trusted import share_fields_sets
 from subagents.spec import SubtaskSettings, SubtaskSpec
 
 Route = Literal["retry_later", "gap", "escalate"]
@@ -19,7 +21,7 @@ class JobSpec(BaseModel):
 
     query: str
     concurrency: int = Field(default=4, ge=1)
-    deadline_s: float | None = Field(default=None, gt=0)
+    deadline_s: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
     routing: dict[ErrorCategory, Route | None] = Field(default_factory=dict)
     defaults: SubtaskSettings = Field(default_factory=SubtaskSettings)
     # Empty only in a file whose model decomposes the query (the lead agent, DESIGN §7);
@@ -36,4 +38,12 @@ class JobSpec(BaseModel):
             if sub.id in seen:
                 raise ValueError(f"duplicate subtask id {sub.id!r}")
             seen.add(sub.id)
+        return self
+
+    @model_validator(mode="after")
+    def _shared_fields_sets(self) -> JobSpec:
+        # Subtasks mostly set the same fields: one fields-set object per shape, not one
+        # per subtask and plan step (728 bytes each at five fields or more).
+        share_fields_sets(self.subtasks)
+        share_fields_sets(step for sub in self.subtasks for step in sub.plan)
         return self

@@ -16,11 +16,15 @@ import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import anyio
 
 T = TypeVar("T")
+
+MAX_SECONDS: Final = 1e9
+"""The longest duration a job may state (about 31 years). Sums of such durations stay
+finite, so a clock never reaches infinity, where a sleep would never end."""
 
 
 class Clock(Protocol):
@@ -114,7 +118,12 @@ class _FailAfter:
         self._scope: anyio.CancelScope | None = None
 
     def __enter__(self) -> anyio.CancelScope:
-        deadline = math.inf if self._delay is None else anyio.current_time() + self._delay
+        deadline = math.inf
+        if self._delay is not None:
+            # One float step past the limit: a body that needs exactly its ``seconds``
+            # (a latency equal to the tool timeout, DESIGN §5.1: only a latency *above* it
+            # is a timeout) finishes; at an equal deadline trio would cancel it.
+            deadline = math.nextafter(anyio.current_time() + self._delay, math.inf)
         self._scope = anyio.CancelScope(deadline=deadline)
         return self._scope.__enter__()
 

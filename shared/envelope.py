@@ -19,6 +19,7 @@ from shared.categories import (
     NextSafeAction,
     default_next_action,
 )
+from shared.trusted import Prevalidated
 from shared.wire import COMPACT_JSON, field_plan, plain_field
 
 
@@ -237,9 +238,10 @@ class Finding(BaseModel):
     @classmethod
     def from_result(cls, result: ToolResult, args: dict[str, Any]) -> Finding:
         """The finding a successful envelope contributes."""
-        # The envelope is validated already: copy a prototype instead of validating again.
-        return _FINDING.model_copy(
-            update={
+        # The envelope is validated already: build the finding without validating again,
+        # sharing one fields-set with every other finding (shared.trusted).
+        return _FINDING(
+            {
                 "tool": result.tool,
                 "data": result.data,
                 "args": dict(args),
@@ -250,4 +252,4 @@ class Finding(BaseModel):
         )
 
 
-_FINDING = Finding(tool="")
+_FINDING = Prevalidated(Finding)

@@ -62,6 +62,8 @@ def snapshot_run(run: SubagentRun) -> dict[str, Any]:
         "rounds": run.rounds,
         "trace_ids": list(run.trace_ids),
         "last_call": _action(run.last_call),
+        # A non-idempotent call about to run (or running): a resume must not send it again.
+        "in_flight": _action(run.in_flight),
         "state": run.state,
         "started_s": run.started_s,
         "ended_s": run.ended_s,
@@ -118,6 +120,7 @@ def restore_run(
     run.rounds = int(state["rounds"])
     run.trace_ids = list(state["trace_ids"])
     run.last_call = _unaction(state["last_call"])
+    run.in_flight = _unaction(state.get("in_flight"))
     run.started_s = state["started_s"]
     run.ended_s = state["ended_s"]
     run.state = state["state"]

@@ -7,18 +7,21 @@ cancellation of the caller propagates and cancels the tool.
 from __future__ import annotations
 
 import functools
+import json
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio.to_thread
+import pydantic_core
 
 from shared.categories import EFFECT_MAY_HAVE_HAPPENED
 from shared.classify import classify_exception
 from shared.clock import AnyioClock, Clock
 from shared.envelope import ToolError, ToolResult
 from shared.ids import new_trace_id
+from shared.wire import is_plain
 from subagents.retry import RetryPolicy, run_with_retry
 from subagents.schema import SchemaViolation
 from subagents.tool import CallContext, Tool, ToolOutput
@@ -57,6 +60,19 @@ def _is_empty(data: Any) -> bool:
 def rejected(tool: str, error: ToolError, *, trace_id: str) -> ToolResult:
     """The envelope of a call refused before execution: one attempt, no time, no effect."""
     return ToolResult.failure(tool, error, trace_id=trace_id, attempts=1)
+
+
+def unknown_effect(tool: str, *, trace_id: str) -> ToolResult:
+    """The envelope of a non-idempotent call its process died during: the effect may or
+    may not have happened, so it is not retried (DESIGN §2, unknown state)."""
+    error = ToolError.of(
+        "transient",
+        "interrupted",
+        f"{tool}: the run stopped during this call; its effect may or may not have happened",
+        retryable=False,
+        next_safe_action="verify_state_before_retry",
+    )
+    return ToolResult.failure(tool, error, trace_id=trace_id, changed_state="unknown")
 
 
 async def execute_tool_safely(
@@ -165,9 +181,26 @@ async def _attempt_once(
             )
         return ToolResult.failure(tool.name, error, trace_id=ctx.trace_id, changed_state=changed)
     if isinstance(raw, ToolOutput):
-        data, empty, complete = raw.data, raw.empty or _is_empty(raw.data), raw.complete
+        data, empty, complete = raw.data, raw.empty, raw.complete
     else:
-        data, empty, complete = raw, _is_empty(raw), True
+        data, empty, complete = raw, False, True
+    if not is_plain(data):
+        # Data that is not JSON cannot travel in an envelope, a context or a report: it
+        # becomes JSON where it has an obvious form (a tuple, a set, a date, NaN as null);
+        # what has none (an object, a cycle, bytes that are not text) is the tool's bug.
+        try:
+            data = json.loads(pydantic_core.to_json(data, inf_nan_mode="null"))
+        except Exception as exc:  # the data's own methods may raise anything
+            detail = f"{type(exc).__name__}: {exc}"[:300]
+            error = ToolError.of(
+                "internal",
+                "unserializable_result",
+                f"{tool.name} returned data that is not JSON ({detail})",
+            )
+            return ToolResult.failure(
+                tool.name, error, trace_id=ctx.trace_id, changed_state=tool.side_effects
+            )
+    empty = empty or _is_empty(data)
     # Every field is one of ours, already typed: copy a validated prototype instead of
     # validating again (the hot path; model_copy is about 4x cheaper than model_construct).
     return _SUCCESS.model_copy(

@@ -19,7 +19,7 @@ from shared.escalation import Escalation
 from shared.ids import RandomTraceIds, TraceIds
 from subagents.alternatives import alternatives_for
 from subagents.context import Context
-from subagents.executor import ExecEvent, execute_tool_safely, rejected
+from subagents.executor import ExecEvent, execute_tool_safely, rejected, unknown_effect
 from subagents.jitter import DeferredRandom
 from subagents.planners import (
     CallAction,
@@ -206,6 +206,8 @@ async def run_subagent(
     trace_ids = trace_ids or RandomTraceIds()
     spec = run.spec
     last: Observation | None = None
+    # A non-idempotent call the process died during (its intent was checkpointed).
+    interrupted = run.in_flight if run.resuming else None
     if run.resuming:
         run.resuming = False
         last = run.pending
@@ -262,7 +264,17 @@ async def run_subagent(
         set_state=planner_state,
     )
     set_state("running")
-    while True:
+    if interrupted is not None:
+        # Its effect may have happened before the process died: never sent again (§2).
+        # The attempt under way then counts, as one cut by a deadline does.
+        trace_id = run.trace_ids[-1] if run.trace_ids else ""
+        result = unknown_effect(interrupted.tool, trace_id=trace_id)
+        on_exec(ExecEvent("start", interrupted.tool, trace_id, 1, clock.now()))
+        on_exec(ExecEvent("attempt", interrupted.tool, trace_id, 1, clock.now(), result))
+        run.in_flight, run.last_call = None, interrupted
+        run.context.add_result(result)
+        run.escalate("unknown_state", result.message or "", result=result, call=interrupted)
+    while run.escalation is None:
         action = await run.planner.next_action(last, env)
         if action is None or isinstance(action, FinishAction):
             if isinstance(action, FinishAction):
@@ -319,7 +331,7 @@ async def run_subagent(
                 call=action,
             )
             break
-        result = await _call(run, action, tools, clock, trace_ids, on_exec, emit)
+        result = await _call(run, action, tools, clock, trace_ids, on_exec, emit, checkpoint)
         last = Observation(action, result)
         if result.ok:
             run.findings.append(Finding.from_result(result, action.args))
@@ -346,6 +358,7 @@ async def _call(
     trace_ids: TraceIds,
     on_exec: Callable[[ExecEvent], None],
     emit: Callable[..., None],
+    checkpoint: Callable[[SubagentRun], None] | None = None,
 ) -> ToolResult:
     spec = run.spec
     run.steps += 1
@@ -362,6 +375,11 @@ async def _call(
         on_exec(ExecEvent("start", action.tool, trace_id, 1, clock.now()))
         on_exec(ExecEvent("attempt", action.tool, trace_id, 1, clock.now(), result))
     else:
+        if checkpoint is not None and tool.side_effects and not tool.idempotent:
+            # The effect may happen from here on: checkpoint the call (in_flight) first,
+            # so a run killed during it resumes to unknown_state instead of sending it
+            # twice. The store makes this one checkpoint durable before returning.
+            checkpoint(run)
         result = await execute_tool_safely(
             tool,
             action.args,

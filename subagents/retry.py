@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState
 
-from shared.clock import Clock
+from shared.clock import MAX_SECONDS, Clock
 from shared.envelope import ToolResult
 
 
@@ -26,16 +26,21 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_attempts: int = Field(default=4, ge=1)
-    initial_backoff_s: float = Field(default=0.5, ge=0)
-    multiplier: float = Field(default=2.0, ge=1)
-    max_backoff_s: float = Field(default=8.0, ge=0)
+    # Bounded so a policy always ends: a million instant attempts is a hang, not a retry.
+    max_attempts: int = Field(default=4, ge=1, le=1000)
+    initial_backoff_s: float = Field(default=0.5, ge=0, le=MAX_SECONDS)
+    multiplier: float = Field(default=2.0, ge=1, le=MAX_SECONDS)
+    max_backoff_s: float = Field(default=8.0, ge=0, le=MAX_SECONDS)
     jitter: Literal["full", "none"] = "full"
-    max_total_s: float | None = Field(default=None, gt=0)
+    max_total_s: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
 
     def backoff(self, k: int) -> float:
         """The un-jittered wait before retry ``k`` (k ≥ 1)."""
-        return min(self.initial_backoff_s * self.multiplier ** (k - 1), self.max_backoff_s)
+        try:
+            grown = self.initial_backoff_s * self.multiplier ** (k - 1)
+        except OverflowError:  # 2.0 ** 1024: long past any max_backoff_s
+            return self.max_backoff_s
+        return min(grown, self.max_backoff_s)
 
     @classmethod
     def no_retry(cls) -> RetryPolicy:
@@ -124,7 +129,9 @@ async def _retry(
         if policy.max_total_s is None:
             return False
         next_start = clock.now() + (state.upcoming_sleep or 0.0)
-        return next_start - started > policy.max_total_s
+        # To the clock's own nanosecond: the same call must stop the same way whenever it
+        # starts (a resumed run's clock runs from an offset; 14.1 - 13.1 is not 1.0).
+        return round(next_start - started, 9) > policy.max_total_s
 
     def before_sleep(state: RetryCallState) -> None:
         if on_wait is not None:

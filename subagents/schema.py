@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+# tiktoken's dependency (no stubs): searches with a timeout, see _matches.
+import regex  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict
 
 _TYPE_NAMES = {
@@ -45,8 +47,31 @@ class SchemaViolation(BaseModel):
 
 
 @functools.lru_cache(maxsize=1024)
-def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _regex(pattern: str) -> Any:
+    try:
+        return regex.compile(pattern)
+    except regex.error:
+        return re.compile(pattern)  # what `re` takes and `regex` does not: matched by re
+
+
+_MATCH_TIMEOUT_S = 1.0
+
+
+def _matches(pattern: str, value: str) -> bool:
+    """A regular-expression search bounded in time.
+
+    ``regex``, not ``re``: the same syntax, but a pattern that backtracks catastrophically
+    (``^(a+)+$`` on ``aaa…!``, from a job file or a server's inputSchema) gives up after
+    a second instead of hanging the event loop, and with ``re`` holding the GIL, the
+    whole process. A search that gives up is no match.
+    """
+    compiled = _regex(pattern)
+    if isinstance(compiled, re.Pattern):
+        return compiled.search(value) is not None
+    try:
+        return compiled.search(value, timeout=_MATCH_TIMEOUT_S) is not None
+    except TimeoutError:
+        return False
 
 
 def _is_type(value: Any, name: str) -> bool:
@@ -144,7 +169,7 @@ def _string_bound(value: str, schema: Mapping[str, Any]) -> str | None:
     if hi is not None and len(value) > hi:
         return f"a string of at most {hi} characters"
     pattern = schema.get("pattern")
-    if pattern is not None and _regex(pattern).search(value) is None:
+    if pattern is not None and not _matches(pattern, value):
         return f"a string matching {pattern}"
     return None
 

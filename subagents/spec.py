@@ -7,9 +7,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.categories import Trigger
+from shared.clock import MAX_SECONDS
 from subagents.retry import RetryPolicy
 
 _SPEC = ConfigDict(frozen=True, extra="forbid")
+
+# Frozen, so one default policy serves every subtask that sets none (100,000 subtasks
+# used to carry 100,000 equal copies of it).
+_DEFAULT_RETRY = RetryPolicy()
 
 
 class CallStep(BaseModel):
@@ -50,8 +55,8 @@ class SubtaskSettings(BaseModel):
     max_steps: int = Field(default=8, ge=0)
     context_window: int = Field(default=16000, gt=0)
     active_tool_budget: int = Field(default=2000, ge=0)
-    tool_timeout_s: float = Field(default=30.0, gt=0)
-    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    tool_timeout_s: float = Field(default=30.0, gt=0, le=MAX_SECONDS)
+    retry: RetryPolicy = Field(default_factory=lambda: _DEFAULT_RETRY)
 
 
 class SubtaskSpec(SubtaskSettings):
@@ -59,7 +64,8 @@ class SubtaskSpec(SubtaskSettings):
 
     id: str = Field(min_length=1)
     query: str
-    weight: float = Field(default=1.0, ge=0)
+    # Bounded so that any number of weights sums to a finite total (coverage stays a share).
+    weight: float = Field(default=1.0, ge=0, le=MAX_SECONDS)
     tools: list[str] = Field(default_factory=list)
     plan: list[PlanStep] = Field(default_factory=list)
     # Who plans the subtask: its ``plan`` (scripted), or the job's model. The loader sets

@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fanout`` console script."""
     args = build_parser().parse_args(argv)
+    # Read from sys.argv: this is the process (the console script), which ends with it.
+    args.whole_process = argv is None
     out = Console()
     err = Console(stderr=True, soft_wrap=True)  # error lines stay whole for grep and CI logs
     try:

@@ -76,6 +76,36 @@ def suggest(word: str, choices: Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
+class Suggestions:
+    """"Did you mean" against one set of names, for every misspelling in a file.
+
+    Each word is compared with every name, so a file with as many misspellings as
+    names (an ``expect`` block naming 20,000 subtasks wrongly) would cost their
+    product; each distinct word is worked out once, and once ``budget`` comparisons
+    are spent the rest go without a suggestion.
+    """
+
+    def __init__(self, choices: Iterable[str], budget: int = 200_000) -> None:
+        self.choices = list(choices)
+        self._budget = budget
+        self._known: dict[str, str | None] = {}
+
+    def __call__(self, word: str) -> str | None:
+        if word not in self._known:
+            if self._budget < len(self.choices):
+                return None
+            self._budget -= len(self.choices)
+            self._known[word] = suggest(word, self.choices)
+        return self._known[word]
+
+
+def listing(names: Sequence[str], limit: int = 10) -> str:
+    """Names for a message: all of them, or the first ``limit`` and how many more."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[:limit])}, … ({len(names) - limit:,} more)"
+
+
 @dataclass
 class _Resolved:
     """A pydantic location read against the model: the file's path and what it names."""

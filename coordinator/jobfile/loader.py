@@ -17,10 +17,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from coordinator.jobfile.errors import STEP_KINDS, suggest, translate
+from coordinator.jobfile.errors import STEP_KINDS, Suggestions, listing, suggest, translate
+from coordinator.jobfile.limits import check_values
 from coordinator.jobfile.model_block import check_model_block, mark_planners, without_keys
 from coordinator.jobfile.scenario import Scenario, scenario_json_schema
-from coordinator.jobfile.yamlpos import ParsedYaml, format_path, parse_yaml, show
+from coordinator.jobfile.yamlpos import (
+    ParsedYaml,
+    collector_paused,
+    format_path,
+    parse_yaml,
+    show,
+)
 from coordinator.jobfile.yamlpos import Path as FieldPath
 from shared.errors import InputFileError, InputFileErrors
 from subagents.mcp.spec import SERVER_NAME_PATTERN
@@ -48,10 +55,14 @@ def load_scenario(path: str | Path) -> Scenario:
         raise _file_problem(file, "a scenario file", "a directory") from None
     except UnicodeDecodeError as exc:
         got = f"a byte that is not UTF-8 at offset {exc.start}"
-        raise _file_problem(file, "a UTF-8 text file", got) from None
+        line = exc.object[: exc.start].count(b"\n") + 1
+        error = InputFileError(file, line, "<file>", "a UTF-8 text file", got=got)
+        raise InputFileErrors([error]) from None
     except OSError as exc:
         raise _file_problem(file, "a readable scenario file", exc.strerror or str(exc)) from None
-    return load_scenario_text(text, file)
+    # Nothing made while loading is garbage before the load ends (yamlpos explains).
+    with collector_paused():
+        return load_scenario_text(text, file)
 
 
 def load_scenario_text(text: str, file: str) -> Scenario:
@@ -71,6 +82,11 @@ def load_scenario_text(text: str, file: str) -> Scenario:
         expected = "a mapping with scenario, job and tools"
         raise InputFileErrors([InputFileError(file, line, "<document>", expected, got=got)])
 
+    unholdable = check_values(parsed, file)
+    if unholdable:
+        # Data a job cannot hold (not JSON, too deep, an alias bomb) is reported alone:
+        # validating it would only expand or re-raise it.
+        raise InputFileErrors(_in_line_order([*parsed.problems, *unholdable]))
     problems = list(parsed.problems)
     problems += _check_references(data, parsed, file)
     problems += check_model_block(data, parsed, file)
@@ -140,6 +156,9 @@ class _Checker:
         self.problems: list[InputFileError] = []
         tools = data.get("tools", {})
         self.tools: set[str] | None = {str(k) for k in tools} if isinstance(tools, dict) else None
+        # Sorted and compared once per file, not once per call of an undefined tool.
+        self.known = sorted(self.tools or ())
+        self.suggest_tool = Suggestions(self.known)
         servers = data.get("mcp_servers")
         self.servers = {str(k) for k in servers} if isinstance(servers, dict) else set()
 
@@ -173,12 +192,12 @@ class _Checker:
         return bool(dot) and server in self.servers
 
     def undefined_tool(self, path: FieldPath, name: str) -> None:
-        known = sorted(self.tools or ())
-        close = suggest(name, known)
+        known = self.known
+        close = self.suggest_tool(name)
         if close is not None:
             hint = f" (did you mean {close!r}?)"
         elif known:
-            hint = f" (defined: {', '.join(known)})"
+            hint = f" (defined: {listing(known)})"
         else:
             hint = " (none is defined)"
         server, dot, _ = name.partition(".")
@@ -237,6 +256,8 @@ class _Checker:
     def expect(self, expect: Any, ids: dict[str, int]) -> None:
         if not isinstance(expect, dict):
             return
+        suggest_id = Suggestions(ids)
+        names = list(ids)
         for section in ("subtasks", "gaps"):
             entries = expect.get(section)
             if not isinstance(entries, dict):
@@ -244,8 +265,8 @@ class _Checker:
             for key in entries:
                 if str(key) in ids:
                     continue
-                close = suggest(str(key), ids)
-                hint = f" (did you mean {close!r}?)" if close else f" (one of {', '.join(ids)})"
+                close = suggest_id(str(key))
+                hint = f" (did you mean {close!r}?)" if close else f" (one of {listing(names)})"
                 self.add(
                     ("expect", section, str(key)), f"the id of a subtask in job{hint}", show(key)
                 )

@@ -1,46 +1,109 @@
-"""YAML parsed with its positions: the data, a line for every field path, duplicate keys.
+"""YAML parsed with its positions: the data, the line of any field path, duplicate keys.
 
 PyYAML's loaders return plain data and forget where each value came from, and a
-mapping that repeats a key silently keeps the last one. Here the document is composed
-into nodes first, so every field path (``("job", "subtasks", 1, "id")``) maps to the
-1-based line where it is written, and repeated keys are reported instead of dropped.
+mapping that repeats a key silently keeps the last one. Here the data is built from
+the parser's events (:mod:`coordinator.jobfile.yamlstream`), repeated keys and
+self-containing aliases are reported, and the line of a field path
+(``("job", "subtasks", 1, "id")``) is looked up only when an error needs one: most
+files have none, and a line map of every path cost more than the data itself.
+
+Parsing runs on libyaml (``yaml.CSafeLoader``) and falls back to PyYAML's pure-Python
+parser only where libyaml is absent; :func:`yaml_backend` picks one explicitly (the
+tests run both). Both give the same data, the same lines and the same messages: a
+syntax error found by libyaml is described as the pure-Python parser describes it.
 """
 
 from __future__ import annotations
 
+import gc
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Literal
 
 import yaml
 
+from coordinator.jobfile.yamlstream import (
+    MERGE_TAG,
+    FieldPath,
+    StreamBuilder,
+    Unsupported,
+    compose_and_check,
+    key_text,
+)
 from shared.errors import InputFileError
 
-Path = tuple[str | int, ...]
+Path = FieldPath
 """A field path: mapping keys and sequence indexes from the document root."""
 
-_MERGE_TAG = "tag:yaml.org,2002:merge"
+Backend = Literal["c", "python"]
+
+LOADERS: dict[str, type[Any]] = {"python": yaml.SafeLoader}
+if getattr(yaml, "__with_libyaml__", False):
+    LOADERS["c"] = yaml.CSafeLoader
+
+_backend: ContextVar[str] = ContextVar("yaml_backend", default="c" if "c" in LOADERS else "python")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
-@dataclass(frozen=True)
-class ParsedYaml:
-    """A YAML document's data with the line of every field path and the problems found."""
+def available_backends() -> tuple[Backend, ...]:
+    """The YAML backends this interpreter has: ``c`` (libyaml) when built with it, ``python``."""
+    names: tuple[Backend, ...] = ("c", "python")
+    return tuple(name for name in names if name in LOADERS)
 
-    data: Any
-    lines: dict[Path, int] = field(default_factory=dict)
-    problems: list[InputFileError] = field(default_factory=list)
+
+def current_backend() -> Backend:
+    """The backend :func:`parse_yaml` uses here."""
+    return "c" if _backend.get() == "c" else "python"
+
+
+@contextmanager
+def yaml_backend(name: Backend) -> Iterator[None]:
+    """Parse with ``name`` (``c`` or ``python``) inside the block.
+
+    Raises:
+        ValueError: ``c`` was asked for and PyYAML has no libyaml here.
+    """
+    if name not in LOADERS:
+        raise ValueError(f"no {name!r} YAML backend here (PyYAML without libyaml)")
+    token = _backend.set(name)
+    try:
+        yield
+    finally:
+        _backend.reset(token)
+
+
+class ParsedYaml:
+    """A YAML document's data, the problems found, and the line of any field path."""
+
+    def __init__(
+        self,
+        data: Any,
+        problems: list[InputFileError] | None = None,
+        *,
+        text: str = "",
+        backend: Backend = "python",
+    ) -> None:
+        self.data = data
+        self.problems: list[InputFileError] = problems or []
+        self._text = text
+        self._backend = backend
+        self._lines: _LineIndex | None = None
 
     def line_of(self, path: Iterable[str | int]) -> int | None:
         """The line of ``path``, or of its nearest ancestor written in the file."""
-        parts = tuple(_path_key(p) for p in path)
-        while True:
-            if parts in self.lines:
-                return self.lines[parts]
-            if not parts:
-                return None
-            parts = parts[:-1]
+        if self._lines is None:
+            # Only errors ask for lines: compose the node tree now, once, and keep it.
+            loader = LOADERS[self._backend](self._text) if self._text else None
+            try:
+                root = loader.get_single_node() if loader is not None else None
+            finally:
+                if loader is not None:
+                    loader.dispose()
+            self._lines = _LineIndex(root)
+        return self._lines.line_of(tuple(_path_key(p) for p in path))
 
 
 def format_path(path: Iterable[str | int]) -> str:
@@ -57,27 +120,121 @@ def format_path(path: Iterable[str | int]) -> str:
 
 
 def parse_yaml(text: str, file: str) -> ParsedYaml:
-    """Parse one YAML document, keeping lines; a syntax error is the only problem then.
+    """Parse one YAML document; its repeated keys and self-containing aliases are problems.
 
     Raises:
         InputFileError: the text is not YAML (the line is the one YAML reports).
     """
-    loader = yaml.SafeLoader(text)
+    backend = current_backend()
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return ParsedYaml(data=None)
-        walker = _Walker(file)
-        walker.lines[()] = node.start_mark.line + 1
-        walker.walk(node, ())
-        data = loader.construct_document(node)
+        data, problems = _parse(text, file, LOADERS[backend])
     except yaml.MarkedYAMLError as exc:
+        if backend != "python":
+            exc = _as_python_tells_it(text, file, exc)
         raise _syntax_error(exc, text, file) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, ...)
+        line = text.count("\n", 0, exc.position) + 1
+        char = exc.character
+        code = ord(char) if isinstance(char, str) and len(char) == 1 else char
+        got = f"the control character U+{code:04X}" if isinstance(code, int) else exc.reason
+        raise InputFileError(file, line, "<yaml>", "printable characters", got=got) from None
     except yaml.YAMLError as exc:  # pragma: no cover - every PyYAML error we meet is marked
         raise InputFileError(file, None, "<yaml>", "valid YAML", got=str(exc)) from None
+    except (RecursionError, ValueError) as exc:
+        # Nesting deeper than the parser can recurse, or an integer longer than Python
+        # converts (4300 digits): said with the line where it happens, not a traceback.
+        raise _too_big(text, file, backend, exc) from None
+    return ParsedYaml(data, problems, text=text, backend=backend)
+
+
+def _too_big(text: str, file: str, backend: str, exc: Exception) -> InputFileError:
+    """The error of a document too deeply nested, or with too long a number, and its line."""
+    from coordinator.jobfile.limits import MAX_DEPTH  # limits reads ParsedYaml: imported late
+
+    deep = isinstance(exc, RecursionError)
+    depth, line, digits = 0, 1, 0
+    try:
+        for event in yaml.parse(text, Loader=LOADERS[backend]):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if deep and depth > MAX_DEPTH and event.start_mark is not None:
+                    line = event.start_mark.line + 1
+                    break
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif not deep and isinstance(event, yaml.ScalarEvent) and len(event.value) > 4300:
+                mark = event.start_mark
+                line, digits = (mark.line + 1 if mark is not None else 1), len(event.value)
+                break
+    except yaml.YAMLError:  # pragma: no cover - the document parsed as far as it failed
+        pass
+    if deep:
+        expected = f"values nested at most {MAX_DEPTH} levels deep"
+        return InputFileError(file, line, "<yaml>", expected, got="deeper nesting")
+    got = f"a number of {digits} digits" if digits else str(exc)
+    return InputFileError(file, line, "<yaml>", "a number of at most 4300 digits", got=got)
+
+
+def _parse(text: str, file: str, loader_class: type[Any]) -> tuple[Any, list[InputFileError]]:
+    with collector_paused():
+        loader = loader_class(text)
+        try:
+            builder = StreamBuilder(loader, file, format_path)
+            return builder.document(), builder.problems
+        except Unsupported:
+            pass
+        finally:
+            loader.dispose()
+        loader = loader_class(text)
+        try:
+            return compose_and_check(loader, file, format_path)
+        finally:
+            loader.dispose()
+
+
+def _as_python_tells_it(text: str, file: str, exc: yaml.MarkedYAMLError) -> yaml.MarkedYAMLError:
+    """The pure-Python parser's account of a syntax error libyaml found, if it finds it too.
+
+    libyaml's messages are terser ("did not find expected key" where PyYAML says
+    "expected <block end>, but found '<block mapping start>'"); parsing again costs
+    time only on a file that cannot run anyway, and keeps messages the same everywhere.
+    """
+    try:
+        _parse(text, file, yaml.SafeLoader)
+    except yaml.MarkedYAMLError as python_exc:
+        return python_exc
+    except RecursionError:
+        return exc  # nested deeper than the pure-Python parser recurses: libyaml's account
+    return exc  # pragma: no cover - the two parsers agree on every file we know
+
+
+_pause_lock = threading.Lock()
+_pause_depth = 0
+_pause_resumes = False
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a document becomes data and models.
+
+    Loading allocates a dozen containers per subtask, none of which can be garbage
+    until the load is done, so every collection pass over them is pure cost: with the
+    collector running, libyaml's composer took 3–4× its own time. Nested and
+    concurrent pauses count; the collector resumes (if it was running) when the last ends.
+    """
+    global _pause_depth, _pause_resumes
+    with _pause_lock:
+        if _pause_depth == 0:
+            _pause_resumes = gc.isenabled()
+            gc.disable()
+        _pause_depth += 1
+    try:
+        yield
     finally:
-        loader.dispose()
-    return ParsedYaml(data=data, lines=walker.lines, problems=walker.problems)
+        with _pause_lock:
+            _pause_depth -= 1
+            if _pause_depth == 0 and _pause_resumes:
+                gc.enable()
 
 
 def _syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str) -> InputFileError:
@@ -105,85 +262,58 @@ def _path_key(part: Any) -> str | int:
     return str(part)
 
 
-class _Walker:
-    """Records the line of every path and reports keys repeated within a mapping."""
+class _LineIndex:
+    """Field path → line, by walking the node tree along the path (no map of every path).
 
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.lines: dict[Path, int] = {}
-        self.problems: list[InputFileError] = []
-        self._active: set[int] = set()
+    A mapping key's line is where the key is written; a list item's, where the item
+    starts. A key written twice counts where it is written last (the value YAML keeps);
+    keys merged in with ``<<`` count where they are written in the merged mapping,
+    unless written here too. Each mapping is indexed once, on first use.
+    """
 
-    def walk(self, node: yaml.Node, path: Path) -> None:
-        if id(node) in self._active:
-            # An alias inside its own anchor makes a value that contains itself: nothing
-            # downstream (arguments, JSON reports) can hold that.
-            self.problems.append(
-                InputFileError(
-                    self.file,
-                    self.lines.get(path),
-                    format_path(path),
-                    "a value that does not contain itself",
-                    got="an alias to an enclosing anchor",
-                )
-            )
-            return
-        self._active.add(id(node))
-        try:
-            if isinstance(node, yaml.MappingNode):
-                self._mapping(node, path)
-            elif isinstance(node, yaml.SequenceNode):
-                for index, item in enumerate(node.value):
-                    self.lines.setdefault((*path, index), item.start_mark.line + 1)
-                    self.walk(item, (*path, index))
-        finally:
-            self._active.discard(id(node))
+    def __init__(self, root: yaml.Node | None) -> None:
+        self.root = root
+        self._keys: dict[int, dict[str, tuple[int, yaml.Node]]] = {}
 
-    def _mapping(self, node: yaml.MappingNode, path: Path) -> None:
-        seen: dict[str, int] = {}
+    def line_of(self, path: FieldPath) -> int | None:
+        node = self.root
+        if node is None:
+            return None
+        line: int = node.start_mark.line + 1
+        for part in path:
+            if isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+                if not 0 <= part < len(node.value):
+                    break
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            elif isinstance(node, yaml.MappingNode) and isinstance(part, str):
+                entry = self._index(node).get(part)
+                if entry is None:
+                    break
+                line, node = entry
+            else:
+                break
+        return line
+
+    def _index(self, node: yaml.MappingNode) -> dict[str, tuple[int, yaml.Node]]:
+        index = self._keys.get(id(node))
+        if index is not None:
+            return index
+        index = {}
         merged: list[yaml.Node] = []
         for key_node, value_node in node.value:
-            if key_node.tag == _MERGE_TAG:
+            if key_node.tag == MERGE_TAG:
                 merged.append(value_node)
-                continue
-            key = _key_text(key_node)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                self.problems.append(
-                    InputFileError(
-                        self.file,
-                        line,
-                        format_path((*path, key)),
-                        "each key once in a mapping",
-                        got=f"{key!r} again (first at line {seen[key]}; YAML would keep this one)",
-                    )
-                )
             else:
-                seen[key] = line
-            # The later value is the one PyYAML keeps, so its lines are the ones to use.
-            self.lines[(*path, key)] = line
-            self.walk(value_node, (*path, key))
-        # `<<: *defaults` merges: keys written here override merged ones, without being
-        # duplicates, so merged mappings only fill the lines not known yet.
+                index[key_text(key_node)] = (key_node.start_mark.line + 1, value_node)
         for value_node in merged:
             many = isinstance(value_node, yaml.SequenceNode)
             for source in value_node.value if many else [value_node]:
                 if isinstance(source, yaml.MappingNode):
-                    self._merged(source, path)
-
-    def _merged(self, node: yaml.MappingNode, path: Path) -> None:
-        for key_node, value_node in node.value:
-            key = _key_text(key_node)
-            if (*path, key) not in self.lines:
-                self.lines[(*path, key)] = key_node.start_mark.line + 1
-                self.walk(value_node, (*path, key))
-
-
-def _key_text(node: yaml.Node) -> str:
-    if isinstance(node, yaml.ScalarNode):
-        return str(node.value)
-    kind = "mapping" if isinstance(node, yaml.MappingNode) else "sequence"
-    return f"<{kind} key at line {node.start_mark.line + 1}>"
+                    for key_node, item in source.value:
+                        index.setdefault(key_text(key_node), (key_node.start_mark.line + 1, item))
+        self._keys[id(node)] = index
+        return index
 
 
 def show(value: Any) -> str:

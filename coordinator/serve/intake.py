@@ -21,6 +21,7 @@ from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.serve.schemas import InputProblem
 from shared.errors import InputFileError, InputFileErrors
+from subagents.models.spec import DEFAULT_KEY_ENV
 
 BodyKind = Literal["yaml", "json"]
 
@@ -165,6 +166,21 @@ def parse_job(
         raise JobRejected([problem("<document>", "a document nested less deeply",
                                    "too many nested levels")]) from None
     model = scenario.model
+    if model is not None and model.provider != "scripted" and (
+        model.base_url is not None or model.key_env != DEFAULT_KEY_ENV[model.provider]
+    ):
+        # The key is the server's: a submitted job may not send it (or, naming another
+        # variable, any of the server's secrets) to a URL of the job's choosing. Checked
+        # first, so a job cannot probe which variables the server has either.
+        default = DEFAULT_KEY_ENV[model.provider]
+        other_key = model.key_env != default
+        raise JobRejected([problem(
+            "model.api_key_env" if other_key else "model.base_url",
+            f"the provider's own key variable ({default}) and endpoint: a job submitted "
+            "to the service names neither another variable nor a base_url",
+            str(model.key_env) if other_key else str(model.base_url),
+            line=_line_of_key(text, "model"),
+        )])
     if model is not None and (variable := model.key_env) and not environ.get(variable, "").strip():
         # As `fanout run` does before recording: the key is the server's, from its
         # environment; a job naming a variable the server lacks cannot run.

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
+import signal
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -24,6 +26,11 @@ def now_iso() -> str:
 
 _Op = Callable[[sqlite3.Connection], object]
 
+# A test hook, inert unless set (tests/reliability/test_kill_anywhere.py): with
+# FANOUT_TEST_KILL_AT_WRITE=N the process SIGKILLs itself inside its Nth store write,
+# after the write's statement ran and before its transaction commits.
+_KILL_AT_WRITE = int(os.environ.get("FANOUT_TEST_KILL_AT_WRITE") or 0)
+
 
 class _Writer:
     """One thread that owns the writing connection and applies queued operations in order."""
@@ -34,6 +41,7 @@ class _Writer:
         )
         self._conn = connect(path)
         self.error: Exception | None = None
+        self._writes = 0
         self._thread = threading.Thread(target=self._loop, name="fanout-store", daemon=True)
         self._thread.start()
 
@@ -57,6 +65,10 @@ class _Writer:
                 self._conn.execute("BEGIN")
                 for op, _ in ops:
                     op(self._conn)
+                    if _KILL_AT_WRITE:
+                        self._writes += 1
+                        if self._writes == _KILL_AT_WRITE:
+                            os.kill(os.getpid(), signal.SIGKILL)
                 self._conn.execute("COMMIT")
             except Exception as exc:  # recorded, and raised in the waiting caller's thread
                 self.error = exc

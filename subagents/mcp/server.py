@@ -129,7 +129,14 @@ class McpServer:
     def _parameters(self) -> StdioServerParameters:
         program, *args = self.spec.argv()
         return StdioServerParameters(
-            command=program, args=args, env=dict(self.spec.env) or None, cwd=self.cwd
+            command=program,
+            args=args,
+            env=dict(self.spec.env) or None,
+            cwd=self.cwd,
+            # A line that is not UTF-8 is one bad message (dropped as unparseable), not
+            # the end of the connection: with "strict" it killed the reader and every
+            # later call to this server timed out.
+            encoding_error_handler="replace",
         )
 
     async def start(self) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from shared.clock import MAX_SECONDS
 from subagents.schema import params_to_schema
 
 _SPEC = ConfigDict(frozen=True, extra="forbid")
@@ -43,8 +45,12 @@ class ParamSpec(BaseModel):
         # not as a crash on the first call that reaches the tool.
         if pattern is not None:
             try:
-                re.compile(pattern)
-            except re.error as exc:
+                with warnings.catch_warnings():
+                    # "Possible set difference" and the like: syntax whose meaning Python
+                    # is about to change is refused now, not warned about at every call.
+                    warnings.simplefilter("error")
+                    re.compile(pattern)
+            except (re.error, Warning) as exc:
                 raise ValueError(f"a valid regular expression ({exc})") from None
         return pattern
 
@@ -64,11 +70,12 @@ class ResponseSpec(BaseModel):
     rule: str | None = None
     limit: Any = None
     requested: Any = None
-    retry_after_s: float | None = Field(default=None, ge=0)
+    retry_after_s: float | None = Field(default=None, ge=0, le=MAX_SECONDS)
     scope: str | None = None
     latency_s: float | None = Field(
         default=None,
         ge=0,
+        le=MAX_SECONDS,
         description="This attempt's own latency (a recording's, as seen); else the tool's.",
     )
 
@@ -108,7 +115,7 @@ class SimToolSpec(BaseModel):
     params: dict[str, ParamSpec] = Field(default_factory=dict)
     side_effects: bool = False
     idempotent: bool | None = None
-    latency_s: float = Field(default=0.0, ge=0)
+    latency_s: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
     responses: list[ResponseSpec] = Field(min_length=1)
     when: list[WhenRule] = Field(default_factory=list)
     by_subtask: dict[str, list[ResponseSpec]] = Field(

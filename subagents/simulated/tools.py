@@ -3,12 +3,18 @@
 Each tool's ``responses`` has one counter per subtask, and each ``when`` rule its own;
 the last response repeats. An executed attempt costs ``latency_s`` on the clock; a
 ``timeout`` response never answers, so the executor's per-attempt limit cuts it.
+
+Each tool is built once per job, not once per subtask: its body learns which subtask
+calls it from the call's context (``ctx.scope``, the subtask id the loop passes), and
+keeps that subtask's counters in the subtask's own table.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import anyio
@@ -28,8 +34,8 @@ class SimulatedCrash(RuntimeError):
     """The exception a simulated ``error: crash`` raises: a bug, classified internal."""
 
 
-CounterKey = tuple[str, str, int]
-"""(subtask id, tool name, rule index; -1 for the default responses)."""
+RuleKey = tuple[str, int]
+"""(tool name, rule index; -1 for the default responses): one response counter."""
 
 
 class SimulatedTools:
@@ -38,32 +44,45 @@ class SimulatedTools:
     def __init__(self, specs: Mapping[str, SimToolSpec], clock: Clock) -> None:
         self.specs = dict(specs)
         self.clock = clock
-        self.counters: Counter[CounterKey] = Counter()
+        self.counters: dict[str, dict[RuleKey, int]] = {}
+        """Per subtask id, how many responses each (tool, rule) has given it."""
         self.executions: Counter[tuple[str, str]] = Counter()
+        """Per (subtask id, tool), how many times the tool's body ran."""
+        self._shared: Mapping[str, Tool] | None = None
+        # One key object per (tool, rule), so counting allocates nothing per call.
+        self._keys = {
+            name: [(name, i) for i in range(-1, len(spec.when))]
+            for name, spec in self.specs.items()
+        }
 
-    def for_subtask(self, subtask_id: str) -> dict[str, Tool]:
-        """The tools as one subtask sees them (its own counters)."""
-        return {name: self._tool(name, spec, subtask_id) for name, spec in self.specs.items()}
+    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
+        """The tools as one subtask sees them (its own counters): the same tools for all."""
+        if type(self)._tool is not SimulatedTools._tool:
+            # A subclass that builds its tools per subtask keeps exactly that behaviour.
+            return {name: self._tool(name, spec, subtask_id) for name, spec in self.specs.items()}
+        return self.tools()
+
+    def tools(self) -> Mapping[str, Tool]:
+        """Every tool, built on first use; each body counts for the subtask calling it."""
+        if self._shared is None:
+            # Read-only: every subtask gets this same mapping.
+            self._shared = MappingProxyType(
+                {name: self._build(name, spec) for name, spec in self.specs.items()}
+            )
+        return self._shared
 
     def snapshot(self, subtask_id: str) -> list[list[Any]]:
         """One subtask's response counters, as JSON-ready [tool, rule, count] triples."""
-        return [
-            [tool, rule, n] for (sid, tool, rule), n in sorted(self.counters.items())
-            if sid == subtask_id
-        ]
+        own = self.counters.get(subtask_id, {})
+        return [[tool, rule, n] for (tool, rule), n in sorted(own.items())]
 
     def restore(self, subtask_id: str, counters: list[list[Any]]) -> None:
         """Continue one subtask's counters from a :meth:`snapshot`."""
-        for key in [k for k in self.counters if k[0] == subtask_id]:
-            del self.counters[key]
-        for tool, rule, n in counters:
-            self.counters[(subtask_id, str(tool), int(rule))] = int(n)
+        self.counters[subtask_id] = {(str(tool), int(rule)): int(n) for tool, rule, n in counters}
 
-    def _tool(self, name: str, spec: SimToolSpec, subtask_id: str) -> Tool:
+    def _build(self, name: str, spec: SimToolSpec) -> Tool:
         async def body(ctx: CallContext, **args: Any) -> Any:
-            response = self._next_response(name, spec, subtask_id, args)
-            self.executions[(subtask_id, name)] += 1
-            return await self._respond(name, spec, response)
+            return await self._execute(name, spec, ctx.scope, args)
 
         return Tool.from_schema(
             name,
@@ -74,6 +93,21 @@ class SimulatedTools:
             idempotent=spec.is_idempotent,
             wants_context=True,
         )
+
+    def _tool(self, name: str, spec: SimToolSpec, subtask_id: str) -> Tool:
+        """Tool ``name`` bound to one subtask, whatever the call's scope (a subclass hook)."""
+
+        async def body(ctx: CallContext, **args: Any) -> Any:
+            return await self._execute(name, spec, subtask_id, args)
+
+        return dataclasses.replace(self.tools()[name], body=body)
+
+    async def _execute(
+        self, name: str, spec: SimToolSpec, subtask_id: str, args: Mapping[str, Any]
+    ) -> Any:
+        response = self._next_response(name, spec, subtask_id, args)
+        self.executions[(subtask_id, name)] += 1
+        return await self._respond(name, spec, response)
 
     def _next_response(
         self, name: str, spec: SimToolSpec, subtask_id: str, args: Mapping[str, Any]
@@ -88,9 +122,12 @@ class SimulatedTools:
                 if all(k in args and args[k] == v for k, v in rule.match.items()):
                     responses, index = rule.responses, i
                     break
-        key = (subtask_id, name, index)
-        n = self.counters[key]
-        self.counters[key] = n + 1
+        counters = self.counters.get(subtask_id)
+        if counters is None:
+            counters = self.counters[subtask_id] = {}
+        key = self._keys[name][index + 1] if name in self._keys and index >= -1 else (name, index)
+        n = counters.get(key, 0)
+        counters[key] = n + 1
         return responses[min(n, len(responses) - 1)]
 
     async def _respond(self, name: str, spec: SimToolSpec, response: ResponseSpec) -> Any:

@@ -163,14 +163,29 @@ def open_server(_launched: dict[str, Launched]) -> Iterator[Server]:
 def read_stream(
     client: httpx.Client, path: str, *, headers: dict[str, str] | None = None,
     stop_after: int | None = None, timeout: float = 30,
+    into: list[dict[str, Any]] | None = None, tolerate_disconnect: bool = False,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Read an SSE stream: its messages ({id, event, data}) and its comment lines.
 
-    Stops at ``end`` (or after ``stop_after`` messages with an id).
+    Stops at ``end`` (or after ``stop_after`` messages with an id). ``into`` receives the
+    messages as they arrive (another thread may watch it); with ``tolerate_disconnect``
+    a connection the server drops ends the read instead of raising.
     """
+    try:
+        return _read_stream(client, path, headers, stop_after, timeout, into)
+    except httpx.TransportError:
+        if not tolerate_disconnect:
+            raise
+        return (into if into is not None else []), []
+
+
+def _read_stream(
+    client: httpx.Client, path: str, headers: dict[str, str] | None,
+    stop_after: int | None, timeout: float, into: list[dict[str, Any]] | None,
+) -> tuple[list[dict[str, Any]], list[str]]:
     import json
 
-    messages: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = into if into is not None else []
     comments: list[str] = []
     current: dict[str, Any] = {}
     with client.stream("GET", path, headers=headers or {}, timeout=timeout) as r:

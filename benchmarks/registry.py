@@ -1,0 +1,133 @@
+"""The benchmarks ``make bench`` runs, in table order: one :class:`Entry` each.
+
+Adding one takes a module and a line. The module (``benchmarks/NAME.py``) defines
+``KEY`` and ``run(**params) -> BenchResult`` (its figures, built from
+:mod:`benchmarks.stats`); the line is an :class:`Entry` in :data:`REGISTRY` with the
+keyword arguments of a full run (the sizes its issue asks for) and of a smoke run
+(``--quick``, and the test that every benchmark still runs). A benchmark that needs an
+optional package (an extra) lists it in ``needs``: without it, the table shows one
+row saying what is missing instead of failing the whole run. Baselines need nothing
+from the module: the harness matches each figure by key and label in
+``benchmarks/baseline.json``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.stats import BenchResult, Figure
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One benchmark: its key, its module, and how it runs at full and smoke size."""
+
+    key: str
+    module: str
+    full: Mapping[str, Any] = field(default_factory=dict)
+    quick: Mapping[str, Any] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+
+    def missing(self) -> list[str]:
+        """The packages in ``needs`` that are not installed."""
+        return [name for name in self.needs if importlib.util.find_spec(name) is None]
+
+    def run(self, *, quick: bool = False) -> BenchResult:
+        """Import the module and run it at the chosen size.
+
+        Raises:
+            ValueError: the module's ``KEY`` is not this entry's key.
+        """
+        missing = self.missing()
+        if missing:
+            skipped = BenchResult(self.key, self.key, f"{self.key} (skipped)", {})
+            skipped.figures.append(
+                Figure("not run", "", None, note=f"not installed: {', '.join(missing)}")
+            )
+            return skipped
+        module = importlib.import_module(self.module)
+        if getattr(module, "KEY", None) != self.key:
+            raise ValueError(f"{self.module}.KEY is not {self.key!r}")
+        result: BenchResult = module.run(**(self.quick if quick else self.full))
+        return result
+
+
+REGISTRY: tuple[Entry, ...] = (
+    Entry(
+        "fanout_overhead", "benchmarks.overhead",
+        full={"sizes": (1_000, 10_000), "repeat": 9}, quick={"sizes": (20, 50), "repeat": 2},
+    ),
+    Entry(
+        "scale", "benchmarks.scale",
+        full={"subtasks": 100_000, "concurrency": 1_000, "repeat": 3},
+        quick={"subtasks": 300, "concurrency": 30, "repeat": 1},
+    ),
+    Entry(
+        "replay_speed", "benchmarks.replay_speed",
+        full={"root": SCENARIOS, "repeat": 7}, quick={"root": SCENARIOS, "repeat": 1},
+    ),
+    Entry(
+        "context_gate", "benchmarks.context_gate",
+        full={"late": 1_000, "repeat": 7}, quick={"late": 30, "repeat": 2},
+    ),
+    Entry(
+        "failure_path", "benchmarks.failure_path",
+        full={"n": 1_000, "repeat": 7}, quick={"n": 20, "repeat": 2},
+    ),
+    Entry(
+        "replay_cli", "benchmarks.replay_cli",
+        full={"sizes": (10, 5_000), "memory_n": 20_000, "repeat": 5},
+        quick={"sizes": (10, 60), "memory_n": 100, "repeat": 1},
+    ),
+    Entry(
+        "model_loop", "benchmarks.model_loop",
+        full={"runs": 300, "concurrent": 200, "batches": 9},
+        quick={"runs": 6, "concurrent": 10, "batches": 2},
+    ),
+)
+"""Every benchmark of ``make bench``, in the order of the table."""
+
+
+def keys() -> list[str]:
+    """The registered keys, in order."""
+    return [entry.key for entry in REGISTRY]
+
+
+FAILED = "failed: "
+"""How the note of a benchmark that raised begins (its one row says what it raised)."""
+
+
+def run_all(
+    *, quick: bool = False, only: Sequence[str] = (), keep_going: bool = False
+) -> list[BenchResult]:
+    """Run the chosen benchmarks (all by default), in registry order.
+
+    With ``keep_going``, a benchmark that raises becomes one row saying so (and the
+    others still run); otherwise the exception propagates.
+    """
+    done = []
+    for entry in REGISTRY:
+        if only and entry.key not in only:
+            continue
+        try:
+            done.append(entry.run(quick=quick))
+        except Exception as exc:
+            if not keep_going:
+                raise
+            failed = BenchResult(entry.key, entry.key, f"{entry.key} (failed)", {})
+            message = f"{FAILED}{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            failed.figures.append(Figure("not measured", "", None, note=message))
+            done.append(failed)
+    return done
+
+
+def failures(results: Sequence[BenchResult]) -> list[str]:
+    """The keys of the benchmarks that raised (see ``keep_going``)."""
+    return [r.key for r in results if any(f.note.startswith(FAILED) for f in r.figures)]

@@ -1,0 +1,1 @@
+"""Reliability: chaos properties, fuzzed inputs, kill-anywhere resume, the service under faults."""
