@@ -12,14 +12,9 @@ from typing import Any
 
 from rich.console import Console
 
-from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, open_store, print_report
-from coordinator.cli.run import _execute, _job_servers, _live
+from coordinator.cli.common import EXIT_BAD_INPUT
+from coordinator.cli.run import run_live
 from coordinator.jobfile.ask import build_ask_job
-from coordinator.planning import JobPlanning
-from coordinator.report import CoverageReport
-from coordinator.store.recorder import RunRecorder
-from coordinator.store.runner import run_recorded
-from shared.clock import AnyioClock
 
 
 def add_ask_parser(sub: Any) -> None:
@@ -62,48 +57,5 @@ def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         concurrency=args.concurrency,
         deadline_s=args.deadline,
     )
-    clock = AnyioClock(speed=args.speed)
-    planning = JobPlanning(scenario, clock=clock)
-    planning.open()  # a missing key: exit 2 before anything is recorded
-    store = open_store(args)
     args.ask = False  # no interactive escalation handler for ask
-    board, live, handler = _live(scenario.job, args, out, args.speed)
-    recorders: list[RunRecorder] = []
-
-    def record() -> RunRecorder:
-        recorder = store.create_run(
-            job=scenario.scenario,
-            query=scenario.job.query,
-            file=file,
-            spec_text=spec_text,
-            seed=str(scenario.seed),
-            speed=args.speed,
-        )
-        recorders.append(recorder)
-        if not args.json:
-            err.print(f"run [bold]{recorder.run_id}[/] recorded in {store.path}")
-        if live is not None:
-            live.start()
-        return recorder
-
-    async def main() -> CoverageReport:
-        async with _job_servers(scenario) as mcp:
-            return await run_recorded(
-                scenario,
-                record(),
-                clock=clock,
-                mcp=mcp,
-                observer=board,
-                handler=handler,
-                planning=planning,
-                on_plan=board.plan,
-            )
-
-    report = _execute(main, live, handler, recorders, start_live=False)
-    if args.record:
-        from coordinator.store.recording import write_recording
-
-        write_recording(store, recorders[0].run_id, args.record)
-        err.print(f"wrote {args.record}: `fanout replay {args.record}` reproduces this run")
-    print_report(report, args, out)
-    return EXIT_OK
+    return run_live(scenario, file=file, spec_text=spec_text, args=args, out=out, err=err)

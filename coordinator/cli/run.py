@@ -128,6 +128,24 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"[yellow]note:[/] --speed {args.speed:g} also scales the tool timeouts of the "
             "job's MCP servers, which answer in real time"
         )
+    spec_text = Path(args.job).read_text(encoding="utf-8")
+    return run_live(scenario, file=str(args.job), spec_text=spec_text, args=args, out=out, err=err)
+
+
+def run_live(
+    scenario: Scenario,
+    *,
+    file: str,
+    spec_text: str,
+    args: argparse.Namespace,
+    out: Console,
+    err: Console,
+) -> int:
+    """Run ``scenario`` in real time with the live display, recorded in the store.
+
+    Shared by ``fanout run`` and ``fanout ask``: ``--speed``, ``--json``, ``--ask`` and
+    ``--record`` come from ``args``.
+    """
     clock = AnyioClock(speed=args.speed)
     # The model client is made (its key read from the environment) before anything is
     # recorded: a missing key is exit 2 with nothing run and nothing stored.
@@ -141,8 +159,8 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         recorder = store.create_run(
             job=scenario.scenario,
             query=scenario.job.query,
-            file=str(args.job),
-            spec_text=Path(args.job).read_text(encoding="utf-8"),
+            file=file,
+            spec_text=spec_text,
             seed=str(scenario.seed),
             speed=args.speed,
         )
