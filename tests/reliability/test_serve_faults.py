@@ -289,8 +289,14 @@ def test_a_wrong_token_gets_nothing(server: Served, authorization: bytes | None)
     count("requests", 3)
     with httpx.Client(base_url=server.url, headers=headers, timeout=10) as c:
         for method, path in (("GET", "/runs"), ("POST", "/runs"), ("GET", "/openapi.json")):
-            r = c.request(method, path, content=SMALL_JOB,
-                          headers={"Content-Type": "application/yaml"})
+            try:
+                r = c.request(method, path, content=SMALL_JOB,
+                              headers={"Content-Type": "application/yaml"})
+            except httpx.TransportError:
+                # A header past the server's limit may be answered by closing the
+                # connection while the request is still being sent: refused, no data.
+                assert authorization is not None and len(authorization) > 16_000
+                continue
             assert 400 <= r.status_code < 500, (method, path, r.status_code)
             assert '"runs"' not in r.text and "paths" not in r.text, (method, path)
     server.answering()
