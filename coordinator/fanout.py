@@ -29,6 +29,7 @@ from subagents.loop import (
     SubagentResult,
     SubagentRun,
     SubagentState,
+    crashed,
     cut_by_deadline,
     run_subagent,
 )
@@ -212,14 +213,7 @@ async def run_job(
                 checkpoint=checkpoint,
             )
         except Exception as exc:  # a bug in a planner, tool source or loop: isolate it
-            run.ended_s = clock.now()
-            bug = f"{type(exc).__name__}: {exc}"
-            run.escalate(
-                "internal_error",
-                f"subagent crashed: {bug}",
-                category="internal",
-                detail={"message": bug},
-            )
+            crashed(run, exc, clock.now())
             # Observers (the live display) must hear this subagent end like any other.
             emit_state(run, "escalated")
             result = run.result()

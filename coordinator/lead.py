@@ -47,8 +47,6 @@ from subagents.spec import SubtaskSpec
 
 LEAD = "lead"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-_FINDING_BUDGET = 1200  # characters of one finding shown to the synthesis
-_TOTAL_BUDGET = 24000  # characters of findings in all
 
 
 def plan_schema(max_subtasks: int) -> dict[str, Any]:

@@ -165,6 +165,7 @@ __all__ = [
     "SubagentResult",
     "SubagentRun",
     "SubagentState",
+    "crashed",
     "cut_by_deadline",
     "run_subagent",
     "trigger_for",
@@ -429,6 +430,15 @@ def _refusal(name: str, tool: Tool | None, spec: SubtaskSpec) -> ToolError | Non
             "permission", "not_allowed", f"{name} is not on subtask {spec.id!r}'s allowlist"
         )
     return None
+
+
+def crashed(run: SubagentRun, exc: Exception, now: float) -> Escalation:
+    """Hand up a subagent whose planner, tools or loop raised: an ``internal_error``."""
+    run.ended_s = now
+    bug = f"{type(exc).__name__}: {exc}"
+    return run.escalate(
+        "internal_error", f"subagent crashed: {bug}", category="internal", detail={"message": bug}
+    )
 
 
 def cut_by_deadline(run: SubagentRun, now: float) -> Escalation:

@@ -27,7 +27,7 @@ from shared.clock import AnyioClock, JobClock
 from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentRun, run_subagent
 from subagents.checkpoint import restore_run, snapshot_run
-from subagents.loop import cut_by_deadline
+from subagents.loop import crashed, cut_by_deadline
 from subagents.planners import Planner
 from subagents.simulated.spec import SimToolSpec
 from subagents.simulated.tools import SimulatedTools
@@ -189,14 +189,7 @@ async def run_round(
                         checkpoint=checkpoint,
                     )
                 except Exception as exc:  # a bug in a planner, tool or the loop: isolate it
-                    run.ended_s = clock.now()
-                    bug = f"{type(exc).__name__}: {exc}"
-                    run.escalate(
-                        "internal_error",
-                        f"subagent crashed: {bug}",
-                        category="internal",
-                        detail={"message": bug},
-                    )
+                    crashed(run, exc, clock.now())
                     escalated()
             if not run.finished:
                 # The deadline cut it: it hands up what it found (the attempt under way
