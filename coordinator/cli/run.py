@@ -25,6 +25,7 @@ from coordinator.report import CoverageReport
 from coordinator.store.runner import (
     elapsed_so_far,
     planned_scenario,
+    recorded_lead_gap,
     restored_runs,
     run_recorded,
 )
@@ -256,6 +257,7 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
             observer=board,
             handler=handler,
             planning=planning,
+            lead_gap=recorded_lead_gap(store, row.id),
         )
 
     report = _execute(main, live, handler, [recorder])
