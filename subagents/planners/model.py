@@ -109,6 +109,7 @@ class ModelPlanner:
     reminded: bool = False
     ok_calls: dict[str, int] = field(default_factory=dict)
     refused_last: bool = False
+    said: str = ""  # what the model wrote before its reminder
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -230,11 +231,12 @@ class ModelPlanner:
             return FinishAction("", tool=MODEL_TOOL)
         if not self.reminded:
             self.reminded = True
+            self.said = turn.text.strip()
             reminder = REMINDER if needs_tools else SILENCE_REMINDER
             self.entries.append(UserMessage(reminder))
             env.context.add_text("user", reminder)
             return await self._ask(env)
-        said = turn.text.strip()
+        said = turn.text.strip() or self.said
         partial = (Finding(tool=MODEL_TOOL, data={"text": said}, complete=False),) if said else ()
         if needs_tools:
             how = "answered in its own words" if said else "said nothing"
@@ -257,6 +259,7 @@ class ModelPlanner:
             return EscalateAction(
                 "no_progress",
                 f"{call.name} {shown[:200]} was called a third time after two ok answers",
+                category="validation",  # the same input again: routed as a gap
                 alternatives=(f"answer from the {call.name} results already found",),
             )
         self.calls_made += 1
@@ -306,6 +309,7 @@ class ModelPlanner:
             "reminded": self.reminded,
             "ok_calls": dict(self.ok_calls),
             "refused_last": self.refused_last,
+            "said": self.said,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -319,6 +323,7 @@ class ModelPlanner:
         self.reminded = bool(state.get("reminded", False))
         self.ok_calls = {str(k): int(v) for k, v in (state.get("ok_calls") or {}).items()}
         self.refused_last = bool(state.get("refused_last", False))
+        self.said = str(state.get("said", ""))
         version, internal, gauss = state["rng"]
         self.rng.setstate((version, tuple(internal), gauss))
         if isinstance(self.client, Seekable):
