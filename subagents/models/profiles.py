@@ -10,7 +10,9 @@ profile         content null  system      named        text tool     chosen by `
 ==============  ============  ==========  ===========  ============  =================
 ``openai``      sent          sent        sent         never         api.openai.com
 ``vllm``        sent          sent        sent         yes           ``owned_by: vllm``
-``llama.cpp``   ``""``        sent        in words     yes           ``owned_by`` llamacpp/me
+``llama-cpp-    ``""``        sent        sent         yes           ``owned_by: me``
+python``
+``llama.cpp``   ``""``        sent        in words     yes           ``owned_by: llamacpp``
 ``ollama``      ``""``        sent        in words     yes           ``owned_by: library``
 ``lmstudio``    ``""``        sent        in words     yes           ``owned_by`` organization_owner
 ``compatible``  ``""``        sent        in words     yes           anything else
@@ -34,14 +36,20 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 ProfileName = Literal[
-    "auto", "openai", "vllm", "llama.cpp", "ollama", "lmstudio", "compatible", "strict"
+    "auto",
+    "openai",
+    "vllm",
+    "llama-cpp-python",
+    "llama.cpp",
+    "ollama",
+    "lmstudio",
+    "compatible",
+    "strict",
 ]
-PROFILE_NAMES: Final[tuple[str, ...]] = (
-    "auto", "openai", "vllm", "llama.cpp", "ollama", "lmstudio", "compatible", "strict"
-)
+PROFILE_NAMES: Final[tuple[str, ...]] = get_args(ProfileName)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +73,9 @@ PROFILES: Final[dict[str, ServerProfile]] = {
         "openai", null_content=True, named_tool_choice=True, text_tool_calls=False
     ),
     "vllm": ServerProfile("vllm", null_content=True, named_tool_choice=True),
+    # llama-cpp-python's schema refuses `content: null`; it honours a named tool_choice
+    # (a grammar constrains the answer to that tool's arguments).
+    "llama-cpp-python": ServerProfile("llama-cpp-python", named_tool_choice=True),
     "llama.cpp": ServerProfile("llama.cpp"),
     "ollama": ServerProfile("ollama"),
     "lmstudio": ServerProfile("lmstudio"),
@@ -77,7 +88,7 @@ _OWNERS: Final[dict[str, str]] = {
     "vllm": "vllm",
     "llamacpp": "llama.cpp",
     "llama.cpp": "llama.cpp",
-    "me": "llama.cpp",  # llama-cpp-python's server
+    "me": "llama-cpp-python",
     "library": "ollama",
     "ollama": "ollama",
     "organization_owner": "lmstudio",
