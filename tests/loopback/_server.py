@@ -136,6 +136,7 @@ class LoopbackServer:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.side_requests.clear()
 
     @property
     def pending(self) -> int:

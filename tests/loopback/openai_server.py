@@ -98,6 +98,11 @@ class OpenAIServer(LoopbackServer):
         # ("openai": the official API's behaviour; None: no model list, a 404).
         self.owned_by = owned_by
 
+    def clear(self) -> None:
+        """Forget queued replies and requests; the model list says "openai" again."""
+        super().clear()
+        self.owned_by = "openai"
+
     def side_route(self, request: RecordedRequest) -> Reply | None:
         """``GET /v1/models``: one model, owned by :attr:`owned_by`."""
         if request.method != "GET" or request.path.split("?")[0] != "/v1/models":
