@@ -107,7 +107,7 @@ class OpenAIClient:
     async def _owner(self) -> str | None:
         """What ``GET {base_url}/models`` says owns the model (None: it would not say)."""
         try:
-            page = await self._sdk.models.list(timeout=min(10.0, self.timeout_s))
+            page = await self._sdk.models.list(timeout=min(30.0, self.timeout_s))
         except (*MODEL_ERRORS, ValueError, TypeError):  # type: ignore[misc]  # a tuple of classes
             # No model list (a gateway, a stand-in): the strictest common form will do.
             return None
