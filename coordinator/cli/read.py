@@ -48,7 +48,7 @@ def cmd_runs(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         sys.stdout.write(dump([r.summary() for r in rows]) + "\n")
     else:
-        out.print(runs_table(rows))
+        out.print(runs_table(rows, width=out.width))
     return EXIT_OK
 
 
@@ -102,7 +102,7 @@ def cmd_trace(args: argparse.Namespace, out: Console, err: Console) -> int:
         for entry in entries:
             sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
     else:
-        out.print(trace_table(row.id, entries))
+        out.print(trace_table(row.id, entries, width=out.width))
     return EXIT_OK
 
 
