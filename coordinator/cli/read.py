@@ -108,12 +108,13 @@ def cmd_trace(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def cmd_record(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Write a finished stored run as a scenario that replays it offline."""
-    from coordinator.store.recording import write_recording
+    from coordinator.store.recording import refusal, write_recording
 
     store = open_store(args)
     row = store.get(args.run_id)
-    if row.report is None:
-        err.print(f"[bold red]error:[/] run {row.id} is {row.status}: only a finished run records")
+    reason = refusal(store, row.id)
+    if reason is not None:
+        err.print(f"[bold red]error:[/] run {row.id} cannot be recorded: {reason}")
         return EXIT_BAD_INPUT
     write_recording(store, row.id, args.output)
     err.print(f"wrote {args.output}: `fanout replay {args.output}` reproduces run {row.id}")

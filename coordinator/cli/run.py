@@ -223,10 +223,16 @@ def run_live(
         _resume_hint(err, recorders)
         raise
     if getattr(args, "record", None) and recorders:
-        from coordinator.store.recording import write_recording
+        from coordinator.store.recording import refusal, write_recording
 
-        write_recording(store, recorders[0].run_id, args.record)
-        err.print(f"wrote {args.record}: `fanout replay {args.record}` reproduces this run")
+        reason = refusal(store, recorders[0].run_id)
+        if reason is None:
+            write_recording(store, recorders[0].run_id, args.record)
+            err.print(f"wrote {args.record}: `fanout replay {args.record}` reproduces this run")
+        else:
+            # The run itself finished and its report is printed; only the recording is
+            # not written (a warning, not a failed run).
+            err.print(f"[bold yellow]not written:[/] {args.record}: {reason}")
     print_report(report, args, out)
     return EXIT_OK
 
