@@ -62,6 +62,9 @@ class LiveBoard:
         if not self.planned:
             self.rows[LEAD] = _Row(state="planning")
         self.started = time.monotonic()
+        # A line under the table when something outside the run needs a person's hand
+        # (a Temporal run whose task queue no worker polls).
+        self.notice: str | None = None
 
     def plan(self, subtasks: Sequence[SubtaskSpec], at: float = 0.0) -> None:
         """The lead agent decided the subtasks: show a row for each."""
@@ -158,4 +161,6 @@ class LiveBoard:
         footer = Text(f"{done}/{len(subtasks)} finished   coverage so far ")
         footer.append_text(coverage_bar(self.coverage_so_far(), width=20))
         footer.append(f"   {time.monotonic() - self.started:.1f}s")
+        if self.notice:
+            return Group(table, footer, Text(f"waiting: {self.notice}", style="yellow"))
         return Group(table, footer)
