@@ -5,14 +5,19 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: test demo bench lint clean chaos
+.PHONY: test demo bench lint clean chaos chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal]'
 	touch $(STAMP)
 
-test: $(STAMP)
+# The browser tests need Debian's chromium: installed here wherever that is possible
+# (root or passwordless sudo, apt-get); elsewhere they are skipped (tests/chromium.py).
+chromium:
+	.ci/chromium
+
+test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
