@@ -1,7 +1,7 @@
 """The results file and the table: machine, versions, every figure against its baseline.
 
 One table for every benchmark: each figure's median (and min–max over repetitions),
-its baseline (the same figure of the baseline tree, run side by side in the same run
+its baseline (the same figure of the baseline tree, run side by side in the same
 run), the ratio of the two, and the target it must meet.
 """
 
