@@ -7,14 +7,19 @@ BENCH_STAMP := $(VENV)/.installed-bench
 
 LIVE_STAMP := $(VENV)/.installed-live
 
-.PHONY: test demo bench lint clean chaos live
+.PHONY: test demo bench lint clean chaos chromium live
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal]'
 	touch $(STAMP)
 
-test: $(STAMP)
+# The browser tests need Debian's chromium: installed here wherever that is possible
+# (root or passwordless sudo, apt-get); elsewhere they are skipped (tests/chromium.py).
+chromium:
+	.ci/chromium
+
+test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest

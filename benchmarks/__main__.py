@@ -3,7 +3,11 @@
 The benchmarks and their sizes are listed in :mod:`benchmarks.registry` (the issues'
 sizes; ``--quick`` runs each at a tiny size — a smoke run: the figures mean nothing —
 and writes no file unless ``--out`` is given). Each figure is shown against its
-baseline, the same figure in ``benchmarks/baseline.json``.
+baseline: the same figure of the baseline tree (:mod:`benchmarks.baseline_tree`, by
+default the previous release), measured in this same run right after the current
+tree's. The floors and the competitors are contenders inside each benchmark, measured
+side by side in the same repetitions. A full run that writes ``benchmarks/results.json``
+also rewrites the tables generated from it (:mod:`benchmarks.readme_table`).
 """
 
 from __future__ import annotations
@@ -14,13 +18,35 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks import results
-from benchmarks.registry import failures, keys, run_all
+from benchmarks import readme_table, results
+from benchmarks.baseline_tree import BaselineTree, default_ref
+from benchmarks.registry import REGISTRY, failures, keys, run_all
+from benchmarks.stats import BenchResult
 
 HERE = Path(__file__).parent
-BASELINE = HERE / "baseline.json"
 
 __all__ = ["main", "run_all"]
+
+
+def _with_baseline(
+    current: list[BenchResult], tree: BaselineTree | None, *, quick: bool
+) -> dict[str, str]:
+    """Run the baseline tree's same benchmarks; fill in each figure's baseline.
+
+    Returns, per benchmark, why it has no baseline (empty when it has one).
+    """
+    why: dict[str, str] = {}
+    for result in current:
+        if tree is None:
+            why[result.key] = "no baseline (--no-baseline)"
+            continue
+        got = tree.run(result.key, quick=quick)
+        if isinstance(got, str):
+            why[result.key] = got
+            continue
+        results.with_baselines([result], {"benchmarks": {result.key: got}})
+        why[result.key] = ""
+    return why
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -31,42 +57,68 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="run only this benchmark (repeatable)")
     parser.add_argument("--out", type=Path, help="where to write the JSON results "
                         "(default: benchmarks/results.json for a full run)")
-    parser.add_argument("--baseline", type=Path, default=BASELINE,
-                        help="the results document each figure is compared with "
-                        "(default: benchmarks/baseline.json)")
+    parser.add_argument("--baseline-ref", default=None, metavar="REF",
+                        help="the git ref whose tree is the baseline, run side by side "
+                        "(default: the newest release tag, else HEAD~1)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="run the current tree only (no ÷ baseline column)")
     parser.add_argument("--markdown", action="store_true",
                         help="also print the table as Markdown (for the README)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    # One benchmark failing (a tree mid-edit, a missing service) still leaves the others'
-    # figures; the run then says which failed and exits 1.
-    done = run_all(quick=args.quick, only=args.only, keep_going=True)
+    ref = None if args.no_baseline else (args.baseline_ref or default_ref())
+    done: list[BenchResult] = []
+    why: dict[str, str] = {}
+    tree = BaselineTree(ref) if ref is not None else None
+    with tree if tree is not None else _Nothing():
+        # Benchmark by benchmark: the current tree's, then the baseline tree's, so drift
+        # on a shared machine over the run's minutes hits both sides of each ratio alike.
+        for entry in REGISTRY:
+            if args.only and entry.key not in args.only:
+                continue
+            # One benchmark failing (a tree mid-edit, a missing service) still leaves the
+            # others' figures; the run then says which failed and exits 1.
+            now = run_all(quick=args.quick, only=[entry.key], keep_going=True)
+            why.update(_with_baseline(now, tree, quick=args.quick))
+            done += now
     seconds = time.perf_counter() - started
-    results.with_baselines(done, results.load(args.baseline))
     results.show(done)
+    for key, reason in why.items():
+        if reason:
+            print(f"{key}: {reason}", file=sys.stderr)
     if args.markdown:
         print(results.markdown(done))
     failed = failures(done)
     # A run with a failure does not replace the recorded results (an explicit --out does).
-    default = None if args.quick or failed else HERE / "results.json"
+    default = None if args.quick or failed or args.only else HERE / "results.json"
     out = args.out or default
     if out is not None:
         command = "python -m benchmarks" + (" --quick" if args.quick else "") + "".join(
             f" --only {o}" for o in args.only
         )
         doc = results.document(done, command=command, seconds=seconds)
-        previous = results.load(out) if out == default and args.only else None
-        if previous is not None:
-            # A rerun of some benchmarks replaces only theirs in the recorded results.
-            doc = results.merged(previous, doc, keys())
+        doc["baseline"] = (tree.describe() if tree is not None else None)
+        if tree is not None:
+            doc["baseline"]["why_missing"] = {k: v for k, v in why.items() if v}
         results.write(out, doc)
         print(f"wrote {out} ({seconds:.0f} s)")
-        if out == default and results.update_readme(HERE / "README.md", doc):
-            print(f"updated the table in {HERE / 'README.md'}")
+        if out == default:
+            for path in readme_table.update_all(doc):
+                print(f"updated the table in {path}")
     if failed:
         print(f"failed: {', '.join(failed)} (benchmarks/results.json left as it was)",
               file=sys.stderr)
         sys.exit(1)
+
+
+class _Nothing:
+    """A context manager that does nothing (no baseline tree)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 if __name__ == "__main__":

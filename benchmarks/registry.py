@@ -5,10 +5,12 @@ Adding one takes a module and a line. The module (``benchmarks/NAME.py``) define
 :mod:`benchmarks.stats`); the line is an :class:`Entry` in :data:`REGISTRY` with the
 keyword arguments of a full run (the sizes its issue asks for) and of a smoke run
 (``--quick``, and the test that every benchmark still runs). A benchmark that needs an
-optional package (an extra) lists it in ``needs``: without it, the table shows one
-row saying what is missing instead of failing the whole run. Baselines need nothing
-from the module: the harness matches each figure by key and label in
-``benchmarks/baseline.json``.
+optional package (an extra) lists it in ``needs``. In a smoke run a missing package
+is a row saying so; in a full run (``make bench``, which installs every extra) it is
+a failure of that row — a competitor that is not there must not make its comparison
+quietly vanish from the table. Baselines need nothing from the module: the harness runs
+the same benchmark of the baseline tree and matches each figure by key and label
+(:mod:`benchmarks.baseline_tree`).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class Entry:
         if missing:
             skipped = BenchResult(self.key, self.key, f"{self.key} (skipped)", {})
             skipped.figures.append(
-                Figure("not run", "", None, note=f"not installed: {', '.join(missing)}")
+                Figure("not run", "", None, note=f"{MISSING}: {', '.join(missing)}")
             )
             return skipped
         module = importlib.import_module(self.module)
@@ -91,6 +93,17 @@ REGISTRY: tuple[Entry, ...] = (
         full={"runs": 300, "concurrent": 200, "batches": 9},
         quick={"runs": 6, "concurrent": 10, "batches": 2},
     ),
+    Entry(
+        "serve_load", "benchmarks.serve_load",
+        full={"runs": 50, "clients": 200}, quick={"runs": 2, "clients": 4, "speed": 50.0},
+        needs=("httpx",),
+    ),
+    Entry(
+        "temporal_fanout", "benchmarks.temporal_fanout",
+        full={"n": 1_000, "repeat": 3, "counts": (1, 2, 4)},
+        quick={"n": 20, "repeat": 1, "counts": (1,)},
+        needs=("temporalio",),
+    ),
 )
 """Every benchmark of ``make bench``, in the order of the table."""
 
@@ -102,6 +115,20 @@ def keys() -> list[str]:
 
 FAILED = "failed: "
 """How the note of a benchmark that raised begins (its one row says what it raised)."""
+MISSING = "not installed"
+"""What a figure's note says when its contender's package is absent."""
+
+
+def _missing_fails(result: BenchResult) -> BenchResult:
+    """In a full run, a figure that could not be taken for want of a package fails."""
+    result.figures = [
+        Figure(f.label, f.unit, None,
+               note=f"{FAILED}{f.note} (make bench installs the bench extra)")
+        if f.stats is None and MISSING in f.note and not f.note.startswith(FAILED)
+        else f
+        for f in result.figures
+    ]
+    return result
 
 
 def run_all(
@@ -117,7 +144,8 @@ def run_all(
         if only and entry.key not in only:
             continue
         try:
-            done.append(entry.run(quick=quick))
+            result = entry.run(quick=quick)
+            done.append(result if quick else _missing_fails(result))
         except Exception as exc:
             if not keep_going:
                 raise

@@ -1,8 +1,8 @@
 """The results file and the table: machine, versions, every figure against its baseline.
 
 One table for every benchmark: each figure's median (and min–max over repetitions),
-its baseline (the same figure in ``benchmarks/baseline.json``, taken before a change
-of note), the ratio of the two, and the target it must meet.
+its baseline (the same figure of the baseline tree, run side by side in the same
+run), the ratio of the two, and the target it must meet.
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def run(runs: int = 50, clients: int = 200, *, speed: float = 10.0,
             deadline = time.monotonic() + 60
             while not (port_file.exists() and port_file.read_text().endswith("\n")):
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the service did not start: {proc.stderr}")
+                    raise RuntimeError("the service did not start")
                 time.sleep(0.05)
             url = f"http://127.0.0.1:{port_file.read_text().strip()}"
             driven = asyncio.run(_drive(url, runs, clients, speed, timeout))
@@ -147,6 +147,8 @@ def run(runs: int = 50, clients: int = 200, *, speed: float = 10.0,
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
+            if proc.stderr is not None:
+                proc.stderr.close()
         published: dict[str, float] = json.loads(times_file.read_text())
 
     latencies: list[float] = []

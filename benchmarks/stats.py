@@ -73,8 +73,8 @@ class Target:
 class Figure:
     """One row of the results: a labelled measurement, its unit, and a target if any.
 
-    ``baseline`` is the same figure's median before (``benchmarks/baseline.json``, matched
-    by benchmark key and label); the harness fills it in, a benchmark leaves it alone.
+    ``baseline`` is the same figure's median in the baseline tree's run, matched
+    by benchmark key and label; the harness fills it in, a benchmark leaves it alone.
     """
 
     label: str

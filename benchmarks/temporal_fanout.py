@@ -159,6 +159,8 @@ class WorkerProcesses:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(20)
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 async def measure_temporal(

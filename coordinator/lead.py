@@ -251,6 +251,9 @@ async def _plan(
     system = decomposition_prompt(job, catalogue)
     messages: list[TranscriptMessage] = [UserMessage(job.query)]
     problems: list[str] = []
+    # Every round's problems: a plan refused for its size, then answered with text only,
+    # must still say it was too big (the second round alone said "got text only").
+    seen: list[str] = []
     for round_ in (1, 2):
         result, turn = await lead.call(system, messages, [plan_tool], force_tool=PLAN_TOOL)
         if turn is None:
@@ -272,6 +275,7 @@ async def _plan(
                 plan, problems = check_plan(args, job, names)
             if not problems:
                 return planned_subtasks(plan, job), None
+        seen += [p for p in problems if p not in seen]
         if round_ == 2:
             break
         # The plan goes back once, with every problem named.
@@ -281,14 +285,14 @@ async def _plan(
             messages.append(ToolResultMessage(call_id, PLAN_TOOL, feedback, is_error=True))
         else:
             messages.append(UserMessage(f"Your plan was not accepted: {feedback}"))
-    message = "the lead's plan was not valid twice: " + "; ".join(problems)
+    message = "the lead's plan was not valid twice: " + "; ".join(seen)
     return None, _lead_gap(
         job,
         lead,
         "no_progress",
         message,
         None,
-        [f"fix the plan: {p}" for p in problems[:3]]
+        [f"fix the plan: {p}" for p in seen[:3]]
         + ["write the subtasks in the job file instead"],
         category="validation",
     )

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
-from benchmarks import results
-from benchmarks.registry import REGISTRY, Entry, keys, run_all
-from benchmarks.stats import Figure, Stats
+from benchmarks import readme_table, results
+from benchmarks.baseline_tree import BaselineTree
+from benchmarks.registry import REGISTRY, Entry, _missing_fails, failures, keys, run_all
+from benchmarks.stats import BenchResult, Figure, Stats
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_benchmark_runs_at_a_tiny_size() -> None:
@@ -17,7 +22,8 @@ def test_every_benchmark_runs_at_a_tiny_size() -> None:
         assert result.figures, result.key
         for figure in result.figures:
             # Only an optional baseline or benchmark that is not installed may lack one.
-            assert figure.stats is not None or "not installed" in figure.note, figure.label
+            assert figure.stats is not None or "not installed" in figure.note or (
+                "timer's resolution" in figure.note), figure.label
     doc = results.document(done, command="smoke", seconds=0.0)
     assert set(doc) >= {"machine", "versions", "benchmarks"}
     assert doc["versions"]["fanout"] is not None
@@ -39,10 +45,67 @@ def test_figures_meet_their_baselines_by_key_and_label() -> None:
 
 
 def test_a_benchmark_without_its_extra_is_a_row_saying_so() -> None:
-    """An entry whose package is missing is skipped with a note, not a failure."""
+    """In a smoke run an entry whose package is missing is a row saying so."""
     entry = Entry("absent", "benchmarks.absent", needs=("no_such_package_here",))
-    (figure,) = entry.run(quick=True).figures
+    result = entry.run(quick=True)
+    (figure,) = result.figures
     assert figure.stats is None and "no_such_package_here" in figure.note
+    assert failures([result]) == []
+
+
+def test_a_missing_competitor_fails_its_row_in_a_full_run() -> None:
+    """In `make bench` a contender whose package is absent fails its rows (and the run),
+    instead of its comparison quietly vanishing from the table."""
+    entry = Entry("absent", "benchmarks.absent", needs=("no_such_package_here",))
+    assert failures([_missing_fails(entry.run(quick=False))]) == ["absent"]
+    partial = BenchResult("overhead", "1", "t", {}, [
+        Figure("bare", "µs", Stats.of([1.0])),
+        Figure("LangGraph Send, N=10", "µs", None, note="not installed"),
+    ])
+    failed = _missing_fails(partial)
+    assert failures([failed]) == ["overhead"]
+    assert failed.figures[0].stats is not None
+    assert "not installed" in failed.figures[1].note and "bench extra" in failed.figures[1].note
+
+
+def test_the_baseline_tree_runs_side_by_side_in_the_same_run() -> None:
+    """The baseline is the same benchmark of an earlier tree (here HEAD, git archive), run
+    now by its own harness: each figure gets that run's median, not a stored one."""
+    with BaselineTree("HEAD") as tree:
+        assert not tree.unavailable, tree.unavailable
+        assert tree.path is not None and (tree.path / "benchmarks").is_dir()
+        now = run_all(quick=True, only=["context_gate"])
+        got = tree.run("context_gate", quick=True)
+        assert isinstance(got, dict), got
+        results.with_baselines(now, {"benchmarks": {"context_gate": got}})
+        assert tree.run("no_such_benchmark", quick=True) != {}
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert tree.commit == head
+    medians = {f["label"]: f["median"] for f in got["figures"]}
+    for figure in now[0].figures:
+        assert figure.baseline == medians[figure.label]
+    assert tree.describe()["benchmarks"]["context_gate"] == got
+
+
+def test_an_unknown_baseline_ref_says_so() -> None:
+    """A ref git does not know leaves every benchmark without a baseline, saying why."""
+    with BaselineTree("no-such-ref-anywhere") as tree:
+        assert "unavailable" in tree.unavailable
+        assert "unavailable" in str(tree.run("context_gate", quick=True))
+
+
+def test_the_readme_tables_are_generated_from_results_json(tmp_path: Path) -> None:
+    """README.md's performance table is the one results.json generates (a hand-typed
+    figure fails this), and the generator rewrites only its marked block."""
+    doc = json.loads((ROOT / "benchmarks" / "results.json").read_text(encoding="utf-8"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split(readme_table.START, 1)[1].split(readme_table.END, 1)[0]
+    assert block.strip() == readme_table.headline(doc).strip()
+    copy = tmp_path / "README.md"
+    copy.write_text(f"before\n{readme_table.START}\nold\n{readme_table.END}\nafter\n")
+    assert readme_table.rewrite(copy, "new")
+    assert copy.read_text() == f"before\n{readme_table.START}\nnew\n{readme_table.END}\nafter\n"
 
 
 def test_every_registered_module_names_its_key() -> None:

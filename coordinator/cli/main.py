@@ -8,6 +8,7 @@ Output for people goes through rich; ``--json`` prints one JSON document for pro
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -105,8 +106,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# 128 + SIGPIPE: what `cat`, `yes` and other Unix tools end with when the reader of their
+# output goes away (`fanout trace --json | head -3`). Not 0, because the output was cut
+# short; a pipeline without `pipefail` still succeeds, one with it sees what `cat` gives.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fanout`` console script."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader closed the pipe: stop quietly. Point stdout at /dev/null so that the
+        # interpreter's final flush of what is still buffered cannot raise again
+        # (the approach of the Python docs, "Note on SIGPIPE").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a real file (a test's capture)
+            pass
+        finally:
+            os.close(devnull)
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     # Read from sys.argv: this is the process (the console script), which ends with it.
     args.whole_process = argv is None

@@ -48,7 +48,7 @@ def cmd_runs(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         sys.stdout.write(dump([r.summary() for r in rows]) + "\n")
     else:
-        out.print(runs_table(rows))
+        out.print(runs_table(rows, width=out.width))
     return EXIT_OK
 
 
@@ -102,18 +102,19 @@ def cmd_trace(args: argparse.Namespace, out: Console, err: Console) -> int:
         for entry in entries:
             sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
     else:
-        out.print(trace_table(row.id, entries))
+        out.print(trace_table(row.id, entries, width=out.width))
     return EXIT_OK
 
 
 def cmd_record(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Write a finished stored run as a scenario that replays it offline."""
-    from coordinator.store.recording import write_recording
+    from coordinator.store.recording import refusal, write_recording
 
     store = open_store(args)
     row = store.get(args.run_id)
-    if row.report is None:
-        err.print(f"[bold red]error:[/] run {row.id} is {row.status}: only a finished run records")
+    reason = refusal(store, row.id)
+    if reason is not None:
+        err.print(f"[bold red]error:[/] run {row.id} cannot be recorded: {reason}")
         return EXIT_BAD_INPUT
     write_recording(store, row.id, args.output)
     err.print(f"wrote {args.output}: `fanout replay {args.output}` reproduces run {row.id}")

@@ -102,6 +102,35 @@ def _execute(
             recorder.close()
 
 
+def _resume_hint(err: Console, recorders: Sequence[RunRecorder]) -> None:
+    """On Ctrl-C: the run is kept in the store; say how to finish it."""
+    for recorder in recorders:
+        err.print(
+            f"[yellow]interrupted:[/] run [bold]{recorder.run_id}[/] is kept; "
+            f"`fanout resume {recorder.run_id}` finishes it"
+        )
+
+
+def refuse_directory(path: str, command: str, err: Console) -> bool:
+    """Say so (and return True) when ``path`` is a folder where one job file is expected.
+
+    ``fanout replay`` takes folders; ``run`` and ``tools`` run one job, so a folder is
+    refused with its job files named rather than quietly running its first file.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        return False
+    from coordinator.replay import scenario_files
+
+    names = [str(f) for f in scenario_files([path])]
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    err.print(
+        f"[bold red]error:[/] {escape(path)} is a directory: `fanout {command}` takes one job "
+        "file" + (f", e.g. {escape(shown)}" if names else " (this one holds no .yaml files)")
+    )
+    return True
+
+
 def _job_servers(scenario: Scenario) -> AbstractAsyncContextManager[McpToolSource | None]:
     """The job's MCP servers, started (None without any); the SDK loads only if needed."""
     if not scenario.mcp_servers:
@@ -119,6 +148,8 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
         return cmd_run_temporal(args, out, err)
     if args.speed <= 0:
         err.print("[bold red]error:[/] --speed: expected a positive number")
+        return EXIT_BAD_INPUT
+    if refuse_directory(args.job, "run", err):
         return EXIT_BAD_INPUT
     scenarios = load_all([args.job], err)
     if scenarios is None:
@@ -183,18 +214,30 @@ def run_live(
                 on_plan=board.plan,
             )
 
-    report = _execute(main, live, handler, recorders, start_live=False)
+    try:
+        report = _execute(main, live, handler, recorders, start_live=False)
+    except KeyboardInterrupt:
+        _resume_hint(err, recorders)
+        raise
     if getattr(args, "record", None) and recorders:
-        from coordinator.store.recording import write_recording
+        from coordinator.store.recording import refusal, write_recording
 
-        write_recording(store, recorders[0].run_id, args.record)
-        err.print(f"wrote {args.record}: `fanout replay {args.record}` reproduces this run")
+        reason = refusal(store, recorders[0].run_id)
+        if reason is None:
+            write_recording(store, recorders[0].run_id, args.record)
+            err.print(f"wrote {args.record}: `fanout replay {args.record}` reproduces this run")
+        else:
+            # The run itself finished and its report is printed; only the recording is
+            # not written (a warning, not a failed run).
+            err.print(f"[bold yellow]not written:[/] {args.record}: {reason}")
     print_report(report, args, out)
     return EXIT_OK
 
 
 def cmd_tools(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Start a job's MCP servers and list the tools each offers, with their schemas."""
+    if refuse_directory(args.job, "tools", err):
+        return EXIT_BAD_INPUT
     scenarios = load_all([args.job], err)
     if scenarios is None:
         return EXIT_BAD_INPUT
@@ -256,6 +299,10 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
             lead_gap=recorded_lead_gap(store, row.id),
         )
 
-    report = _execute(main, live, handler, [recorder])
+    try:
+        report = _execute(main, live, handler, [recorder])
+    except KeyboardInterrupt:
+        _resume_hint(err, [recorder])
+        raise
     print_report(report, args, out)
     return EXIT_OK

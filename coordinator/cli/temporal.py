@@ -48,6 +48,9 @@ DEV_DB = str(Path(".fanout") / "temporal.sqlite")
 WORKER_CONCURRENCY = 100
 HEARTBEAT_TIMEOUT = 30.0
 EXIT_UNREACHABLE = 2
+# How long a submitted run may show no progress before the task queue is checked for a
+# worker; a workflow task is picked up in well under a second when one polls.
+NO_WORKER_HINT_S = 5.0
 
 
 def _server_options(p: argparse.ArgumentParser) -> None:
@@ -248,7 +251,7 @@ async def _submit(
     if not args.json:
         err.print(f"run [bold]{run_id}[/] recorded in {store.path}; workflow "
                   f"{ref.workflow_id} on {ref.address}")
-    report = await _follow(handle, store, run_id, scenario, args, out)
+    report = await _follow(handle, store, run_id, scenario, args, out, err, client)
     print_report(report, args, out)
     return EXIT_OK
 
@@ -260,21 +263,74 @@ async def _follow(
     scenario: Scenario,
     args: argparse.Namespace,
     out: Console,
+    err: Console,
+    client: Any,
 ) -> CoverageReport:
     """Wait for the report; meanwhile show the trace the workers record, live."""
-    if args.json:
-        return await handle.result()
     from coordinator.views.live import LiveBoard
 
     board = LiveBoard(scenario.job, speed=args.speed)
     tail = _Tail(store, run_id, board)
+    said: list[str] = []
+
+    def say(hint: str | None) -> None:
+        if not args.json:
+            board.notice = hint  # shown under the table until a worker turns up
+        elif hint is not None and not said:
+            said.append(hint)
+            err.print(f"[yellow]waiting:[/] {hint}")
+
+    async def watch() -> None:
+        await no_worker_hint(client, args.task_queue, args.address, lambda: tail.seen, say)
+
+    if args.json:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tail.follow)
+            tg.start_soon(watch)
+            report: CoverageReport = await handle.result()
+            tg.cancel_scope.cancel()
+        return report
     with Live(board, console=out, refresh_per_second=8):
         async with anyio.create_task_group() as tg:
             tg.start_soon(tail.follow)
+            tg.start_soon(watch)
             report = await handle.result()
             tg.cancel_scope.cancel()
         await anyio.to_thread.run_sync(tail.feed)  # the last events before the report
     return report
+
+
+async def no_worker_hint(
+    client: Any,
+    task_queue: str,
+    address: str,
+    progressed: Any,
+    say: Any,
+    *,
+    after_s: float = NO_WORKER_HINT_S,
+    every_s: float = 2.0,
+) -> None:
+    """Once a run has shown no progress for ``after_s``, check the task queue for a
+    worker and ``say`` how to start one while none polls it (``say(None)`` once one does).
+
+    A run on a queue no worker polls waits at ``queued`` forever with no other sign.
+    """
+    from coordinator.temporal import workflow_pollers
+
+    await anyio.sleep(after_s)
+    while not progressed():
+        try:
+            pollers = await workflow_pollers(client, task_queue)
+        except Exception:  # a hint only: a check that fails (RPCError, …) says nothing
+            pollers = 1
+        say(
+            None
+            if pollers
+            else f"no worker is polling task queue {task_queue!r} on {address}: start one "
+            f"with `fanout worker --address {address} --task-queue {task_queue}`"
+        )
+        await anyio.sleep(every_s)
+    say(None)
 
 
 class _Tail:
@@ -285,6 +341,7 @@ class _Tail:
         self.run_id = run_id
         self.board = board
         self.seq = 0
+        self.seen = False  # any event from a worker yet
 
     async def follow(self) -> None:
         while True:
@@ -298,6 +355,7 @@ class _Tail:
 
         for e in events_after(self.store.path, self.run_id, self.seq):
             self.seq = e["seq"]
+            self.seen = True
             if e["kind"] == "plan":
                 # The lead decomposed the job: a row for each subtask it planned.
                 self.board.plan([SubtaskSpec.model_validate(s) for s in e["subtasks"]], e["at"])

@@ -12,6 +12,12 @@ Nothing secret is written: the job comes from the stored spec (which the loader 
 to hold a key) without ``base_url`` or ``api_key_env``; envelopes carry no headers.
 Calls refused before execution (schema, allowlist, invented tools) consume no response,
 so they are not recorded: the replay refuses them again from the same schemas.
+
+Some runs cannot be replayed to the report they gave, and are refused
+(:class:`NotReplayable`) rather than written as a recording that fails its own
+``expect``: a run that was resumed (its report counts attempts of two processes, and the
+attempts cut by the kill were made again) and a run that was cancelled (the cancel came
+at a moment of wall time that a virtual-time replay has no way to place).
 """
 
 from __future__ import annotations
@@ -147,11 +153,47 @@ def _params(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def recording(store: RunStore, run_id: str) -> dict[str, Any]:
-    """The scenario (as plain data) that replays stored run ``run_id``."""
+class NotReplayable(ValueError):
+    """A stored run whose recording could not replay to its report; says why."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        self.run_id = run_id
+        self.reason = reason
+        super().__init__(f"run {run_id} cannot be recorded: {reason}")
+
+
+def refusal(store: RunStore, run_id: str) -> str | None:
+    """Why run ``run_id`` cannot be recorded as a scenario that replays it, or None."""
     row = store.get(run_id)
     if row.report is None:
-        raise ValueError(f"run {run_id} has not finished: only a finished run can be recorded")
+        return f"it is {row.status}; only a finished run can be recorded"
+    if row.sessions > 1:
+        return (
+            f"it was interrupted and resumed ({row.sessions} sessions): its report counts "
+            "the attempts of every session, and the ones the interruption cut were made "
+            "again, which one replay cannot reproduce"
+        )
+    cancelled = sorted(
+        {g["subtask_id"] for g in row.report.get("gaps", []) if g.get("trigger") == "cancelled"}
+    )
+    if cancelled:
+        return (
+            f"it was cancelled (cut: {', '.join(cancelled)}); the cancel came at a moment of "
+            "wall time that a replay in virtual time cannot place"
+        )
+    return None
+
+
+def recording(store: RunStore, run_id: str) -> dict[str, Any]:
+    """The scenario (as plain data) that replays stored run ``run_id``.
+
+    Raises:
+        NotReplayable: the run has not finished, was resumed, or was cancelled.
+    """
+    row = store.get(run_id)
+    reason = refusal(store, run_id)
+    if reason is not None or row.report is None:
+        raise NotReplayable(row.id, reason or "it has not finished")
     scenario: Scenario = planned_scenario(
         load_scenario_text(row.spec_text, row.file), store, run_id
     )
@@ -222,7 +264,10 @@ def _scenario_data(
             "concurrency": job.concurrency,
             **({"deadline_s": job.deadline_s} if job.deadline_s is not None else {}),
             **({"routing": dict(job.routing)} if job.routing else {}),
-            "subtasks": subtasks,
+            # A lead that never planned (its plan refused, its calls failed): the job is
+            # written as it was, to decompose, and the replay fails the same way. An
+            # empty subtasks list would be a job that cannot name the lead in expect.
+            **({"subtasks": subtasks} if subtasks else {"max_subtasks": job.max_subtasks}),
         },
         "tools": tools,
     }

@@ -15,6 +15,7 @@ from coordinator.temporal.client import (
     start_job,
     submit_recorded,
     workflow_id,
+    workflow_pollers,
 )
 from coordinator.temporal.dev import (
     DevServer,
@@ -82,4 +83,5 @@ __all__ = [
     "temporal_binary",
     "temporal_run",
     "workflow_id",
+    "workflow_pollers",
 ]

@@ -33,6 +33,22 @@ async def connect(address: str = DEFAULT_ADDRESS, namespace: str = DEFAULT_NAMES
     )
 
 
+async def workflow_pollers(client: Client, task_queue: str) -> int:
+    """How many workers poll ``task_queue`` for workflow tasks now (0: none will run it)."""
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    return len(response.pollers)
+
+
 def workflow_id(run_id: str) -> str:
     """The workflow id of run ``run_id``: one workflow per recorded run."""
     return f"fanout-{run_id}"

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from coordinator.job import JobSpec
+from coordinator.lead import LEAD
 from coordinator.views.terminal import STATUS_STYLE, coverage_bar
 from shared.envelope import ToolResult
 from subagents.loop import ProgressEvent
@@ -41,6 +42,13 @@ def _model_last(result: ToolResult) -> str:
     return f"model answered ({data.get('stop_reason', 'end_turn')})"
 
 
+_LEAD_PHASES = {
+    "planning": "planning — choosing the subtasks",
+    "waiting": "waiting for the subtasks",
+    "synthesizing": "synthesizing — writing the answer",
+}
+
+
 class LiveBoard:
     """Collects progress events and renders them; safe to render from rich's thread."""
 
@@ -48,13 +56,24 @@ class LiveBoard:
         self.job = job
         self.speed = speed
         self.rows = {s.id: _Row() for s in job.subtasks}
+        # A job without subtasks starts with its lead planning them: its row says so
+        # from the first frame (it showed `queued` through planning and synthesis).
+        self.planned = bool(job.subtasks)
+        if not self.planned:
+            self.rows[LEAD] = _Row(state="planning")
         self.started = time.monotonic()
+        # A line under the table when something outside the run needs a person's hand
+        # (a Temporal run whose task queue no worker polls).
+        self.notice: str | None = None
 
     def plan(
         self, subtasks: Sequence[SubtaskSpec], at: float = 0.0, lead_gap: object = None
     ) -> None:
         """The lead agent decided the subtasks (or degraded its plan): a row for each."""
         self.job = self.job.model_copy(update={"subtasks": list(subtasks)})
+        self.planned = True
+        if LEAD in self.rows:
+            self.rows[LEAD].state = "waiting"
         for spec in subtasks:
             self.rows.setdefault(spec.id, _Row())
 
@@ -62,6 +81,8 @@ class LiveBoard:
         """The observer run_job calls for every event."""
         # The lead agent's events (decomposition, synthesis) get a row of their own.
         row = self.rows.setdefault(event.subtask_id, _Row())
+        if event.subtask_id == LEAD:
+            self._lead_state(row, event)
         if event.kind == "state" and event.state is not None:
             row.state = event.state
             row.trigger = event.trigger or ""
@@ -91,12 +112,23 @@ class LiveBoard:
             else:
                 row.last = f"{result.category}: {result.error_type}"
 
+    def _lead_state(self, row: _Row, event: ProgressEvent) -> None:
+        """The lead emits model-call events only: its phase follows from them and the plan."""
+        if event.kind == "start":
+            row.state = "synthesizing" if self.planned else "planning"
+        elif event.kind == "wait":
+            row.state = "retrying"
+        elif event.kind == "attempt" and self.planned and event.result and event.result.ok:
+            row.state = "done"
+
     def _state_text(self, row: _Row) -> Text:
         if row.state == "retrying" and row.wait_until is not None:
             left = max(0.0, (row.wait_until - time.monotonic()) * self.speed)
             return Text(f"retrying — attempt {row.attempt}, next try in {left:.1f}s", "magenta")
         if row.state == "thinking":
             return Text("thinking — waiting on its model", STATUS_STYLE["thinking"])
+        if row.state in _LEAD_PHASES:
+            return Text(_LEAD_PHASES[row.state], "cyan")
         if row.state == "escalated" and row.trigger:
             return Text(f"escalated — {row.trigger}", "red")
         if row.state == "running" and row.attempt > 1:
@@ -131,4 +163,6 @@ class LiveBoard:
         footer = Text(f"{done}/{len(subtasks)} finished   coverage so far ")
         footer.append_text(coverage_bar(self.coverage_so_far(), width=20))
         footer.append(f"   {time.monotonic() - self.started:.1f}s")
+        if self.notice:
+            return Group(table, footer, Text(f"waiting: {self.notice}", style="yellow"))
         return Group(table, footer)

@@ -167,24 +167,42 @@ def replay_view(summary: ReplaySummary) -> RenderableType:
 
 def print_input_error(console: Console, error: InputFileError) -> None:
     """A bad input file, one problem per line, without a traceback."""
-    console.print(Text("error: cannot run this file", style="bold red"))
+    problems = getattr(error, "errors", [error])
+    # Problems that name a command-line option or argument (`--model`, `QUESTION`), not a
+    # file: "this file" would point at a file the user never gave.
+    from_options = all(p.file.startswith("-") or p.file.isupper() for p in problems)
+    heading = "error: cannot run this command" if from_options else "error: cannot run this file"
+    console.print(Text(heading, style="bold red"))
     for line in error.describe().splitlines():
         console.print(Text("  " + line))
 
 
-def runs_table(rows: Sequence[RunRow]) -> RenderableType:
-    """The stored runs, newest first."""
+def runs_table(rows: Sequence[RunRow], width: int | None = None) -> RenderableType:
+    """The stored runs, newest first.
+
+    Under 100 columns (an 80-column terminal) the ``started`` column is left out (a run id
+    begins with its start time, ``YYYYMMDD-HHMMSS``) and the job name folds, so the id,
+    status and outcome, what a person acts on, stay whole.
+    """
     if not rows:
         return Text("No runs recorded yet: `fanout run JOB.yaml` records one.", style="dim")
+    narrow = width is not None and width < 100
     table = Table(title="Runs", title_justify="left")
-    for column in ("id", "job", "started", "status", "outcome", "coverage", "elapsed"):
-        table.add_column(column, no_wrap=column in ("id", "started"))
+    table.add_column("id", no_wrap=True)
+    table.add_column("job", overflow="fold", min_width=8, ratio=1)
+    if not narrow:
+        table.add_column("started", no_wrap=True)
+    for column in ("status", "outcome"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("coverage", justify="right", no_wrap=True)
+    table.add_column("elapsed", justify="right", no_wrap=True)
     status_style = {"finished": "green", "interrupted": "bold red", "running": "blue"}
     for r in rows:
+        started = r.started_at.replace("T", " ").removesuffix("+00:00")
         table.add_row(
             r.id,
             r.job,
-            r.started_at.replace("T", " ").removesuffix("+00:00"),
+            *(() if narrow else (started,)),
             Text(r.status, style=status_style[r.status]),
             Text(r.outcome or "—", style=OUTCOME_STYLE.get(r.outcome or "", "")),
             "—" if r.coverage is None else f"{r.coverage:.0%}",
@@ -232,13 +250,22 @@ def model_detail(entry: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def trace_table(run_id: str, entries: Sequence[dict[str, Any]]) -> Table:
-    """The trace for people: one row per attempt."""
+def trace_table(run_id: str, entries: Sequence[dict[str, Any]], width: int | None = None) -> Table:
+    """The trace for people: one row per attempt.
+
+    Under 120 columns the trace id and session columns are dropped (``--json`` keeps
+    them) and the detail goes under the outcome in one folding column, so an 80-column
+    terminal shows every row readably.
+    """
     table = Table(title=f"Trace of {run_id}", title_justify="left")
-    columns = ("at", "subtask", "tool", "attempt", "elapsed", "outcome", "detail", "trace id")
-    for column in (*columns, "session"):
-        right = column in ("at", "attempt", "elapsed")
-        table.add_column(column, justify="right" if right else "left")
+    wide = width is None or width >= 120
+    for column in ("at", "subtask", "tool", "attempt" if wide else "try", "elapsed"):
+        right = column in ("at", "attempt", "try", "elapsed")
+        table.add_column(column, justify="right" if right else "left", no_wrap=right)
+    table.add_column("outcome", overflow="fold", min_width=16, ratio=1)
+    if wide:
+        for column in ("detail", "trace id", "session"):
+            table.add_column(column, overflow="fold" if column == "detail" else "ellipsis")
     for e in entries:
         env = e["envelope"]
         if env.get("ok"):
@@ -251,15 +278,17 @@ def trace_table(run_id: str, entries: Sequence[dict[str, Any]]) -> Table:
         detail = model_detail(e) if e["tool"] == "model" and env.get("ok") else ""
         if not env.get("ok"):
             detail = str(env.get("message") or "")[:80]
-        table.add_row(
+        cells: list[RenderableType] = [
             f"{e['at']:.2f}",
             e["subtask_id"],
             str(e["tool"]),
             str(e["attempt"]),
             "" if elapsed is None else f"{elapsed:.2f}s",
-            outcome,
-            detail,
-            str(e["trace_id"]),
-            str(e["session"]),
-        )
+        ]
+        if wide:
+            cells += [outcome, detail, str(e["trace_id"]), str(e["session"])]
+        else:
+            below = ("\n", Text(detail, style="dim")) if detail else ()
+            cells.append(Text.assemble(outcome, *below))
+        table.add_row(*cells)
     return table

@@ -41,6 +41,7 @@ __all__ = [
     "error_from_protocol",
     "error_from_result",
     "infer_field",
+    "malformed_reply",
 ]
 
 
@@ -329,5 +330,17 @@ def connection_lost(tool: str, server: str, detail: str) -> ToolError:
         "transient",
         "connection_reset",
         f"{tool}: MCP server {server!r} closed the connection ({detail}); "
+        "it is restarted for the next attempt",
+    )
+
+
+def malformed_reply(tool: str, server: str, detail: str) -> ToolError:
+    """The ToolError of a call ended by a reply that cannot be a JSON-RPC answer."""
+    # transient, as a crash is: the server is restarted and the next attempt may be
+    # answered properly; a server that always garbles fails fast on every attempt.
+    return ToolError.of(
+        "transient",
+        "malformed_reply",
+        f"{tool}: MCP server {server!r} sent {detail[:200]}; "
         "it is restarted for the next attempt",
     )

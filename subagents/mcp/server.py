@@ -33,7 +33,13 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from shared.envelope import ToolError
-from subagents.mcp.classify import McpToolError, connection_lost, error_from_protocol
+from subagents.mcp.classify import (
+    McpToolError,
+    connection_lost,
+    error_from_protocol,
+    malformed_reply,
+)
+from subagents.mcp.guard import GuardedRead, GuardedWrite, ReplyGuard
 from subagents.mcp.spec import McpServerSpec, McpServerStartError
 
 __all__ = ["McpServer"]
@@ -59,6 +65,7 @@ class _Connection:
     tools: list[types.Tool]
     server_info: types.Implementation | None
     stderr: IO[str]
+    guard: ReplyGuard
     alive: bool = True
     stop: anyio.Event = field(default_factory=anyio.Event)
 
@@ -177,10 +184,12 @@ class McpServer:
         async with self.limiter:
             connection = await self._current(qualified)
             self.calls_sent += 1
+            watch = connection.guard.watch()
             try:
-                result = await connection.session.call_tool(
-                    tool, arguments, meta=meta  # type: ignore[arg-type]  # an open TypedDict
-                )
+                with watch:
+                    result = await connection.session.call_tool(
+                        tool, arguments, meta=meta  # type: ignore[arg-type]  # an open TypedDict
+                    )
             except MCPError as exc:
                 if exc.code == _CONNECTION_CLOSED:
                     connection.alive = False
@@ -204,6 +213,15 @@ class McpServer:
                     f"{qualified}: the server sent a malformed result: {exc.errors()[0]['msg']}",
                 )
                 raise McpToolError(error) from exc
+            finally:
+                connection.guard.done(watch)
+            broken = connection.guard.broken
+            if watch.cancelled_caught and broken is not None:
+                # A reply that cannot be a JSON-RPC answer: the call ends now, not at its
+                # timeout, and the server is restarted for the next attempt (ReplyGuard).
+                connection.alive = False
+                connection.stop.set()
+                raise McpToolError(malformed_reply(qualified, self.name, broken))
         return result
 
     def _exit_detail(self, connection: _Connection) -> str:
@@ -214,11 +232,11 @@ class McpServer:
     async def _current(self, qualified: str) -> _Connection:
         """The live connection, restarting a dead one (once, however many callers wait)."""
         connection = self._connection
-        if connection is not None and connection.alive:
+        if connection is not None and connection.alive and connection.guard.broken is None:
             return connection
         async with self._lock:
             connection = self._connection
-            if connection is not None and connection.alive:
+            if connection is not None and connection.alive and connection.guard.broken is None:
                 return connection
             if connection is not None:
                 connection.stop.set()
@@ -270,10 +288,15 @@ class McpServer:
         # and its last lines explain a server that will not start or crashes.
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as stderr:
             connection: _Connection | None = None
+            guard = ReplyGuard()
             try:
                 async with (
                     stdio_client(self._parameters(), errlog=stderr) as (read, write),
-                    ClientSession(read, write, client_info=_CLIENT_INFO) as session,
+                    ClientSession(
+                        GuardedRead(read, guard),
+                        GuardedWrite(write, guard),
+                        client_info=_CLIENT_INFO,
+                    ) as session,
                 ):
                     with anyio.fail_after(self.spec.startup_timeout_s):
                         init = await session.initialize()
@@ -283,6 +306,7 @@ class McpServer:
                         tools=tools,
                         server_info=init.server_info,
                         stderr=stderr,
+                        guard=guard,
                     )
                     task_status.started(connection)
                     await connection.stop.wait()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from shared.clock import Clock
 from shared.errors import FanoutError
@@ -28,6 +30,25 @@ class MissingModelKey(FanoutError):
         )
 
 
+# Sent to a local OpenAI-compatible server (Ollama, vLLM, llama.cpp) when no key is set:
+# the SDK refuses an empty key, and such servers ignore the header.
+LOCAL_PLACEHOLDER_KEY = "fanout-local-no-key"
+
+
+def is_local(base_url: str | None) -> bool:
+    """True when ``base_url`` names this machine or a private network address."""
+    host = urlsplit(base_url or "").hostname
+    if host is None:
+        return False
+    if host == "localhost" or host.endswith((".localhost", ".local")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
 def build_client(
     spec: ModelSpec,
     *,
@@ -49,6 +70,12 @@ def build_client(
     variable = spec.key_env
     assert variable is not None  # only the scripted model has no key
     key = environ.get(variable, "")
+    # A local server (Ollama, vLLM, llama.cpp) usually takes no key: none is asked for,
+    # and a placeholder is sent. One that does want a key answers 401, which is a model
+    # failure naming the key. A job that names api_key_env wants a key.
+    local = spec.provider == "openai" and not spec.api_key_env and is_local(spec.base_url)
+    if not key.strip() and local:
+        key = LOCAL_PLACEHOLDER_KEY
     if not key.strip():
         raise MissingModelKey(variable, provider=spec.provider)
     # Imported here: a job that never calls a live provider does not load its SDK

@@ -198,6 +198,37 @@ def test_hostile_values_are_refused_or_run(scratch: Path, data: bytes) -> None:
     check_file(scratch / "hostile.yaml", data)
 
 
+# What the loader must answer each hostile number with: refused at (line, field), or
+# loaded (None). "Refused or run" alone could not tell a refusal lost in a refactor.
+REFUSED_AT: dict[str, tuple[int, str] | None] = {
+    "weight-inf": (7, "job.subtasks[0].weight"),
+    "weights-overflow": (7, "job.subtasks[0].weight"),
+    "retry-after-huge": (13, "tools.t.responses[0].retry_after_s"),
+    "retry-after-inf": (13, "tools.t.responses[0].retry_after_s"),
+    "latency-nan": (11, "tools.t.latency_s"),
+    "timeout-tiny": None,  # tiny but positive and finite: it runs and times out
+    "attempts-huge": (5, "job.defaults.retry.max_attempts"),
+    "deadline-inf": (4, "job.deadline_s"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_AT))
+def test_hostile_numbers_get_the_answer_pinned_for_them(scratch: Path, name: str) -> None:
+    """NaN latency, infinite weight, deadline or retry-after, overflowing totals: each is
+    refused at its own line and field (or, for the one that can run, loads)."""
+    assert set(REFUSED_AT) == set(NUMBERS)
+    path = scratch / f"{name}.yaml"
+    path.write_bytes(_numbers(name))
+    expected = REFUSED_AT[name]
+    if expected is None:
+        load_scenario(path)
+        return
+    with pytest.raises(InputFileErrors) as caught:
+        load_scenario(path)
+    assert (caught.value.errors[0].line, caught.value.errors[0].field) == expected
+    assert "finite" in caught.value.errors[0].expected or "≤" in caught.value.errors[0].expected
+
+
 def _limit_memory() -> None:  # pragma: no cover - runs in the child before exec
     # 2 GiB of address space: an alias bomb that expands must fail, not swap the machine.
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))

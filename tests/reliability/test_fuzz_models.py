@@ -13,6 +13,7 @@ import copy
 import json
 import random
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -166,15 +167,31 @@ async def _call(provider: str, url: str) -> ToolResult:
     return result
 
 
-def _check(result: ToolResult) -> None:
+# The class each status must end in whatever the body says (DESIGN §7's table): the
+# fuzzer asserts the outcome, not only that an envelope came back.
+STATUS_CLASS = {401: "permission", 403: "permission", 408: "transient", 409: "transient",
+                500: "transient", 502: "transient", 503: "transient", 504: "transient",
+                529: "transient"}
+TIMEOUT_S = 5.0
+
+
+def _check(result: ToolResult, status: int | None = None, took: float = 0.0) -> None:
     wire = result.to_wire()
     text = json.dumps(wire, allow_nan=False)
     assert KEY not in text, "the key leaked into an envelope"
     assert result.tool == "model"
+    # Fast: the stub answers at once, so no reply may be left to the call's timeout
+    # (a "timeout" is only the provider's own 408 Request Timeout).
+    assert took < TIMEOUT_S, (took, wire)
+    assert result.error_type != "timeout" or status in (None, 408), (status, wire)
     if not result.ok:
         assert result.category in ("transient", "validation", "business", "permission",
                                    "internal"), wire
         assert result.retry_after_s is None or 0 <= result.retry_after_s < float("inf")
+    if status in STATUS_CLASS:
+        assert not result.ok and result.category == STATUS_CLASS[status], (status, wire)
+    if status is not None and status >= 400:
+        assert not result.ok, (status, wire)  # an error status is never a turn
 
 
 @scaled(2)
@@ -183,11 +200,15 @@ def test_any_provider_reply_ends_in_a_model_envelope(
     stub: str, provider: str, data: st.DataObject
 ) -> None:
     """Deleted and retyped fields, bad JSON, HTML, huge or deep bodies, any status and
-    retry-after: the model call ends in one envelope, classified, without the key."""
+    retry-after: the model call ends at once in one envelope, of the class its status
+    calls for (401/403 permission, 408/409/5xx transient, any 4xx/5xx a failure),
+    without the key."""
     base = OPENAI_REPLY if provider == "openai" else ANTHROPIC_REPLY
     _Stub.reply = data.draw(replies(base), label="reply")
     count("model")
-    _check(anyio.run(_call, provider, stub, backend="asyncio"))
+    started = time.monotonic()
+    result = anyio.run(_call, provider, stub, backend="asyncio")
+    _check(result, _Stub.reply[0], time.monotonic() - started)
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])

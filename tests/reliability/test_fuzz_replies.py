@@ -222,12 +222,37 @@ def test_any_mcp_error_reply_is_classified(
 
 # --- MCP: a real server that answers badly -------------------------------------------
 
-MODES = [
-    "ok", "bad_json", "not_utf8", "wrong_id", "no_result", "result_not_object",
-    "content_not_list", "unknown_block", "is_error_string", "structured_not_object",
-    "error_without_code", "error_text_only", "is_error_fanout", "huge_text", "deep_json",
-    "flood", "silence", "crash",
-]
+# What each hostile reply must end as: (ok, errorCategory, error_type). A reply that
+# cannot be a JSON-RPC answer ends the call at once (malformed_reply, the server
+# restarted); a well-formed answer with a bad result is the server's bug (internal);
+# only silence waits for the timeout.
+MALFORMED = (False, "transient", "malformed_reply")
+BAD_RESULT = (False, "internal", "malformed_result")
+EXPECTED: dict[str, tuple[bool, str | None, str | None]] = {
+    "ok": (True, None, None),
+    "bad_json": MALFORMED,
+    "not_utf8": MALFORMED,
+    "wrong_id": MALFORMED,
+    "no_result": MALFORMED,
+    "result_not_object": MALFORMED,
+    "error_without_code": MALFORMED,
+    "error_text_only": MALFORMED,
+    "content_not_list": BAD_RESULT,
+    "unknown_block": BAD_RESULT,
+    "structured_not_object": BAD_RESULT,
+    "is_error_string": (False, "internal", "tool_error"),
+    "is_error_fanout": (False, "internal", "tool_error"),
+    "huge_text": (True, None, None),
+    "flood": (True, None, None),
+    # The server itself dies of the nesting (RecursionError) before answering.
+    "deep_json": (False, "transient", "connection_reset"),
+    "silence": (False, "transient", "timeout"),
+    "crash": (False, "transient", "connection_reset"),
+}
+MODES = list(EXPECTED)
+# Per-attempt timeout: every mode but silence must end well before one would fire.
+ATTEMPT_S = 10.0
+FAST_S = 6.0
 
 
 @pytest.fixture(scope="module")
@@ -248,23 +273,49 @@ async def hostile() -> AsyncIterator[McpToolSource]:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_hostile_mcp_reply_ends_in_an_envelope(
+async def test_a_hostile_mcp_reply_ends_in_its_outcome_class(
     hostile: McpToolSource, mode: str
 ) -> None:
     """Malformed JSON-RPC, wrong ids, wrong types, enormous or deep replies, silence, a
-    crash: one envelope within the per-attempt timeout, and the server still answers."""
+    crash: the envelope of the class the mode calls for, before any timeout (but
+    silence's), and the server still answers afterwards."""
     count("mcp")
     policy = RetryPolicy(max_attempts=2, initial_backoff_s=0, jitter="none")
+    timeout = 1.0 if mode == "silence" else ATTEMPT_S
+    started = anyio.current_time()
     with anyio.fail_after(30):
         result = await execute_tool_safely(
-            hostile.tools["hostile.reply"], {"mode": mode}, timeout=1, retry=policy
+            hostile.tools["hostile.reply"], {"mode": mode}, timeout=timeout, retry=policy
         )
+    took = anyio.current_time() - started
     assert isinstance(result, ToolResult)
-    json.dumps(result.to_wire(), allow_nan=False)
-    if mode == "ok":
-        assert result.ok
+    wire = result.to_wire()
+    json.dumps(wire, allow_nan=False)
+    ok, category, error_type = EXPECTED[mode]
+    assert (wire["ok"], wire.get("errorCategory"), wire.get("error_type")) == (
+        ok, category, error_type
+    ), wire.get("message")
+    if mode != "silence":
+        assert took < FAST_S, f"{mode} took {took:.1f}s: it waited for a timeout"
     with anyio.fail_after(30):
         after = await execute_tool_safely(
             hostile.tools["hostile.reply"], {"mode": "ok"}, timeout=10, retry=policy
         )
     assert after.ok, after.message
+
+
+@pytest.mark.anyio
+async def test_a_garbling_server_gives_up_in_a_fraction_of_its_timeouts(
+    hostile: McpToolSource,
+) -> None:
+    """The issue's job: tool_timeout_s 20, two attempts, a server that only garbles —
+    both attempts end at once (it took 82 s when only the timeout noticed)."""
+    policy = RetryPolicy(max_attempts=2, initial_backoff_s=0, jitter="none")
+    started = anyio.current_time()
+    with anyio.fail_after(30):
+        result = await execute_tool_safely(
+            hostile.tools["hostile.reply"], {"mode": "bad_json"}, timeout=20, retry=policy
+        )
+    assert result.to_wire()["error_type"] == "malformed_reply"
+    assert result.attempts == 2  # retried (the server restarted), not given up on
+    assert anyio.current_time() - started < FAST_S

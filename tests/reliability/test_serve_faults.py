@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from coordinator.store.runs import RunStore
+from coordinator.store.runs import RunStore, wait_for
 from tests.reliability.counts import count
 from tests.reliability.mutations import laughs
 from tests.reliability.served import (
@@ -93,8 +93,11 @@ def test_a_10_mib_body_is_refused_without_reading_it_all(server: Served) -> None
 
 
 
-def _slow_request(address: tuple[str, int], body_bytes: int, seconds: float) -> str:
-    """Send a POST whose body trickles in over ``seconds``; what the server answered."""
+def _slow_request(
+    address: tuple[str, int], body_bytes: int, seconds: float, sent: threading.Semaphore
+) -> str:
+    """Send a POST whose body trickles in over ``seconds`` (``sent`` is released once its
+    head is sent); what the server answered."""
     sock = socket.create_connection(address, timeout=seconds + 20)
     try:
         head = (
@@ -103,6 +106,7 @@ def _slow_request(address: tuple[str, int], body_bytes: int, seconds: float) -> 
             f"Content-Length: {body_bytes}\r\n\r\n"
         ).encode()
         sock.sendall(head)
+        sent.release()
         step = seconds / max(1, body_bytes)
         for _ in range(body_bytes):
             try:
@@ -121,9 +125,12 @@ def _slow_request(address: tuple[str, int], body_bytes: int, seconds: float) -> 
 def test_slow_bodies_do_not_stall_the_server(server: Served) -> None:
     """Fifty slowloris bodies trickling in (bounded to a few seconds): meanwhile ordinary
     requests are answered at once, and each slow one ends in an answer."""
+    sent = threading.Semaphore(0)
     with ThreadPoolExecutor(max_workers=50) as pool:
-        slow = [pool.submit(_slow_request, server.address, 20, 4.0) for _ in range(50)]
-        time.sleep(1)
+        slow = [pool.submit(_slow_request, server.address, 20, 4.0, sent) for _ in range(50)]
+        # Wait for the event, not a second: every slow request is open and trickling.
+        for _ in slow:
+            assert sent.acquire(timeout=30), "a slow request never got its head sent"
         for _ in range(5):
             started = time.monotonic()
             server.answering()
@@ -168,10 +175,8 @@ def test_a_job_that_backtracks_forever_does_not_stall_the_server(server: Served)
         started = time.monotonic()
         server.answering()
         assert time.monotonic() - started < 3, "the server froze on a regular expression"
-    end = time.monotonic() + 30
-    while RunStore(server.store).get(created.json()["run_id"]).status != "finished":
-        assert time.monotonic() < end
-        time.sleep(0.1)
+    run_id = created.json()["run_id"]
+    assert wait_for(lambda: RunStore(server.store).get(run_id).status == "finished", 30)
 
 
 class _Listener(BaseHTTPRequestHandler):
@@ -208,10 +213,7 @@ def test_a_job_cannot_send_the_servers_secrets_elsewhere(server: Served, variabl
         created = submit(server, job, speed=50)
         if created.status_code == 201:
             run_id = created.json()["run_id"]
-            end = time.monotonic() + 30
-            while RunStore(server.store).get(run_id).status != "finished":
-                assert time.monotonic() < end
-                time.sleep(0.1)
+            assert wait_for(lambda: RunStore(server.store).get(run_id).status == "finished", 30)
         assert not any(SERVER_SECRET in h or "operators-own-key" in h for h in _Listener.seen)
         assert created.status_code == 422, created.text
         assert "model" in created.text
@@ -246,11 +248,21 @@ def test_thousands_of_dropped_event_streams_leak_nothing(server: Served) -> None
     with ThreadPoolExecutor(max_workers=32) as pool:
         list(pool.map(lambda _: _open_and_drop(server.address, path), range(2000)))
     count("requests", 2000)
-    time.sleep(1)  # the server notices the last disconnects
     count("requests")
-    with server.client() as c, c.stream("GET", path) as stream:
-        assert stream.status_code == 200
-        kinds = [line for line in stream.iter_lines() if line.startswith("event:")]
+
+    kinds: list[str] = []
+
+    def a_stream_opens() -> bool:
+        # Until the server has noticed the last disconnects their slots may still be
+        # taken (503): wait for a slot to come free, which a leak would never do.
+        with server.client() as c, c.stream("GET", path) as stream:
+            if stream.status_code == 503:
+                return False
+            assert stream.status_code == 200
+            kinds[:] = [line for line in stream.iter_lines() if line.startswith("event:")]
+            return True
+
+    assert wait_for(a_stream_opens, 30), "no event stream slot came free: dropped ones leaked"
     assert kinds[-1] == "event: end"
     server.answering()
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import signal
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from coordinator.store.runs import RunStore
+from coordinator.store.runs import RunStore, wait_for
 from tests.reliability.counts import count
 from tests.reliability.served import DATA, Served, serve, stop, submit
 
@@ -45,17 +44,17 @@ def test_a_server_killed_during_50_runs_restarts_and_finishes_them(tmp_path: Pat
         reference = submit(first, job, speed=SPEED)
         assert reference.status_code == 201
         ref_id = reference.json()["run_id"]
-        end = time.monotonic() + 60
-        while RunStore(first.store).get(ref_id).status != "finished":
-            assert time.monotonic() < end
-            time.sleep(0.1)
+        assert wait_for(lambda: RunStore(first.store).get(ref_id).status == "finished", 60)
         clean = _normalized(_report(first, ref_id))
         with ThreadPoolExecutor(max_workers=10) as pool:
             created = list(pool.map(lambda _: submit(first, job, speed=SPEED), range(50)))
         assert all(r.status_code == 201 for r in created), [r.text for r in created][:2]
         ids = [r.json()["run_id"] for r in created]
-        time.sleep(1.0)
-        statuses = {RunStore(first.store).get(i).status for i in ids}
+        # Kill once the runs are under way (some subagent of them has recorded a result),
+        # whatever the machine's load: waiting for that event, not a second.
+        store = RunStore(first.store)
+        assert wait_for(lambda: any(store.results(i) for i in ids), 60), "nothing got going"
+        statuses = {store.get(i).status for i in ids}
         assert "running" in statuses, statuses
     finally:
         stop(first, signal.SIGKILL)
@@ -64,13 +63,12 @@ def test_a_server_killed_during_50_runs_restarts_and_finishes_them(tmp_path: Pat
     assert interrupted, "the kill landed before the runs finished"
     second = serve(tmp_path, "--max-runs", "8", store=first.store, name="second")
     try:
-        end = time.monotonic() + 120
-        while True:
-            rows = {i: RunStore(second.store).get(i) for i in ids}
-            if all(row.status == "finished" for row in rows.values()):
-                break
-            assert time.monotonic() < end, {i: r.status for i, r in rows.items()}
-            time.sleep(0.2)
+        def all_finished() -> bool:
+            return all(RunStore(second.store).get(i).status == "finished" for i in ids)
+
+        assert wait_for(all_finished, 120, interval=0.2), {
+            i: RunStore(second.store).get(i).status for i in ids
+        }
         for run_id in ids:
             assert _normalized(_report(second, run_id)) == clean, run_id
         assert max(RunStore(second.store).get(i).sessions for i in interrupted) >= 2

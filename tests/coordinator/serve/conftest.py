@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,15 +164,17 @@ def read_stream(
     client: httpx.Client, path: str, *, headers: dict[str, str] | None = None,
     stop_after: int | None = None, timeout: float = 30,
     into: list[dict[str, Any]] | None = None, tolerate_disconnect: bool = False,
+    until: Callable[[list[dict[str, Any]]], bool] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Read an SSE stream: its messages ({id, event, data}) and its comment lines.
 
-    Stops at ``end`` (or after ``stop_after`` messages with an id). ``into`` receives the
+    Stops at ``end`` (or after ``stop_after`` messages with an id, or once ``until`` holds
+    for the messages so far: how a test waits for an event). ``into`` receives the
     messages as they arrive (another thread may watch it); with ``tolerate_disconnect``
     a connection the server drops ends the read instead of raising.
     """
     try:
-        return _read_stream(client, path, headers, stop_after, timeout, into)
+        return _read_stream(client, path, headers, stop_after, timeout, into, until)
     except httpx.TransportError:
         if not tolerate_disconnect:
             raise
@@ -182,6 +184,7 @@ def read_stream(
 def _read_stream(
     client: httpx.Client, path: str, headers: dict[str, str] | None,
     stop_after: int | None, timeout: float, into: list[dict[str, Any]] | None,
+    until: Callable[[list[dict[str, Any]]], bool] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     import json
 
@@ -201,6 +204,8 @@ def _read_stream(
                     if current["event"] == "end":
                         break
                     if stop_after is not None and len(messages) >= stop_after:
+                        break
+                    if until is not None and until(messages):
                         break
                 current = {}
             else:

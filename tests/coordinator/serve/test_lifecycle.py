@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,22 @@ from tests.coordinator.store.test_store import committed, normalized
 RESUMABLE = ROOT / "tests" / "coordinator" / "data" / "resumable.yaml"
 
 
+def _attempts_begun(*subtasks: str) -> Callable[[list[dict[str, Any]]], bool]:
+    """True once the stream has shown an attempt start for each of ``subtasks``."""
+
+    def begun(messages: list[dict[str, Any]]) -> bool:
+        started = {m["data"].get("subtask_id") for m in messages if m["event"] == "start"}
+        return set(subtasks) <= started
+
+    return begun
+
+
 def test_cancel_cuts_running_subagents_and_gaps_the_queued(server: Server) -> None:
     """Cancel: running subagents hand up with trigger cancelled, queued ones 0 attempts."""
     run_id = server.submit(SLOW, speed=2)["run_id"]
     with server.client() as c:
-        assert wait_for(lambda: c.get(f"/runs/{run_id}").json()["progress"]["running"] == 2, 10)
-        time.sleep(0.2)  # the two running subagents are inside their first attempt
+        # Wait for the events, not a time: both running subagents have begun an attempt.
+        read_stream(c, f"/runs/{run_id}/events", until=_attempts_begun("first", "second"))
         r = c.post(f"/runs/{run_id}/cancel")
         assert r.status_code == 200, r.text
         assert r.json()["status"] == "finished" and r.json()["outcome"] == "failed"

@@ -2,37 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.chromium import chromium as find_chromium
 from tests.coordinator.serve.conftest import HOSTILE, TOKEN, Server
 
 SCRIPT_QUERY = "<script>window.__pwned = 1</script>"
 
 
-def _chromium() -> str:
-    """Debian's chromium; skipped locally when missing, a failure in CI."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None and Path("/usr/bin/chromium").exists():
-        found = "/usr/bin/chromium"
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing but CI is set: .ci/run must install it "
-                        "(apt-get install -y chromium)")
-        pytest.skip("chromium is not installed (apt-get install -y chromium); "
-                    "in CI (CI set) this test fails instead")
-    return found
-
-
 @pytest.fixture
 def page(tmp_path: Path) -> Iterator[Any]:
     """A fresh page in headless chromium, failing the test on any script error."""
-    chromium = _chromium()
+    chromium = find_chromium()
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []

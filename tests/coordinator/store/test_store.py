@@ -107,6 +107,11 @@ def test_killed_run_resumes_to_the_uninterrupted_report(tmp_path: Path) -> None:
         assert done_steps >= 1
     assert runs.get(run.id).status == "finished"
     assert runs.get(run.id).sessions == 2
+    # Its recording could not replay to this report (the cut attempts were made twice):
+    # `fanout record` refuses, saying why, instead of writing one that fails its expect.
+    recorded = fanout("record", run.id, "-o", tmp_path / "rec.yaml", "--store", store)
+    assert recorded.returncode == 2 and "resumed" in recorded.stderr, recorded.stderr
+    assert not (tmp_path / "rec.yaml").exists()
     html = fanout("report", run.id, "--format", "html", "-o", tmp_path / "r.html", "--store", store)
     assert html.returncode == 0
     page = (tmp_path / "r.html").read_text()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 
 from coordinator.views.html import render_html
 from coordinator.views.timeline import attempt_outcome
+from tests.chromium import chromium
 from tests.coordinator.report_inputs import HOSTILE_ESCAPED, hostile, traced
 
 RUN = {"id": "20261129-demo", "job": "research-demo", "file": "scenarios/research_demo.yaml",
@@ -195,23 +194,9 @@ def test_long_finding_data_is_cut() -> None:
     assert "<li>39</li>" not in page
 
 
-def _chromium() -> str | None:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None and Path("/usr/bin/chromium").exists():
-        found = "/usr/bin/chromium"
-    return found
-
-
 def _browser() -> str:
-    """The chromium binary; skipped locally when missing, a failure in CI."""
-    chromium = _chromium()
-    if chromium is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing but CI is set: .ci/run must install it "
-                        "(apt-get install -y chromium)")
-        pytest.skip("chromium is not installed (apt-get install -y chromium); "
-                    "in CI (CI set) this test fails instead")
-    return chromium
+    """The chromium binary (tests/chromium.py: a failure where it could be installed)."""
+    return chromium()
 
 
 def _run_chromium(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:

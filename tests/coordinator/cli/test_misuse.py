@@ -1,0 +1,131 @@
+"""What a newcomer meets first: a folder for a file, a closed pipe, Ctrl-C, a missing flag."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from coordinator.cli import main
+from coordinator.cli.main import EXIT_BROKEN_PIPE
+from coordinator.store.runs import RunStore
+from coordinator.views.terminal import runs_table, trace_entries, trace_table
+
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = ROOT / "scenarios"
+DESIGN = Path(__file__).resolve().parents[1] / "data" / "design_example.yaml"
+
+
+def _fanout(*args: str, **kwargs: object) -> list[str]:
+    return [sys.executable, "-m", "coordinator.cli", *args]
+
+
+@pytest.mark.parametrize("command", ["run", "tools"])
+def test_a_folder_where_one_job_file_is_expected_is_exit_2(
+    command: str, tmp_path: Path
+) -> None:
+    """`fanout run DIR` and `fanout tools DIR` refuse the folder, naming its job files,
+    exit 2, no traceback (run read the folder as a file; tools described its first)."""
+    proc = subprocess.run(
+        _fanout(command, str(SCENARIOS), "--store", str(tmp_path / "s.sqlite"))
+        if command == "run"
+        else _fanout(command, str(SCENARIOS)),
+        capture_output=True, text=True, timeout=60, check=False, cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "is a directory" in proc.stderr and f"fanout {command}" in proc.stderr
+    assert "allowlist_violation.yaml" in proc.stderr  # a job file it could have named
+    assert not (tmp_path / "s.sqlite").exists() or not RunStore(tmp_path / "s.sqlite").runs()
+
+
+def test_a_closed_pipe_ends_quietly_with_141() -> None:
+    """`fanout replay scenarios/ --json | head -1`: no BrokenPipeError traceback, and
+    the exit status a Unix tool gives when its reader goes away (128 + SIGPIPE)."""
+    proc = subprocess.Popen(
+        _fanout("replay", str(SCENARIOS), "--json"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
+    )
+    with proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().strip() == b"{"
+        proc.stdout.close()  # what `head -1` does once it has its line
+        stderr = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
+def test_ask_without_a_model_names_the_option_not_a_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`fanout ask Q` with no --model and no model block: the error is about the command
+    and names --model; it does not say "cannot run this file" when no file was given."""
+    assert main(["ask", "what is new?"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot run this file" not in err
+    assert "cannot run this command" in err and "--model PROVIDER:NAME" in err
+
+
+def test_ctrl_c_on_run_says_how_to_resume(tmp_path: Path) -> None:
+    """Ctrl-C during `fanout run` keeps the run and prints `fanout resume ID`, exit 130."""
+    store = tmp_path / "runs.sqlite"
+    proc = subprocess.Popen(
+        _fanout("run", str(DESIGN), "--speed", "0.05", "--store", str(store)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    with proc:
+        assert proc.stderr is not None
+        # Wait for the event, not a time: the line that says the run is recorded.
+        line = proc.stderr.readline()
+        match = re.search(r"run (\S+) recorded in", line)
+        assert match, line
+        run_id = match.group(1)
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=60) == 130
+    assert f"fanout resume {run_id}" in rest, rest
+    assert "Traceback" not in rest
+    assert RunStore(store).get(run_id).status == "interrupted"
+
+
+def _stored_run(tmp_path: Path) -> RunStore:
+    store_file = tmp_path / "runs.sqlite"
+    assert main(["run", str(DESIGN), "--json", "--speed", "1000", "--store", str(store_file)]) == 0
+    return RunStore(store_file)
+
+
+def _render(renderable: object, width: int) -> list[str]:
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text().splitlines()
+
+
+def test_runs_and_trace_read_at_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At 80 columns the run id, status and outcome stay whole in `runs`, and `trace`
+    keeps subtask, tool, outcome readable by dropping the trace id and session columns."""
+    store = _stored_run(tmp_path)
+    capsys.readouterr()
+    rows = store.runs()
+    lines = _render(runs_table(rows, width=80), 80)
+    assert all(len(line) <= 80 for line in lines)
+    body = "\n".join(lines)
+    assert rows[0].id in body and "finished" in body and "partial" in body
+    entries = trace_entries(store.events(rows[0].id))
+    trace = "\n".join(_render(trace_table(rows[0].id, entries, width=80), 80))
+    assert "trace id" not in trace and "permission: forbidden" in trace
+    assert all(len(line) <= 80 for line in trace.splitlines())
+    assert "market" in trace and "patents" in trace
+    wide = "\n".join(_render(trace_table(rows[0].id, entries, width=160), 160))
+    assert "trace id" in wide and "session" in wide
+    assert json.dumps(entries)  # --json keeps every field

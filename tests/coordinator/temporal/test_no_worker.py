@@ -1,0 +1,43 @@
+"""A run on a task queue no worker polls says so, instead of waiting at `queued` mute."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.cli.temporal import no_worker_hint
+from coordinator.temporal import connect, workflow_pollers
+from coordinator.temporal.dev import DevServer
+from tests.coordinator.temporal.conftest import Workers
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_unpolled_queue_gets_a_hint_and_a_polled_one_none(
+    dev_server: DevServer, workers: Workers
+) -> None:
+    """With no worker on the queue the hint names the queue and the command that starts
+    one; with a worker polling it, the check finds the poller and says nothing."""
+    client = await connect(dev_server.address)
+    said: list[str | None] = []
+
+    def say(hint: str | None) -> None:
+        said.append(hint)
+
+    await no_worker_hint(
+        client, "nobody-polls-this", dev_server.address, lambda: len(said) >= 1, say,
+        after_s=0, every_s=0,
+    )
+    assert said[0] is not None and said[-1] is None  # cleared once the run progressed
+    assert "nobody-polls-this" in said[0]
+    assert f"fanout worker --address {dev_server.address} --task-queue nobody-polls-this" in (
+        said[0]
+    )
+
+    workers.start("hint-polled")
+    assert await workflow_pollers(client, "hint-polled") >= 1
+    said.clear()
+    await no_worker_hint(
+        client, "hint-polled", dev_server.address, lambda: len(said) >= 1, say,
+        after_s=0, every_s=0,
+    )
+    assert said[0] is None

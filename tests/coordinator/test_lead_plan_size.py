@@ -1,0 +1,37 @@
+"""A plan refused for its size says so, whatever the lead answers when told."""
+
+from __future__ import annotations
+
+from coordinator.jobfile.loader import load_scenario_text
+from coordinator.replay import replay
+
+JOB = """\
+scenario: too-many
+model:
+  provider: scripted
+  turns:
+    lead:
+      - subtasks:
+          - {id: a, query: "a", tools: [web_search]}
+          - {id: b, query: "b", tools: [web_search]}
+          - {id: c, query: "c", tools: [web_search]}
+      - {text: "I will plan fewer subtasks."}
+job:
+  query: "q"
+  max_subtasks: 2
+tools:
+  web_search:
+    params: {query: {type: string}}
+    responses: [{ok: {results: ["x"]}}]
+"""
+
+
+def test_max_subtasks_exceeded_then_text_still_names_the_size() -> None:
+    """A plan over max_subtasks answered with text on the correction round: the lead's gap
+    names the size limit, not only "got text only"."""
+    report = replay(load_scenario_text(JOB, "too-many.yaml")).report
+    (gap,) = report["gaps"]
+    assert gap["subtask_id"] == "lead" and gap["trigger"] == "no_progress"
+    assert "at most 2 subtasks, got 3" in gap["message"]
+    assert "got text only" in gap["message"]
+    assert any("at most 2 subtasks" in a for a in gap["alternatives"])
