@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from coordinator.serve.auth import Authorizer, LoginRequired
 from coordinator.serve.events import PublishHook
 from coordinator.serve.intake import JobRejected, problem
-from coordinator.serve.manager import RunManager
+from coordinator.serve.manager import QueueFull, RunManager
 from coordinator.serve.page import page_response, page_router
 from coordinator.serve.records import KeyReused
 from coordinator.serve.routes import events_router, openapi_router, runs_router
@@ -91,6 +91,9 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
+        # Operation ids are the handlers' names (get_run, cancel_run, …): the links of
+        # POST /runs name them.
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.manager = manager
     app.state.auth = auth
@@ -126,6 +129,11 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
             errors.append(problem(where, str(err.get("msg", "a valid value")),
                                   None if got is None else repr(got)))
         return _unprocessable(InputProblems(errors=errors))
+
+    @app.exception_handler(QueueFull)
+    async def queue_full(request: Request, exc: QueueFull) -> Response:
+        return JSONResponse({"detail": str(exc)}, status_code=503,
+                            headers={"Retry-After": str(exc.retry_after_s)})
 
     @app.exception_handler(StoreError)
     async def store_error(request: Request, exc: StoreError) -> Response:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
+import anyio
 from fastapi import HTTPException, Request
 
 from coordinator.jobfile.loader import load_scenario_text
@@ -86,22 +87,35 @@ def media_kind(content_type: str | None) -> BodyKind:
     return kind
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused as soon as it passes ``limit`` bytes.
+class BodyTooSlow(HTTPException):
+    """408: the body did not arrive within the deadline (a slow or stalled client)."""
+
+    def __init__(self, deadline_s: float) -> None:
+        super().__init__(408, f"the job file did not arrive within {deadline_s:g} s",
+                         headers={"Connection": "close"})
+
+
+async def read_body(request: Request, limit: int, deadline_s: float = 30.0) -> bytes:
+    """The request body, refused as soon as it passes ``limit`` bytes or ``deadline_s``
+    seconds (a client trickling a body cannot hold a connection and a task forever).
 
     Raises:
         BodyTooLarge: Content-Length says so, or the bytes received do.
+        BodyTooSlow: the whole body took longer than ``deadline_s``.
     """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(limit)
-        chunks.append(chunk)
+    with anyio.move_on_after(deadline_s) as late:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge(limit)
+            chunks.append(chunk)
+    if late.cancelled_caught:
+        raise BodyTooSlow(deadline_s)
     return b"".join(chunks)
 
 

@@ -166,7 +166,7 @@ def test_two_writers_number_a_runs_events_without_collisions(tmp_path: Path) -> 
     recorder = RunStore(path).create_run(job="j", query="q", file="f", spec_text="", seed="0",
                                          speed=1)
     recorder.close()
-    writers = [StoreWriter(path), StoreWriter(path)]
+    writers = [StoreWriter(RunStore(path).backend), StoreWriter(RunStore(path).backend)]
 
     def write(writer: StoreWriter, who: str) -> None:
         for i in range(200):
@@ -189,8 +189,8 @@ def test_resuming_a_temporal_run_is_refused(tmp_path: Path) -> None:
     store = RunStore(path)
     recorder = store.create_run(job="j", query="q", file="f", spec_text="", seed="0", speed=1)
     recorder.close()
-    assert temporal_run(path, recorder.run_id) is None
+    assert temporal_run(store, recorder.run_id) is None
     ref = TemporalRunRef(recorder.run_id, "fanout-x", "127.0.0.1:7233", "default", "fanout")
-    register_run(path, ref)
-    assert temporal_run(path, recorder.run_id) == ref
+    register_run(store, ref)
+    assert temporal_run(store, recorder.run_id) == ref
     assert main(["resume", recorder.run_id, "--store", str(path)]) == 3
