@@ -229,3 +229,28 @@ def test_no_runs_and_unknown_run(tmp_path: Path) -> None:
     connect(store).close()
     missing = fanout("report", "nope", "--store", store)
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("store", "says"),
+    [
+        pytest.param("postgresql://fanout:s3cret@127.0.0.1:1/runs", "cannot connect",
+                     id="postgres-unreachable"),
+        pytest.param("mysql://me:s3cret@db.example/runs", "cannot open a 'mysql' store",
+                     id="unknown-scheme"),
+        pytest.param("sqlite://", "needs a path", id="sqlite-url-without-path"),
+    ],
+)
+def test_a_store_argument_fanout_cannot_open_is_exit_2(
+    tmp_path: Path, store: str, says: str
+) -> None:
+    """Exit 2 with a message naming the store (never its password); no file is made."""
+    for command in (["runs"], ["serve", "--port", "0"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "coordinator.cli", *command, "--store", store],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert says in done.stderr and "Traceback" not in done.stderr
+        assert "s3cret" not in done.stderr + done.stdout
+    assert list(tmp_path.rglob("*")) == []
