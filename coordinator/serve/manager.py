@@ -388,7 +388,8 @@ class RunManager:
             if claimed is None:
                 continue
             scenario, speed, session, base, cancelled = claimed
-            log.info("resuming run %s (session %d)", run_id, session)
+            # A warning: a run changing hands is worth seeing in any log.
+            log.warning("resuming run %s (session %d)", run_id, session)
             live = LiveRun(run_id, scenario, speed, session=session,
                            log=EventLog(run_id, base), cancel=anyio.Event(), resumed=True)
             if cancelled:
