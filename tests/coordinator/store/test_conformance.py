@@ -54,12 +54,12 @@ def raw(target: str, sql: str, params: tuple[Any, ...]) -> Any:
             return cur.fetchone() if cur.description else None
     import sqlite3
 
-    conn = sqlite3.connect(target, isolation_level=None)
+    lite = sqlite3.connect(target, isolation_level=None)
     try:
-        cur = conn.execute(sql, params)
-        return cur.fetchone() if cur.description else None
+        found = lite.execute(sql, params)
+        return found.fetchone() if found.description else None
     finally:
-        conn.close()
+        lite.close()
 
 
 def dead_pid() -> int:

@@ -42,8 +42,9 @@ def normalized(value: Any) -> Any:
     return value
 
 
-def committed(store: Path) -> int:
+def committed(store: Path | str) -> int:
     """How many subagent results the store holds (read while another process writes)."""
+    store = Path(store)
     if not store.exists():
         return 0
     try:
