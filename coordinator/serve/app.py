@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from coordinator.serve.auth import Authorizer, LoginRequired
@@ -64,6 +65,17 @@ def _version() -> str:
 
 def _unprocessable(problems: InputProblems) -> JSONResponse:
     return JSONResponse(problems.model_dump(), status_code=422)
+
+
+def _allowed(app: FastAPI, request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
 
 
 def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) -> FastAPI:
@@ -141,7 +153,12 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route that matched the path only;
+            # a path served by several routes (GET and POST /runs) allows all of theirs.
+            headers["Allow"] = ", ".join(_allowed(app, request))
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
-                            headers=exc.headers)
+                            headers=headers)
 
     return app

@@ -48,6 +48,8 @@ from coordinator.store.runs import RunNotFound, RunRow
 
 # The report page carries its own CSS and SVG and no script: nothing else may load.
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
+# Event sequence numbers are 32-bit integers in both stores.
+MAX_SEQ = 2**31 - 1
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": Problem}}
 
 
@@ -242,7 +244,8 @@ def events_router(manager: RunManager, auth: Authorizer, config: ServeConfig) ->
         row: Known,
         last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
         after: Annotated[int | None, Query(
-            ge=0, description="Resume after this event (when no Last-Event-ID is sent)."
+            ge=0, le=MAX_SEQ,
+            description="Resume after this event (when no Last-Event-ID is sent)."
         )] = None,
     ) -> Response:
         if manager.streams >= config.max_streams or manager.stopping:
@@ -250,7 +253,8 @@ def events_router(manager: RunManager, auth: Authorizer, config: ServeConfig) ->
                                 headers={"Retry-After": "5"})
         resume = after or 0
         if last_event_id is not None and last_event_id.strip().isdigit():
-            resume = int(last_event_id.strip())
+            # An id past any the store can hold resumes after the last event there is.
+            resume = min(int(last_event_id.strip()), MAX_SEQ)
         content = run_events(manager, row.id, resume, ping_s=config.ping_interval_s,
                              poll_s=config.poll_interval_s)
         return _Stream(manager, content)

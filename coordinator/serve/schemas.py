@@ -166,6 +166,18 @@ RUN_LINKS: Final[dict[str, Any]] = {
     for name, op in _RUN_OPERATIONS.items()
 }
 _JOB_REF = {"$ref": f"#/components/schemas/{_JOB_PREFIX}File"}
+# A job that runs (in no time: its one tool answers at once), for clients to start from.
+JOB_EXAMPLE: Final[dict[str, Any]] = {
+    "scenario": "example",
+    "seed": 1,
+    "job": {
+        "query": "What does the example tool say?",
+        "subtasks": [{"id": "ask", "query": "Ask the example tool", "tools": ["lookup"],
+                      "plan": [{"call": "lookup", "args": {"q": "hello"}}]}],
+    },
+    "tools": {"lookup": {"params": {"q": {"type": "string"}},
+                         "responses": [{"ok": {"answer": "hello back"}}]}},
+}
 # `fanout schema` for both media types: YAML is read into the same document as JSON.
 JOB_BODY: Final[dict[str, Any]] = {
     "required": True,
@@ -173,8 +185,8 @@ JOB_BODY: Final[dict[str, Any]] = {
     "Cross-references (a plan calling an undeclared tool, two subtasks with one id) are "
     "beyond JSON Schema: the loader answers them with 422 and their lines.",
     "content": {
-        "application/yaml": {"schema": _JOB_REF},
-        "application/json": {"schema": _JOB_REF},
+        "application/yaml": {"schema": _JOB_REF, "example": JOB_EXAMPLE},
+        "application/json": {"schema": _JOB_REF, "example": JOB_EXAMPLE},
     },
 }
 
