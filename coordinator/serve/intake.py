@@ -13,6 +13,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Final, Literal
 
 import anyio
@@ -147,6 +148,14 @@ def _line_of_key(text: str, key: str) -> int | None:
     return None if match is None else text.count("\n", 0, match.start()) + 1
 
 
+@lru_cache(maxsize=128)
+def _loaded(text: str) -> Scenario:
+    """The job in ``text``, loaded once per distinct text (a burst of one job submitted
+    many times parses it once). A Scenario is frozen, so sharing it is safe; the checks
+    that depend on the server (keys, MCP) run on every submission, after this."""
+    return load_scenario_text(text, SUBMITTED)
+
+
 def parse_job(
     body: bytes, kind: BodyKind, *, allow_mcp: bool, environ: Mapping[str, str] = os.environ
 ) -> Scenario:
@@ -173,7 +182,7 @@ def parse_job(
                                        "too many nested levels")]) from None
         text = text.replace("\t", " ")  # valid JSON holds tabs only between tokens
     try:
-        scenario = load_scenario_text(text, SUBMITTED)
+        scenario = _loaded(text)
     except InputFileError as exc:
         raise JobRejected(_problems(exc)) from None
     except RecursionError:

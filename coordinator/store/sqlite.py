@@ -21,6 +21,13 @@ _MIGRATED: set[tuple[Path, int]] = set()
 _MIGRATING = threading.Lock()
 
 
+def _inode(path: Path) -> int:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return -1
+
+
 class SqliteBackend(Backend):
     """A run store in one SQLite file."""
 
@@ -32,6 +39,7 @@ class SqliteBackend(Backend):
         self.path = path
         self.where = str(path)
         self.target = str(path.resolve())
+        self._local = threading.local()
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -67,11 +75,17 @@ class SqliteBackend(Backend):
 
     @contextmanager
     def connection(self) -> Iterator[Conn]:
-        conn = self.connect(create=False)
-        try:
-            yield conn
-        finally:
-            conn.close()
+        # One reading connection per thread, kept: opening one per read cost more than
+        # most reads (the service reads on every request). Autocommit, so nothing is
+        # held between reads; a file replaced or removed meanwhile is opened anew.
+        local = self._local
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        if conn is None or not self.path.exists() or local.inode != _inode(self.path):
+            if conn is not None:
+                conn.close()
+            conn = local.conn = self.connect(create=False)
+            local.inode = _inode(self.path)
+        yield conn
 
     def writer_connection(self) -> Conn:
         return self.connect()
@@ -94,6 +108,13 @@ class SqliteBackend(Backend):
             if not committed:
                 with suppress(sqlite3.Error):  # a failed statement may have ended it
                     conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        """Close this thread's reading connection (other threads' close with them)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
 
     def migrate(self, *, create: bool = True) -> None:
         with _MIGRATING:

@@ -17,6 +17,7 @@ while this process lives, their ``lease_until`` stays ahead of the clock.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -29,6 +30,7 @@ from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
+import anyio
 import anyio.to_thread
 
 from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL, Backend, Conn
@@ -46,6 +48,14 @@ _BATCH: Final = 512
 # FANOUT_TEST_KILL_AT_WRITE=N the process SIGKILLs itself inside its Nth store write,
 # after the write's statement ran and before its transaction commits.
 _KILL_AT_WRITE = int(os.environ.get("FANOUT_TEST_KILL_AT_WRITE") or 0)
+
+
+def _on_asyncio() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # trio (the tests' virtual time)
+        return False
+    return True
 
 
 def now_iso() -> str:
@@ -176,8 +186,20 @@ class StoreWriter:
         return future.result()
 
     async def acall(self, op: Callable[[Tx], T]) -> T:
-        """:meth:`call` from async code (the wait happens in a worker thread)."""
-        return await anyio.to_thread.run_sync(self.call, op)
+        """:meth:`call` from async code. On asyncio the task awaits the commit itself (no
+        worker thread is held per waiting caller: fifty submissions at once would
+        otherwise queue for anyio's forty threads); elsewhere a worker thread waits.
+        Either way the wait is not cut by cancellation: the write is queued already."""
+        future: Future[T] = Future()
+        self._queue.put((op, future))
+        with anyio.CancelScope(shield=True):
+            if _on_asyncio():
+                waiting = asyncio.wrap_future(future)
+                await asyncio.wait([waiting])
+                waiting.exception()  # retrieved here; raised below, from the original
+            else:
+                await anyio.to_thread.run_sync(future.exception)
+        return future.result()
 
     async def flush(self) -> None:
         """Return once everything submitted so far is committed (raise what failed)."""
