@@ -33,6 +33,10 @@ def add_serve_parser(sub: Any) -> None:
                    help="runs waiting for a slot (default 256; then 503 with Retry-After)")
     p.add_argument("--max-connections", type=int, default=1024, metavar="N",
                    help="connections open at once, streams included (default 1024; then 503)")
+    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds for a request's head to arrive (default 10; then 408)")
+    p.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
+                   help="seconds for a request's body to arrive (default 30; then 408)")
     p.add_argument("--ping-interval", type=float, default=15.0, metavar="S",
                    help="seconds between keep-alive comments on a quiet stream (default 15)")
     p.add_argument("--allow-mcp", action="store_true",
@@ -59,7 +63,9 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
                              ("--max-streams", args.max_streams, 1),
                              ("--max-queued", args.max_queued, 0),
                              ("--max-connections", args.max_connections, 2),
-                             ("--ping-interval", args.ping_interval, 0.01)):
+                             ("--ping-interval", args.ping_interval, 0.01),
+                             ("--header-timeout", args.header_timeout, 0.1),
+                             ("--body-timeout", args.body_timeout, 0.1)):
         if value < low:
             err.print(f"[bold red]error:[/] {name}: expected at least {low}, got {value}")
             return EXIT_BAD_INPUT
@@ -76,7 +82,8 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         store=target, host=args.host, port=sock.getsockname()[1], max_runs=args.max_runs,
         token=token, max_streams=args.max_streams, ping_interval_s=args.ping_interval,
         allow_mcp=args.allow_mcp, max_queued=args.max_queued,
-        max_connections=args.max_connections,
+        max_connections=args.max_connections, header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout,
     )
     guard = "a bearer token required" if token else "no token: loopback only"
     err.print(
