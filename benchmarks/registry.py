@@ -91,6 +91,13 @@ REGISTRY: tuple[Entry, ...] = (
         full={"runs": 300, "concurrent": 200, "batches": 9},
         quick={"runs": 6, "concurrent": 10, "batches": 2},
     ),
+    Entry(
+        # The Temporal half needs the dev server and four workers: the smoke run skips it.
+        "store_scale", "benchmarks.store_scale",
+        full={"posts": 50, "rounds": 5, "subtasks": 1_000},
+        quick={"posts": 5, "rounds": 1, "subtasks": 0},
+        needs=("psycopg", "temporalio"),
+    ),
 )
 """Every benchmark of ``make bench``, in the order of the table."""
 
