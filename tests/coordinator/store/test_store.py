@@ -204,10 +204,12 @@ def test_a_new_store_is_created_at_the_current_schema(tmp_path: Path) -> None:
     assert mode == "wal"
 
 
-def test_reading_commands_on_a_finished_run(tmp_path: Path) -> None:
-    """runs, report (table, json), gaps and trace all read a finished run."""
-    store = tmp_path / "runs.sqlite"
-    assert fanout("run", RESUMABLE, "--speed", "200", "--store", store, "--json").returncode == 0
+def test_reading_commands_on_a_finished_run(target: str, tmp_path: Path) -> None:
+    """runs, report (table, json), gaps, trace and record read a finished run, on SQLite
+    and on Postgres alike."""
+    store = target
+    ran = fanout("run", RESUMABLE, "--speed", "200", "--store", store, "--json")
+    assert ran.returncode == 0, ran.stderr
     listed = json.loads(fanout("runs", "--json", "--store", store).stdout)
     assert listed[0]["status"] == "finished" and listed[0]["outcome"] == "partial"
     table = fanout("report", "latest", "--store", store)
@@ -221,6 +223,9 @@ def test_reading_commands_on_a_finished_run(tmp_path: Path) -> None:
     assert {"trace_id", "subtask_id", "attempt", "at", "envelope"} <= set(entries[0])
     attempts = sum(s["attempts"] for s in report["subtasks"])
     assert len(entries) == attempts
+    recorded = fanout("record", "latest", "-o", tmp_path / "again.yaml", "--store", store)
+    assert recorded.returncode == 0, recorded.stderr
+    assert "resumable-recorded" in (tmp_path / "again.yaml").read_text()
 
 
 def test_no_runs_and_unknown_run(tmp_path: Path) -> None:
