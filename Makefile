@@ -11,7 +11,7 @@ LIVE_STAMP := $(VENV)/.installed-live
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres]'
 	touch $(STAMP)
 
 # The browser tests need Debian's chromium: installed here wherever that is possible
@@ -47,7 +47,7 @@ demo: $(STAMP)
 
 # The bench extra (the LangGraph baseline, pyinstrument) goes into the same venv.
 $(BENCH_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,bench]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

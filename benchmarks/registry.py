@@ -104,6 +104,13 @@ REGISTRY: tuple[Entry, ...] = (
         quick={"n": 20, "repeat": 1, "counts": (1,)},
         needs=("temporalio",),
     ),
+    Entry(
+        # The Temporal half needs the dev server and four workers: the smoke run skips it.
+        "store_scale", "benchmarks.store_scale",
+        full={"posts": 50, "rounds": 5, "subtasks": 1_000},
+        quick={"posts": 5, "rounds": 1, "subtasks": 0},
+        needs=("psycopg", "temporalio"),
+    ),
 )
 """Every benchmark of ``make bench``, in the order of the table."""
 

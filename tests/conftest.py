@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,3 +17,25 @@ def anyio_backend() -> tuple[str, dict[str, Any]]:
     Backoff, latency and timeouts then take no wall time; see shared/clock.py.
     """
     return ("trio", {"clock": MockClock(autojump_threshold=0)})
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Any]:
+    """A throwaway Postgres cluster for the session (Debian's server binaries).
+
+    Skipped, with the reason, only where the binaries are truly absent outside CI; under
+    CI (``CI`` set, as .ci/run sets it, which installs them) their absence fails.
+    """
+    from tests.loopback.postgres import PostgresCluster, server_binaries
+
+    if server_binaries() is None:
+        reason = ("Postgres server binaries are not installed (apt-get install -y postgresql)"
+                  "; in CI (CI set) this test fails instead")
+        if os.environ.get("CI"):
+            pytest.fail(reason.split(";")[0])
+        pytest.skip(reason)
+    cluster = PostgresCluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

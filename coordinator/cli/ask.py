@@ -35,7 +35,8 @@ def add_ask_parser(sub: Any) -> None:
     p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
     p.add_argument("--json", action="store_true", help="print the report as JSON only")
     p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
-    p.add_argument("--store", metavar="PATH", help="the run store")
+    p.add_argument("--store", metavar="PATH|URL",
+                   help="the run store: a SQLite file or a postgresql:// URL")
     p.set_defaults(func=cmd_ask)
 
 

@@ -53,8 +53,25 @@ def load_all(paths: Sequence[str], err: Console) -> list[Scenario] | None:
 
 
 def open_store(args: argparse.Namespace) -> RunStore:
-    """The run store the command names (--store, $FANOUT_STORE, or the default)."""
+    """The run store the command names (--store, $FANOUT_STORE, or the default).
+
+    Raises:
+        StoreError: a store argument fanout cannot open (exit 2).
+    """
     return RunStore(store_path(args.store))
+
+
+def check_store(target: str) -> None:
+    """Create or migrate the store now, so an unusable one is exit 2 before any work.
+
+    Raises:
+        StoreError: it cannot be opened, is not ours, or is unreachable.
+    """
+    store = RunStore(target)
+    try:
+        store.backend.migrate()
+    finally:
+        store.close()
 
 
 def print_report(report: CoverageReport, args: argparse.Namespace, out: Console) -> None:

@@ -97,11 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_record)
     add_serve_parser(sub)
     add_temporal_commands(sub)
-    for name in ("run", "resume", "runs", "report", "gaps", "trace", "record"):
+    for name in ("run", "resume", "runs", "report", "gaps", "trace", "record", "worker"):
         sub.choices[name].add_argument(
             "--store",
-            metavar="PATH",
-            help="the run store (default $FANOUT_STORE or .fanout/runs.sqlite)",
+            metavar="PATH|URL",
+            help="the run store: a SQLite file or a postgresql://user@host:port/db URL "
+            "(default $FANOUT_STORE or .fanout/runs.sqlite)",
         )
     return parser
 

@@ -44,7 +44,7 @@ def _report_of(store: RunStore, run_id: str | None) -> tuple[RunRow, CoverageRep
 def cmd_runs(args: argparse.Namespace, out: Console, err: Console) -> int:
     """List the stored runs, newest first."""
     store = open_store(args)
-    rows = store.runs() if store.path.exists() else []
+    rows = store.runs() if store.exists() else []
     if args.json:
         sys.stdout.write(dump([r.summary() for r in rows]) + "\n")
     else:

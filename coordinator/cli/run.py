@@ -194,7 +194,7 @@ def run_live(
         )
         recorders.append(recorder)
         if not args.json:
-            err.print(f"run [bold]{recorder.run_id}[/] recorded in {store.path}")
+            err.print(f"run [bold]{recorder.run_id}[/] recorded in {store.where}")
         if live is not None:
             live.start()
         return recorder

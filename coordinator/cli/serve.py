@@ -9,8 +9,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK
-from coordinator.store.runs import connect, store_path
+from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, check_store
+from coordinator.store.backend import redact
+from coordinator.store.runs import StoreError, store_path
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -19,14 +20,23 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; others need a token)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free one)")
-    p.add_argument("--store", metavar="PATH",
-                   help="the run store (default $FANOUT_STORE or .fanout/runs.sqlite)")
+    p.add_argument("--store", metavar="PATH|URL",
+                   help="the run store: a SQLite file or a postgresql://user@host:port/db URL "
+                   "(default $FANOUT_STORE or .fanout/runs.sqlite)")
     p.add_argument("--max-runs", type=int, default=4, metavar="N",
                    help="runs executing at once; the rest wait, queued (default 4)")
     p.add_argument("--token-file", metavar="F",
                    help="bearer token on the first line (default $FANOUT_TOKEN)")
     p.add_argument("--max-streams", type=int, default=512, metavar="N",
                    help="event streams open at once (default 512; then 503)")
+    p.add_argument("--max-queued", type=int, default=256, metavar="N",
+                   help="runs waiting for a slot (default 256; then 503 with Retry-After)")
+    p.add_argument("--max-connections", type=int, default=1024, metavar="N",
+                   help="connections open at once, streams included (default 1024; then 503)")
+    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds for a request's head to arrive (default 10; then 408)")
+    p.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
+                   help="seconds for a request's body to arrive (default 30; then 408)")
     p.add_argument("--ping-interval", type=float, default=15.0, metavar="S",
                    help="seconds between keep-alive comments on a quiet stream (default 15)")
     p.add_argument("--allow-mcp", action="store_true",
@@ -49,28 +59,35 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         url_of,
     )
 
-    for name, value, low in (("--max-runs", args.max_runs, 1), ("--max-streams",
-                             args.max_streams, 1), ("--ping-interval", args.ping_interval, 0.01)):
+    for name, value, low in (("--max-runs", args.max_runs, 1),
+                             ("--max-streams", args.max_streams, 1),
+                             ("--max-queued", args.max_queued, 0),
+                             ("--max-connections", args.max_connections, 2),
+                             ("--ping-interval", args.ping_interval, 0.01),
+                             ("--header-timeout", args.header_timeout, 0.1),
+                             ("--body-timeout", args.body_timeout, 0.1)):
         if value < low:
             err.print(f"[bold red]error:[/] {name}: expected at least {low}, got {value}")
             return EXIT_BAD_INPUT
     try:
         token = read_token(args.token_file, os.environ)
         check_bind(args.host, token)
-        path = store_path(args.store)
-        connect(path).close()  # create or migrate it now; an unusable store is exit 2
+        target = store_path(args.store)
+        check_store(target)  # create or migrate it now; an unusable store is exit 2
         sock = bind_socket(args.host, args.port)
-    except ServeError as exc:
+    except (ServeError, StoreError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         return EXIT_BAD_INPUT
     config = ServeConfig(
-        store=path, host=args.host, port=sock.getsockname()[1], max_runs=args.max_runs,
+        store=target, host=args.host, port=sock.getsockname()[1], max_runs=args.max_runs,
         token=token, max_streams=args.max_streams, ping_interval_s=args.ping_interval,
-        allow_mcp=args.allow_mcp,
+        allow_mcp=args.allow_mcp, max_queued=args.max_queued,
+        max_connections=args.max_connections, header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout,
     )
     guard = "a bearer token required" if token else "no token: loopback only"
     err.print(
-        f"fanout serve: listening on {url_of(sock)}/ (store {escape(str(path))}, "
+        f"fanout serve: listening on {url_of(sock)}/ (store {escape(redact(target))}, "
         f"{args.max_runs} runs at once, {guard})",
         highlight=False,
     )

@@ -27,7 +27,15 @@ from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 
-from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump, load_all, open_store, print_report
+from coordinator.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    check_store,
+    dump,
+    load_all,
+    open_store,
+    print_report,
+)
 from coordinator.store.runs import ResumeRefused, RunStore
 from shared.envelope import ToolResult
 from subagents import ProgressEvent
@@ -139,6 +147,9 @@ def cmd_worker(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.concurrency < 1:
         err.print("[bold red]error:[/] --concurrency: expected a positive number")
         return EXIT_BAD_INPUT
+    own_store = args.store or os.environ.get("FANOUT_STORE") or None
+    if own_store is not None:
+        check_store(own_store)  # an unusable store is exit 2 now, not at the first round
 
     async def main() -> None:
         ready = asyncio.Event()
@@ -155,7 +166,7 @@ def cmd_worker(args: argparse.Namespace, out: Console, err: Console) -> int:
         try:
             await serve_worker(args.address, namespace=args.namespace,
                                task_queue=args.task_queue, concurrency=args.concurrency,
-                               ready=ready)
+                               ready=ready, store=own_store)
         finally:
             told.cancel()
 
@@ -249,7 +260,7 @@ async def _submit(
             out.print(f"`fanout report {run_id}` shows it once it finishes")
         return EXIT_OK
     if not args.json:
-        err.print(f"run [bold]{run_id}[/] recorded in {store.path}; workflow "
+        err.print(f"run [bold]{run_id}[/] recorded in {store.where}; workflow "
                   f"{ref.workflow_id} on {ref.address}")
     report = await _follow(handle, store, run_id, scenario, args, out, err, client)
     print_report(report, args, out)
@@ -353,7 +364,7 @@ class _Tail:
         from coordinator.temporal.records import events_after
         from subagents.spec import SubtaskSpec
 
-        for e in events_after(self.store.path, self.run_id, self.seq):
+        for e in events_after(self.store, self.run_id, self.seq):
             self.seq = e["seq"]
             self.seen = True
             if e["kind"] == "plan":
@@ -384,7 +395,7 @@ def refuse_resume_on_temporal(store: RunStore, run_id: str) -> None:
         from coordinator.temporal.records import temporal_run
     except ImportError:  # without the temporal extra no run here was submitted from here
         return
-    ref = temporal_run(store.path, run_id)
+    ref = temporal_run(store, run_id)
     if ref is not None:
         raise ResumeRefused(
             f"run {run_id} runs on Temporal as workflow {ref.workflow_id} ({ref.address}, "

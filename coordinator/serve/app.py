@@ -15,12 +15,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from coordinator.serve.auth import Authorizer, LoginRequired
 from coordinator.serve.events import PublishHook
 from coordinator.serve.intake import JobRejected, problem
-from coordinator.serve.manager import RunManager
+from coordinator.serve.manager import QueueFull, RunManager
 from coordinator.serve.page import page_response, page_router
 from coordinator.serve.records import KeyReused
 from coordinator.serve.routes import events_router, openapi_router, runs_router
@@ -66,6 +67,17 @@ def _unprocessable(problems: InputProblems) -> JSONResponse:
     return JSONResponse(problems.model_dump(), status_code=422)
 
 
+def _allowed(app: FastAPI, request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
 def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) -> FastAPI:
     """The service over the run store at ``config.store``.
 
@@ -91,6 +103,9 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
+        # Operation ids are the handlers' names (get_run, cancel_run, …): the links of
+        # POST /runs name them.
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.manager = manager
     app.state.auth = auth
@@ -127,13 +142,23 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
                                   None if got is None else repr(got)))
         return _unprocessable(InputProblems(errors=errors))
 
+    @app.exception_handler(QueueFull)
+    async def queue_full(request: Request, exc: QueueFull) -> Response:
+        return JSONResponse({"detail": str(exc)}, status_code=503,
+                            headers={"Retry-After": str(exc.retry_after_s)})
+
     @app.exception_handler(StoreError)
     async def store_error(request: Request, exc: StoreError) -> Response:
         return JSONResponse({"detail": str(exc)}, status_code=503)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route that matched the path only;
+            # a path served by several routes (GET and POST /runs) allows all of theirs.
+            headers["Allow"] = ", ".join(_allowed(app, request))
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
-                            headers=exc.headers)
+                            headers=headers)
 
     return app

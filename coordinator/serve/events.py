@@ -14,7 +14,8 @@ A run this server executes is followed in memory: its recorder appends every eve
 the run's :class:`EventLog` as it records it, so a stream never waits on the disk and
 never misses an event the writer thread has not committed yet. Earlier sessions of a
 resumed run, finished runs and runs another process is running are read from the store
-(the last kind by polling until it stops running). When the server stops, streams end
+(the last kind woken by the store's notifications on Postgres, by polling on SQLite,
+until it stops running). When the server stops, streams end
 without ``end``; an ``EventSource`` reconnects with ``Last-Event-ID`` by itself.
 """
 
@@ -22,13 +23,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any, Final, Protocol
 
 import anyio
 import anyio.to_thread
 
 from coordinator.serve.records import ServiceRecords
+from coordinator.store.backend import Backend
 from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
 
@@ -96,18 +97,43 @@ class EventLog:
         await changed.wait()
 
 
+class Bells:
+    """Wake-ups per run for streams of runs another process writes (rung by the store's
+    notifications; where the store cannot notify, streams poll instead)."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, anyio.Event] = {}
+
+    def ring(self, run_id: str) -> None:
+        """New events (or the end) of ``run_id`` are in the store."""
+        event = self._events.pop(run_id, None)
+        if event is not None:
+            event.set()
+
+    def ring_all(self) -> None:
+        """Wake every waiting stream (the server stops, or notifications were lost)."""
+        events, self._events = self._events, {}
+        for event in events.values():
+            event.set()
+
+    def arm(self, run_id: str) -> anyio.Event:
+        """The event the next ring for ``run_id`` sets (armed before reading the store,
+        so a ring between the read and the wait is not missed)."""
+        return self._events.setdefault(run_id, anyio.Event())
+
+
 class ServedRecorder(RunRecorder):
     """A run recorder that also appends every event to the run's :class:`EventLog`."""
 
     def __init__(
         self,
-        path: Path,
+        backend: Backend,
         run_id: str,
         session: int,
         log: EventLog,
         on_publish: PublishHook | None = None,
     ) -> None:
-        super().__init__(path, run_id, session)
+        super().__init__(backend, run_id, session)
         if self.seq != log.base_seq:
             # Someone else recorded events for this run since it was claimed.
             self.close()
@@ -132,6 +158,7 @@ class StreamSource(Protocol):
     store: RunStore
     records: ServiceRecords
     stopping: bool
+    bells: Bells
 
     def log_of(self, run_id: str) -> EventLog | None:
         """The live log of a run this server executes (None otherwise)."""
@@ -193,13 +220,14 @@ async def _poll(
     """A run this server does not execute, from the store: polled while it still runs."""
     quiet = 0.0
     while True:
+        bell = source.bells.arm(run_id)
         events = await anyio.to_thread.run_sync(source.records.events_after, run_id, last)
         if events:
             last = events[-1]["seq"]
             quiet = 0.0
             yield b"".join(frame(e) for e in events)
         row = await anyio.to_thread.run_sync(source.store.get, run_id)
-        if row.status != "running":
+        if row.status not in ("queued", "running"):
             # Whatever it wrote before it stopped is in the store now.
             tail = await anyio.to_thread.run_sync(source.records.events_after, run_id, last)
             if tail:
@@ -214,8 +242,16 @@ async def _poll(
             async for chunk in _follow(source, log, last, ping_s):
                 yield chunk
             return
-        await anyio.sleep(poll_s)
-        quiet += poll_s
+        if source.store.backend.notifies:
+            # Postgres tells when the run's holder commits events: no polling. The
+            # poll interval still bounds the wait, in case a notification is missed.
+            started = anyio.current_time()
+            with anyio.move_on_after(min(ping_s, max(poll_s, 5.0))):
+                await bell.wait()
+            quiet += anyio.current_time() - started
+        else:
+            await anyio.sleep(poll_s)
+            quiet += poll_s
         if quiet >= ping_s:
             quiet = 0.0
             yield PING

@@ -13,8 +13,10 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Final, Literal
 
+import anyio
 from fastapi import HTTPException, Request
 
 from coordinator.jobfile.loader import load_scenario_text
@@ -86,22 +88,35 @@ def media_kind(content_type: str | None) -> BodyKind:
     return kind
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused as soon as it passes ``limit`` bytes.
+class BodyTooSlow(HTTPException):
+    """408: the body did not arrive within the deadline (a slow or stalled client)."""
+
+    def __init__(self, deadline_s: float) -> None:
+        super().__init__(408, f"the job file did not arrive within {deadline_s:g} s",
+                         headers={"Connection": "close"})
+
+
+async def read_body(request: Request, limit: int, deadline_s: float = 30.0) -> bytes:
+    """The request body, refused as soon as it passes ``limit`` bytes or ``deadline_s``
+    seconds (a client trickling a body cannot hold a connection and a task forever).
 
     Raises:
         BodyTooLarge: Content-Length says so, or the bytes received do.
+        BodyTooSlow: the whole body took longer than ``deadline_s``.
     """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(limit)
-        chunks.append(chunk)
+    with anyio.move_on_after(deadline_s) as late:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge(limit)
+            chunks.append(chunk)
+    if late.cancelled_caught:
+        raise BodyTooSlow(deadline_s)
     return b"".join(chunks)
 
 
@@ -133,6 +148,14 @@ def _line_of_key(text: str, key: str) -> int | None:
     return None if match is None else text.count("\n", 0, match.start()) + 1
 
 
+@lru_cache(maxsize=128)
+def _loaded(text: str) -> Scenario:
+    """The job in ``text``, loaded once per distinct text (a burst of one job submitted
+    many times parses it once). A Scenario is frozen, so sharing it is safe; the checks
+    that depend on the server (keys, MCP) run on every submission, after this."""
+    return load_scenario_text(text, SUBMITTED)
+
+
 def parse_job(
     body: bytes, kind: BodyKind, *, allow_mcp: bool, environ: Mapping[str, str] = os.environ
 ) -> Scenario:
@@ -159,7 +182,7 @@ def parse_job(
                                        "too many nested levels")]) from None
         text = text.replace("\t", " ")  # valid JSON holds tabs only between tokens
     try:
-        scenario = load_scenario_text(text, SUBMITTED)
+        scenario = _loaded(text)
     except InputFileError as exc:
         raise JobRejected(_problems(exc)) from None
     except RecursionError:

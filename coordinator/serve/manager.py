@@ -1,17 +1,20 @@
 """The run manager: runs execute in the server's process, at most ``max_runs`` at a time.
 
-Each submitted run is recorded as ``fanout run`` records it (``RunStore.create_run``,
-then :func:`~coordinator.store.runner.run_recorded`), so ``fanout runs``, ``report``,
-``gaps`` and ``trace`` read it like any other. Runs past the capacity wait, FIFO,
-``queued`` (the store says ``running``: its owner, this server, is alive and will run
-it). On start the manager resumes the served runs a killed server left running, exactly
-as ``fanout resume`` does; on stop it cuts the runs still going, flushes their
-recorders and leaves them ``interrupted`` for the next start.
+Each submitted run is recorded as ``fanout run`` records it, so ``fanout runs``,
+``report``, ``gaps`` and ``trace`` read it like any other. Submissions go through the
+server's one store writer, so fifty that arrive together are committed together (one
+transaction), not one by one. A run that finds every slot taken is recorded ``queued``
+(the store and the API say the same) and waits, FIFO, in a bounded queue: when
+``max_queued`` wait already, a submission is refused with 503 and ``Retry-After``.
 
-A cancel is recorded first (a restart honours it), then the run's cancel event is set:
-``run_job`` cuts its running subagents with trigger ``cancelled`` and makes the queued
-ones gaps with 0 attempts. A run still waiting for a slot does no work, so it is started
-at once, past the capacity, and ends with that report straight away.
+Several servers may share one store (Postgres, or one SQLite file on one machine). Each
+executes the runs submitted to it; every server reads, streams and cancels any run. A
+cancel is recorded first (the holder hears it: a notification on Postgres, its watch
+loop on SQLite; a restart honours it too), then the run's cancel event is set. On start,
+and every ``adopt_interval_s`` after, a server claims the served runs whose holder died
+(a compare-and-set on the holder and session: one claimant wins) and resumes them as
+``fanout resume`` does; on stop it cuts its runs, flushes their recorders and releases
+them, ``interrupted``, for the next start or another live server.
 """
 
 from __future__ import annotations
@@ -20,23 +23,26 @@ import hashlib
 import logging
 import os
 import socket
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.planning import JobPlanning
-from coordinator.serve.events import EventLog, PublishHook, ServedRecorder, end_frame
+from coordinator.serve.events import Bells, EventLog, PublishHook, ServedRecorder, end_frame
 from coordinator.serve.intake import SUBMITTED
 from coordinator.serve.records import KeyReused, ServiceRecords
 from coordinator.serve.server import ServeConfig
+from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL
 from coordinator.store.runner import (
     elapsed_so_far,
     planned_scenario,
@@ -44,7 +50,8 @@ from coordinator.store.runner import (
     restored_runs,
     run_recorded,
 )
-from coordinator.store.runs import ResumeRefused, RunStore
+from coordinator.store.runs import ResumeRefused, RunStatus, RunStore, new_run_id, run_values
+from coordinator.store.writer import StoreWriter
 from shared.clock import AnyioClock
 from shared.errors import InputFileError
 from shared.ids import SeededTraceIds
@@ -53,15 +60,21 @@ from subagents.simulated.tools import SimulatedTools
 
 log = logging.getLogger("fanout.serve")
 
-LiveStatus = Literal["queued", "running"]
-
 
 class NotCancellable(Exception):
-    """The run is not one this server executes (finished, or someone else's)."""
+    """The run has ended (finished, or interrupted with no holder to tell)."""
 
     def __init__(self, run_id: str, status: str) -> None:
-        super().__init__(f"run {run_id} is {status}: there is nothing here to cancel")
+        super().__init__(f"run {run_id} is {status}: there is nothing to cancel")
         self.status = status
+
+
+class QueueFull(Exception):
+    """Every slot is taken and ``max_queued`` runs wait already (503, Retry-After)."""
+
+    def __init__(self, waiting: int, retry_after_s: int) -> None:
+        super().__init__(f"{waiting} runs are waiting for a slot here; try again shortly")
+        self.retry_after_s = retry_after_s
 
 
 @dataclass(eq=False)
@@ -75,7 +88,6 @@ class LiveRun:
     log: EventLog
     cancel: anyio.Event
     done: anyio.Event = field(default_factory=anyio.Event)
-    status: LiveStatus = "queued"
     resumed: bool = False
     holds_slot: bool = False
 
@@ -96,10 +108,12 @@ class RunManager:
         self.live: dict[str, LiveRun] = {}
         self.stopping = False
         self.streams = 0  # open event streams, for the limit
+        self.bells = Bells()
         self._queue: deque[LiveRun] = deque()
-        self._active = 0
+        self._active = 0  # slots taken (and reserved by submissions being written)
+        self._queuing = 0  # submissions being written that will wait
         self._tg: TaskGroup | None = None
-        self._submitting: anyio.Lock | None = None
+        self._writer: StoreWriter | None = None
 
     # -- lifetime -------------------------------------------------------------------
 
@@ -107,21 +121,36 @@ class RunManager:
     async def running(self) -> AsyncIterator[None]:
         """Execute runs while the body runs; resume left-over runs first."""
         await anyio.to_thread.run_sync(TokenCounter)  # load the encoding before any job
-        self._submitting = anyio.Lock()
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            await self._resume_left_running()
-            try:
-                yield
-            finally:
-                self.begin_shutdown()
-                tg.cancel_scope.cancel()
+        self._writer = await anyio.to_thread.run_sync(StoreWriter, self.store.backend)
+        stop_listening = threading.Event()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                await self._adopt()
+                tg.start_soon(self._watch, stop_listening, name="store watch")
+                try:
+                    yield
+                finally:
+                    self.begin_shutdown()
+                    stop_listening.set()
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._writer.close)
+                await anyio.to_thread.run_sync(self.store.close)
 
     def begin_shutdown(self) -> None:
         """Stop taking work and end every event stream (runs stop when ``running`` ends)."""
         self.stopping = True
         for live in self.live.values():
             live.log.close()
+        self.bells.ring_all()
+
+    @property
+    def writer(self) -> StoreWriter:
+        """The server's store writer (submissions, cancels, leases of queued runs)."""
+        assert self._writer is not None, "used outside running()"
+        return self._writer
 
     # -- reading --------------------------------------------------------------------
 
@@ -129,13 +158,6 @@ class RunManager:
         """The live event log of a run this server executes."""
         live = self.live.get(run_id)
         return None if live is None else live.log
-
-    def status_of(self, run_id: str, stored: str) -> str:
-        """The run's status as the service shows it: ``queued`` while it waits here."""
-        live = self.live.get(run_id)
-        if live is None or stored == "finished":
-            return stored
-        return live.status
 
     async def end_summary(self, run_id: str) -> dict[str, Any]:
         """The data of a stream's ``end`` message: the status, and outcome when finished."""
@@ -147,40 +169,55 @@ class RunManager:
 
     async def submit(
         self, body: bytes, parse: Callable[[], Scenario], *, speed: float, key: str | None
-    ) -> tuple[str, bool]:
+    ) -> tuple[str, RunStatus, bool]:
         """Record and admit the job ``parse`` reads from ``body``; with a known ``key``,
         the run that key made before (and nothing is parsed or recorded).
 
         Returns:
-            The run id, and whether the run was made before.
+            The run id, its status as recorded, and whether the run was made before.
 
         Raises:
             KeyReused: ``key`` made a run from a different request.
             JobRejected: the job cannot run (from ``parse``); nothing is recorded.
+            QueueFull: no slot and the queue is full; nothing is recorded.
         """
-        assert self._submitting is not None, "submit() outside running()"
         digest = request_digest(body, speed)
         if key is not None and (earlier := await self._earlier(key, digest)) is not None:
-            return earlier, True
+            return earlier, "queued", True
         scenario = await anyio.to_thread.run_sync(parse)
-        async with self._submitting:  # a key is checked again, then taken, one at a time
-            if key is not None and (earlier := await self._earlier(key, digest)) is not None:
-                return earlier, True
-            text = body.decode("utf-8")
+        # A slot (or a place in the queue) is reserved before the write, so the status
+        # recorded is the one the run has: running at once, or queued.
+        slot = not self.stopping and self._active < self.config.max_runs
+        if not slot:
+            waiting = len(self._queue) + self._queuing
+            if waiting >= self.config.max_queued:
+                raise QueueFull(waiting, self.config.retry_after_s)
+            self._queuing += 1
+        else:
+            self._active += 1
+        status: RunStatus = "running" if slot else "queued"
+        run_id = new_run_id()
+        values = run_values(run_id, job=scenario.scenario, query=scenario.job.query,
+                            file=SUBMITTED, spec_text=body.decode("utf-8"),
+                            seed=str(scenario.seed), speed=speed, status=status)
+        try:
+            made = await self.writer.acall(self.records.submission(values, key, digest))
+        finally:
+            self._unreserve(slot)
+        if made.run_id != run_id:  # the key was taken meanwhile (here or elsewhere)
+            if made.request_sha256 != digest:
+                raise KeyReused(key or "", made.run_id)
+            return made.run_id, "queued", True
+        self.writer.hold(run_id)
+        self._admit(LiveRun(run_id, scenario, speed, session=1, log=EventLog(run_id, 0),
+                            cancel=anyio.Event()), slot=slot)
+        return run_id, status, False
 
-            def record() -> str:
-                recorder = self.store.create_run(
-                    job=scenario.scenario, query=scenario.job.query, file=SUBMITTED,
-                    spec_text=text, seed=str(scenario.seed), speed=speed,
-                )
-                recorder.close()  # reopened (as a ServedRecorder) when the run starts
-                self.records.register(recorder.run_id, key, digest)
-                return recorder.run_id
-
-            run_id = await anyio.to_thread.run_sync(record)
-            self._admit(LiveRun(run_id, scenario, speed, session=1, log=EventLog(run_id, 0),
-                                cancel=anyio.Event()))
-        return run_id, False
+    def _unreserve(self, slot: bool) -> None:
+        if slot:
+            self._active -= 1
+        else:
+            self._queuing -= 1
 
     async def _earlier(self, key: str, digest: str) -> str | None:
         earlier = await anyio.to_thread.run_sync(self.records.by_key, key)
@@ -190,14 +227,18 @@ class RunManager:
             raise KeyReused(key, earlier.run_id)
         return earlier.run_id
 
-    def _admit(self, live: LiveRun) -> None:
+    def _admit(self, live: LiveRun, *, slot: bool | None = None) -> None:
         self.live[live.run_id] = live
         if self.stopping:
             live.log.close()
             return
-        if live.cancel.is_set() or self._active < self.config.max_runs:
-            self._start(live, slot=not live.cancel.is_set())
+        if slot is None:
+            slot = self._active < self.config.max_runs
+        if live.cancel.is_set() or slot:
+            self._start(live, slot=slot and not live.cancel.is_set())
         else:
+            if live.resumed:  # claimed as running; it waits here first
+                self.writer.submit(self.records.status_op(live.run_id, "queued"))
             self._queue.append(live)
 
     def _start(self, live: LiveRun, *, slot: bool) -> None:
@@ -205,31 +246,83 @@ class RunManager:
         if slot:
             self._active += 1
         live.holds_slot = slot
-        live.status = "running"
         self._tg.start_soon(self._execute, live, name=f"run {live.run_id}")
 
     def _next(self) -> None:
         while self._queue and self._active < self.config.max_runs and not self.stopping:
-            self._start(self._queue.popleft(), slot=True)
+            live = self._queue.popleft()
+            self.writer.submit(self.records.status_op(live.run_id, "running"))
+            self._start(live, slot=True)
 
     # -- cancelling -----------------------------------------------------------------
 
     async def cancel(self, run_id: str, stored: str, *, wait_s: float = 5.0) -> None:
-        """Cancel a run this server executes; wait up to ``wait_s`` for its report.
+        """Cancel a run: recorded first, then told to its holder (this server, or another
+        through the store); wait up to ``wait_s`` for its report when it runs here.
 
         Raises:
-            NotCancellable: the run is finished, or not executed here.
+            NotCancellable: the run has ended, or no one holds it to be told.
         """
         live = self.live.get(run_id)
-        if live is None or stored == "finished":
+        if live is None and stored not in ("queued", "running"):
             raise NotCancellable(run_id, stored)
-        await anyio.to_thread.run_sync(self.records.request_cancel, run_id)
+        await self.writer.acall(self.records.cancel_op(run_id))
+        if live is None:
+            return  # its holder hears it through the store
+        self._cancel_here(live)
+        with anyio.move_on_after(wait_s):
+            await live.done.wait()
+
+    def _cancel_here(self, live: LiveRun) -> None:
+        if live.cancel.is_set():
+            return
         live.cancel.set()
         if live in self._queue:
             self._queue.remove(live)
             self._start(live, slot=False)
-        with anyio.move_on_after(wait_s):
-            await live.done.wait()
+
+    # -- watching the store -----------------------------------------------------------
+
+    async def _watch(self, stop: threading.Event) -> None:
+        """Hear what other processes did: cancels of our runs, new events of runs we
+        stream, and runs whose holder died (adopted here)."""
+        async with anyio.create_task_group() as tg:
+            if self.store.backend.notifies:
+                tg.start_soon(self._listen, stop)
+            tg.start_soon(self._sweep)
+
+    async def _listen(self, stop: threading.Event) -> None:
+        def heard(channel: str, run_id: str) -> None:
+            anyio.from_thread.run_sync(self._heard, channel, run_id)
+
+        while not stop.is_set():
+            try:
+                await anyio.to_thread.run_sync(
+                    self.store.backend.listen, (EVENTS_CHANNEL, CANCELS_CHANNEL), heard, stop,
+                    abandon_on_cancel=True)
+            except Exception as exc:  # the database restarted: listen again shortly
+                log.warning("listening to the store failed (%s); polling until it is back", exc)
+                self.bells.ring_all()
+                await anyio.sleep(self.config.poll_interval_s)
+
+    def _heard(self, channel: str, run_id: str) -> None:
+        if channel == EVENTS_CHANNEL:
+            self.bells.ring(run_id)
+        elif (live := self.live.get(run_id)) is not None:
+            self._cancel_here(live)
+
+    async def _sweep(self) -> None:
+        """Every adopt interval: adopt orphaned runs; on SQLite, look for cancels too."""
+        while True:
+            await anyio.sleep(self.config.adopt_interval_s)
+            if self.stopping:
+                return
+            if not self.store.backend.notifies and self.live:
+                ids = list(self.live)
+                for run_id in await anyio.to_thread.run_sync(self.records.cancels_among, ids):
+                    if (live := self.live.get(run_id)) is not None:
+                        self._cancel_here(live)
+            await self._adopt()
 
     # -- executing ------------------------------------------------------------------
 
@@ -242,6 +335,7 @@ class RunManager:
             log.exception("run %s stopped", live.run_id)
         finally:
             with anyio.CancelScope(shield=True):
+                self.writer.let_go(live.run_id)
                 if not finished:
                     await anyio.to_thread.run_sync(self.records.release, live.run_id)
                     if self.stopping:
@@ -275,7 +369,7 @@ class RunManager:
 
             scenario, resume = await anyio.to_thread.run_sync(restore)
         recorder = await anyio.to_thread.run_sync(
-            ServedRecorder, self.store.path, run_id, live.session, live.log, self.on_publish
+            ServedRecorder, self.store.backend, run_id, live.session, live.log, self.on_publish
         )
         try:
             await run_recorded(scenario, recorder, clock=clock, cancel=live.cancel, **resume)
@@ -287,25 +381,30 @@ class RunManager:
 
     # -- resuming -------------------------------------------------------------------
 
-    async def _resume_left_running(self) -> None:
-        """Claim and admit the served runs a stopped or killed server left running."""
+    async def _adopt(self) -> None:
+        """Claim and admit the served runs a stopped or killed server left unfinished."""
         for run_id in await anyio.to_thread.run_sync(self.records.left_running):
+            if run_id in self.live or self.stopping:
+                continue
             claimed = await anyio.to_thread.run_sync(self._claim, run_id)
             if claimed is None:
                 continue
             scenario, speed, session, base, cancelled = claimed
-            log.info("resuming run %s (session %d)", run_id, session)
+            # A warning: a run changing hands is worth seeing in any log.
+            log.warning("resuming run %s (session %d)", run_id, session)
             live = LiveRun(run_id, scenario, speed, session=session,
                            log=EventLog(run_id, base), cancel=anyio.Event(), resumed=True)
             if cancelled:
                 live.cancel.set()
+            self.writer.hold(run_id)
             self._admit(live)
 
     def _claim(self, run_id: str) -> tuple[Scenario, float, int, int, bool] | None:
         """Take over an interrupted served run: its job, speed, session, last event and
         whether it was cancelled; None when it is not ours to resume."""
         row = self.store.get(run_id)
-        if row.status == "running" and row.pid == os.getpid() and row.host == socket.gethostname():
+        if (row.status in ("queued", "running") and row.pid == os.getpid()
+                and row.host == socket.gethostname() and run_id not in self.live):
             self.records.release(run_id)  # recorded by a dead process that had our pid
             row = self.store.get(run_id)
         if row.status != "interrupted":
@@ -314,7 +413,7 @@ class RunManager:
             scenario = load_scenario_text(row.spec_text, row.file)
             claimed = self.store.claim_for_resume(run_id)
         except (InputFileError, ResumeRefused) as exc:
-            log.warning("not resuming run %s: %s", run_id, exc)
+            log.info("not resuming run %s: %s", run_id, exc)
             return None
         base, session = claimed.seq, claimed.session
         claimed.close()

@@ -2,23 +2,18 @@
 
 The ``served_runs`` table (schema migration 2) marks the runs submitted through the
 service, with the ``Idempotency-Key`` that made each and a cancel request that must
-survive a restart. Every method here is blocking SQLite: call it from a worker thread.
+survive a restart. Every method here blocks on the database: call it from a worker thread.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import socket
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator.store.recorder import now_iso
-from coordinator.store.runs import RunStore, connect
+from coordinator.store.runs import RunStore, insert_run
+from coordinator.store.writer import Tx, now_iso
 
 # The format of coordinator.store.runs.new_run_id (UTC time and four hex digits). A path
 # segment that is not one is a 404 before anything is looked up.
@@ -48,60 +43,98 @@ class KeyedRun:
 
 
 class ServiceRecords:
-    """The service's reads and writes of the run store."""
+    """The service's reads and writes of the run store (blocking: call from a thread)."""
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
 
-    @contextmanager
-    def _conn(self) -> Iterator[sqlite3.Connection]:
-        conn = connect(self.store.path)
-        try:
-            yield conn
-        finally:
-            conn.close()
-
     def by_key(self, key: str) -> KeyedRun | None:
         """The run ``key`` made before, if any."""
-        with self._conn() as conn:
+        with self.store.backend.connection() as conn:
             row = conn.execute(
                 "SELECT run_id, request_sha256 FROM served_runs WHERE idempotency_key = ?",
                 (key,),
             ).fetchone()
         return None if row is None else KeyedRun(row[0], row[1])
 
+    @staticmethod
+    def submission(
+        values: tuple[Any, ...], key: str | None, request_sha256: str
+    ) -> Callable[[Tx], KeyedRun]:
+        """The writer operation that records a submitted run (row made by ``run_values``)
+        and its key; with a key another submission took first (here or on another
+        server), nothing is recorded and the earlier run is the result."""
+        run_id = values[0]
+
+        def op(tx: Tx) -> KeyedRun:
+            if key is not None:
+                earlier = tx.execute(
+                    "SELECT run_id, request_sha256 FROM served_runs WHERE idempotency_key = ?",
+                    (key,),
+                ).fetchone()
+                if earlier is not None:
+                    return KeyedRun(earlier[0], earlier[1])
+            insert_run(tx, values)
+            tx.execute(
+                "INSERT INTO served_runs (run_id, idempotency_key, request_sha256, "
+                "submitted_at) VALUES (?,?,?,?)",
+                (run_id, key, request_sha256, now_iso()),
+            )
+            return KeyedRun(run_id, request_sha256)
+
+        return op
+
     def register(self, run_id: str, key: str | None, request_sha256: str) -> None:
         """Mark ``run_id`` as submitted through the service (with its key, if any)."""
-        with self._conn() as conn:
+        with self.store.backend.connection() as conn:
             conn.execute(
                 "INSERT INTO served_runs (run_id, idempotency_key, request_sha256, "
                 "submitted_at) VALUES (?,?,?,?)",
                 (run_id, key, request_sha256, now_iso()),
             )
 
-    def request_cancel(self, run_id: str) -> None:
-        """Record that a person cancelled ``run_id`` (a restarted server honours it)."""
-        with self._conn() as conn:
-            conn.execute(
+    @staticmethod
+    def cancel_op(run_id: str) -> Callable[[Tx], None]:
+        """The writer operation that records a cancel (and wakes the run's holder)."""
+
+        def op(tx: Tx) -> None:
+            tx.execute(
                 "UPDATE served_runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?) "
                 "WHERE run_id = ?",
                 (now_iso(), run_id),
             )
+            tx.cancels_of.add(run_id)
+
+        return op
 
     def cancel_requested(self, run_id: str) -> bool:
         """True once a cancel of ``run_id`` was recorded."""
-        with self._conn() as conn:
+        with self.store.backend.connection() as conn:
             row = conn.execute(
                 "SELECT cancel_requested_at FROM served_runs WHERE run_id = ?", (run_id,)
             ).fetchone()
         return row is not None and row[0] is not None
 
+    def cancels_among(self, run_ids: list[str]) -> list[str]:
+        """Which of ``run_ids`` someone cancelled (on this server or another)."""
+        if not run_ids:
+            return []
+        marks = ",".join("?" * len(run_ids))
+        with self.store.backend.connection() as conn:
+            rows = conn.execute(
+                f"SELECT run_id FROM served_runs WHERE run_id IN ({marks}) "
+                "AND cancel_requested_at IS NOT NULL",
+                run_ids,
+            ).fetchall()
+        return [r[0] for r in rows]
+
     def left_running(self) -> list[str]:
-        """Served runs the store still marks running, oldest first (candidates to resume)."""
-        with self._conn() as conn:
+        """Served runs the store still marks queued or running, oldest first (candidates
+        to resume: those whose holder is dead read ``interrupted``)."""
+        with self.store.backend.connection() as conn:
             rows = conn.execute(
                 "SELECT r.id FROM runs r JOIN served_runs s ON s.run_id = r.id "
-                "WHERE r.status = 'running' ORDER BY r.started_at, r.id"
+                "WHERE r.status IN ('queued', 'running') ORDER BY r.started_at, r.id"
             ).fetchall()
         return [r[0] for r in rows]
 
@@ -112,37 +145,27 @@ class ServiceRecords:
         is this very pid (a restarted container is often pid 1 again): the store would
         otherwise take the dead server for a live one and refuse to resume them.
         """
-        with self._conn() as conn:
-            conn.execute(
-                "UPDATE runs SET pid = NULL WHERE id = ? AND status = 'running' "
-                "AND pid = ? AND host = ?",
-                (run_id, os.getpid(), socket.gethostname()),
+        self.store.release(run_id)
+
+    @staticmethod
+    def status_op(run_id: str, status: str) -> Callable[[Tx], None]:
+        """The writer operation that moves a held run between ``queued`` and ``running``
+        (a queued run got its slot; a resumed one waits for one)."""
+
+        def op(tx: Tx) -> None:
+            tx.execute(
+                "UPDATE runs SET status = ? WHERE id = ? AND status IN ('queued', 'running')",
+                (status, run_id),
             )
+
+        return op
 
     def last_states(self, run_id: str) -> dict[str, str]:
         """Each subtask's latest state event (queued, running, retrying, done, escalated)."""
-        with self._conn() as conn:
-            # SQLite returns the other columns of the row holding MAX(seq).
-            rows = conn.execute(
-                "SELECT subtask_id, data_json, MAX(seq) FROM events "
-                "WHERE run_id = ? AND kind = 'state' GROUP BY subtask_id",
-                (run_id,),
-            ).fetchall()
-        return {r[0]: str(json.loads(r[1]).get("state", "queued")) for r in rows}
+        return self.store.last_states(run_id)
 
     def events_after(
         self, run_id: str, after: int, upto: int | None = None
     ) -> list[dict[str, Any]]:
         """The run's events with ``after < seq <= upto``, in order, as ``store.events``."""
-        upper = upto if upto is not None else 2**62
-        with self._conn() as conn:
-            rows = conn.execute(
-                "SELECT seq, session, subtask_id, kind, at, data_json FROM events "
-                "WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                (run_id, after, upper),
-            ).fetchall()
-        return [
-            {"seq": r[0], "session": r[1], "subtask_id": r[2], "kind": r[3], "at": r[4]}
-            | json.loads(r[5])
-            for r in rows
-        ]
+        return self.store.events_after(run_id, after, upto)

@@ -29,6 +29,8 @@ from coordinator.serve.reading import (
 )
 from coordinator.serve.records import valid_run_id
 from coordinator.serve.schemas import (
+    JOB_BODY,
+    RUN_LINKS,
     CancelAccepted,
     GapList,
     InputProblems,
@@ -39,19 +41,15 @@ from coordinator.serve.schemas import (
     RunStatus,
     RunSummary,
     StreamTicket,
+    job_schemas,
 )
 from coordinator.serve.server import ServeConfig
 from coordinator.store.runs import RunNotFound, RunRow
 
 # The report page carries its own CSS and SVG and no script: nothing else may load.
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
-_JOB_BODY = {
-    "required": True,
-    "content": {
-        "application/yaml": {"schema": {"type": "string", "description": "A job file."}},
-        "application/json": {"schema": {"type": "object", "description": "A job file."}},
-    },
-}
+# Event sequence numbers are 32-bit integers in both stores.
+MAX_SEQ = 2**31 - 1
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": Problem}}
 
 
@@ -91,16 +89,18 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
     )
 
     def summary(request: Request, row: RunRow) -> dict[str, Any]:
-        return row.summary() | {"status": manager.status_of(row.id, row.status),
-                                "url": _url(request, row.id)}
+        return row.summary() | {"url": _url(request, row.id)}
 
     @router.post(
         "",
         status_code=201,
         response_model=RunCreated,
-        openapi_extra={"requestBody": _JOB_BODY},
-        responses={413: {"model": Problem}, 415: {"model": Problem},
-                   422: {"model": InputProblems}},
+        openapi_extra={"requestBody": JOB_BODY},
+        responses={201: {"links": RUN_LINKS}, 408: {"model": Problem},
+                   413: {"model": Problem}, 415: {"model": Problem},
+                   422: {"model": InputProblems},
+                   503: {"model": Problem, "description": "Every slot is taken and the "
+                         "queue is full; `Retry-After` says when to try again."}},
         summary="Submit a job file",
     )
     async def submit_run(
@@ -113,15 +113,16 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
     ) -> RunCreated:
         kind = media_kind(request.headers.get("content-type"))
         key = check_key(idempotency_key)
-        body = await read_body(request, config.max_body_bytes)
-        run_id, _ = await manager.submit(
+        body = await read_body(request, config.max_body_bytes, config.body_timeout_s)
+        run_id, status, earlier = await manager.submit(
             body, lambda: parse_job(body, kind, allow_mcp=config.allow_mcp),
             speed=speed, key=key,
         )
-        row = await anyio.to_thread.run_sync(manager.store.get, run_id)
+        if earlier:  # the key's run: as it stands now
+            status = (await anyio.to_thread.run_sync(manager.store.get, run_id)).status
         url = _url(request, run_id)
         response.headers["Location"] = url
-        return RunCreated(run_id=run_id, status=manager.status_of(run_id, row.status), url=url)
+        return RunCreated(run_id=run_id, status=status, url=url)
 
     @router.get("", response_model=RunList, summary="Every stored run, newest first")
     async def list_runs(request: Request) -> RunList:
@@ -154,9 +155,8 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
     async def get_report(
         row: Known, format: Literal["json", "md", "html"] = "json"
     ) -> Response:
-        status = manager.status_of(row.id, row.status)
-        if status in ("queued", "running"):
-            return JSONResponse({"status": status}, status_code=409)
+        if row.status in ("queued", "running"):
+            return JSONResponse({"status": row.status}, status_code=409)
 
         def render() -> Response:
             report = report_of(manager.store, row, scenario_of(manager.store, row)).to_wire()
@@ -180,7 +180,7 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         gaps = await anyio.to_thread.run_sync(
             gaps_so_far, manager.store, row, scenario_of(manager.store, row)
         )
-        return GapList(run_id=row.id, status=manager.status_of(row.id, row.status), gaps=gaps)
+        return GapList(run_id=row.id, status=row.status, gaps=gaps)
 
     @router.post(
         "/{run_id}/cancel",
@@ -192,14 +192,14 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         try:
             await manager.cancel(row.id, row.status)
         except NotCancellable as exc:
-            status = manager.status_of(row.id, exc.status)
-            return JSONResponse({"status": status, "detail": str(exc)}, status_code=409)
+            return JSONResponse({"status": exc.status, "detail": str(exc)}, status_code=409)
         now = await anyio.to_thread.run_sync(manager.store.get, row.id)
-        status = manager.status_of(row.id, now.status)
-        answer = CancelAccepted(run_id=row.id, status=status, outcome=now.outcome,
+        answer = CancelAccepted(run_id=row.id, status=now.status, outcome=now.outcome,
                                 url=_url(request, row.id))
-        # 200 once the run has ended with its report; 202 while it is still winding down.
-        return JSONResponse(answer.model_dump(), status_code=200 if status == "finished" else 202)
+        # 200 once the run has ended with its report; 202 while it is still winding down
+        # (here, or on the server that runs it, which hears the cancel through the store).
+        return JSONResponse(answer.model_dump(),
+                            status_code=200 if now.status == "finished" else 202)
 
     @router.post("/{run_id}/ticket", response_model=StreamTicket, responses=_NOT_FOUND,
                  summary="A ticket for this run's event stream (for EventSource)")
@@ -244,7 +244,8 @@ def events_router(manager: RunManager, auth: Authorizer, config: ServeConfig) ->
         row: Known,
         last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
         after: Annotated[int | None, Query(
-            ge=0, description="Resume after this event (when no Last-Event-ID is sent)."
+            ge=0, le=MAX_SEQ,
+            description="Resume after this event (when no Last-Event-ID is sent)."
         )] = None,
     ) -> Response:
         if manager.streams >= config.max_streams or manager.stopping:
@@ -252,7 +253,8 @@ def events_router(manager: RunManager, auth: Authorizer, config: ServeConfig) ->
                                 headers={"Retry-After": "5"})
         resume = after or 0
         if last_event_id is not None and last_event_id.strip().isdigit():
-            resume = int(last_event_id.strip())
+            # An id past any the store can hold resumes after the last event there is.
+            resume = min(int(last_event_id.strip()), MAX_SEQ)
         content = run_events(manager, row.id, resume, ping_s=config.ping_interval_s,
                              poll_s=config.poll_interval_s)
         return _Stream(manager, content)
@@ -266,6 +268,10 @@ def openapi_router(app: FastAPI, auth: Authorizer) -> APIRouter:
 
     @router.get("/openapi.json", include_in_schema=False)
     async def openapi() -> JSONResponse:
-        return JSONResponse(app.openapi())
+        doc = app.openapi()
+        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+        if "JobFile" not in schemas:  # once: FastAPI keeps the document it built
+            schemas.update(job_schemas())
+        return JSONResponse(doc)
 
     return router

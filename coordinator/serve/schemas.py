@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The store's own vocabulary (coordinator.store.runs.RunStatus): the API says what it says.
 ServedStatus = Literal["queued", "running", "interrupted", "finished"]
 
 _OUT = ConfigDict(frozen=True, extra="forbid")
 
 
 class RunSummary(BaseModel):
-    """A row of ``fanout runs --json``; ``status`` also says ``queued`` for a run waiting
-    for a slot here, and ``url`` is where the run lives."""
+    """A row of ``fanout runs --json``, and ``url``, where the run lives."""
 
     model_config = _OUT
 
@@ -145,3 +145,73 @@ class Problem(BaseModel):
     model_config = _OUT
 
     detail: str
+
+
+# -- the OpenAPI document's job schema and links ----------------------------------------
+
+_JOB_PREFIX = "Job"
+_RUN_OPERATIONS = {
+    "GetRun": "get_run",
+    "GetReport": "get_report",
+    "GetGaps": "get_gaps",
+    "CancelRun": "cancel_run",
+    "StreamTicket": "stream_ticket",
+    "RunEvents": "run_event_stream",
+}
+# From POST /runs to every operation on the run it made, so a client (and stateful
+# testing) knows where the new run's id goes.
+RUN_LINKS: Final[dict[str, Any]] = {
+    name: {"operationId": op, "parameters": {"run_id": "$response.body#/run_id"},
+           "description": f"The run just made, through {op}."}
+    for name, op in _RUN_OPERATIONS.items()
+}
+_JOB_REF = {"$ref": f"#/components/schemas/{_JOB_PREFIX}File"}
+# A job that runs (in no time: its one tool answers at once), for clients to start from.
+JOB_EXAMPLE: Final[dict[str, Any]] = {
+    "scenario": "example",
+    "seed": 1,
+    "job": {
+        "query": "What does the example tool say?",
+        "subtasks": [{"id": "ask", "query": "Ask the example tool", "tools": ["lookup"],
+                      "plan": [{"call": "lookup", "args": {"q": "hello"}}]}],
+    },
+    "tools": {"lookup": {"params": {"q": {"type": "string"}},
+                         "responses": [{"ok": {"answer": "hello back"}}]}},
+}
+# `fanout schema` for both media types: YAML is read into the same document as JSON.
+JOB_BODY: Final[dict[str, Any]] = {
+    "required": True,
+    "description": "A job file, as `fanout run` reads it; its JSON Schema is `fanout schema`. "
+    "Cross-references (a plan calling an undeclared tool, two subtasks with one id) are "
+    "beyond JSON Schema: the loader answers them with 422 and their lines.",
+    "content": {
+        "application/yaml": {"schema": _JOB_REF, "example": JOB_EXAMPLE},
+        "application/json": {"schema": _JOB_REF, "example": JOB_EXAMPLE},
+    },
+}
+
+
+def _rename_refs(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
+                value = f"#/components/schemas/{_JOB_PREFIX}{value.removeprefix('#/$defs/')}"
+            out[key] = _rename_refs(value)
+        return out
+    if isinstance(node, list):
+        return [_rename_refs(v) for v in node]
+    return node
+
+
+def job_schemas() -> dict[str, Any]:
+    """The scenario file's JSON Schema as OpenAPI components (``JobFile`` and its parts,
+    each ``$defs`` entry renamed ``Job…`` so it cannot clash with the API's own)."""
+    from coordinator.jobfile.scenario import scenario_json_schema
+
+    schema = dict(scenario_json_schema())
+    defs = schema.pop("$defs", {})
+    schema.pop("$schema", None)
+    out = {f"{_JOB_PREFIX}{name}": _rename_refs(part) for name, part in defs.items()}
+    out[f"{_JOB_PREFIX}File"] = _rename_refs(schema)
+    return out

@@ -13,6 +13,7 @@ after their last checkpoint, their recorders are flushed and each run is left
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 import logging
@@ -25,13 +26,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import HANDLED_SIGNALS
 
 from shared.errors import FanoutError
 
 MAX_BODY_BYTES: Final = 1 << 20  # DESIGN §8: a job file of at most 1 MiB
 MAX_STREAMS: Final = 512  # event streams open at once, over every run
+# Connections open at once (streams included); past it, requests get 503. Above
+# MAX_STREAMS so that a full set of streams leaves room to submit and read.
+MAX_CONNECTIONS: Final = 1024
+# Runs waiting for a slot, per server; past it, POST /runs is 503 with Retry-After.
+MAX_QUEUED: Final = 256
+HEADER_TIMEOUT_S: Final = 10.0  # from a connection's (or a request's) first byte to its head
+BODY_TIMEOUT_S: Final = 30.0  # for the whole body of a request
 PING_INTERVAL_S: Final = 15.0
 TICKET_TTL_S: Final = 600.0
 _LOOPBACK_NAMES: Final = frozenset({"localhost", "localhost.", "ip6-localhost"})
@@ -55,7 +65,7 @@ class BindRefused(ServeError):
 class ServeConfig:
     """Everything the service is started with (the CLI's options, and limits for tests)."""
 
-    store: Path
+    store: str | Path
     host: str = "127.0.0.1"
     port: int = 8765
     max_runs: int = 4
@@ -68,6 +78,16 @@ class ServeConfig:
     poll_interval_s: float = 0.5
     # Submitted jobs may declare MCP servers, i.e. commands this process starts.
     allow_mcp: bool = False
+    max_queued: int = MAX_QUEUED
+    # What a 503 for a full queue asks the client to wait: a run of the scenario
+    # library takes seconds, so a slot is likely free by then.
+    retry_after_s: int = 5
+    max_connections: int = MAX_CONNECTIONS
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    body_timeout_s: float = BODY_TIMEOUT_S
+    # How often a server looks for runs whose holder died (and, on SQLite, for cancels
+    # of its runs made by another server).
+    adopt_interval_s: float = 2.0
 
 
 def read_token(token_file: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> str | None:
@@ -118,9 +138,12 @@ def bind_socket(host: str, port: int) -> socket.socket:
         BindRefused: the address cannot be listened on (in use, not ours, not valid).
     """
     try:
-        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                   proto=socket.IPPROTO_TCP)
         family, _, _, _, address = infos[0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP named, not 0: asyncio sets TCP_NODELAY only on sockets whose proto
+        # says TCP, and without it every answer waited ~40 ms on Nagle and delayed ACKs.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     except OSError as exc:
         raise BindRefused(f"cannot listen on {host}:{port}: {exc}") from None
     try:
@@ -139,6 +162,50 @@ def url_of(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
+
+
+class _DeadlineH11(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a header deadline: a connection must send its
+    request head within ``header_timeout_s`` of connecting (or of a keep-alive
+    request's first byte), else it gets 408 and is closed (slowloris)."""
+
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    _head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        if self._head_deadline is None and self.conn.their_state is h11.IDLE:
+            self._arm_head_deadline()
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._disarm_head_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_deadline()
+        super().connection_lost(exc)
+
+    def _arm_head_deadline(self) -> None:
+        self._disarm_head_deadline()
+        self._head_deadline = self.loop.call_later(self.header_timeout_s, self._head_late)
+
+    def _disarm_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_late(self) -> None:
+        self._head_deadline = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            return
+        body = b'{"detail":"the request head did not arrive in time"}'
+        self.transport.write(
+            b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        self.transport.close()
 
 
 class _Server(uvicorn.Server):
@@ -183,10 +250,13 @@ def run_server(
 
     app = create_app(config, on_publish=on_publish)
     manager = app.state.manager
+    protocol = type("DeadlineH11", (_DeadlineH11,), {"header_timeout_s": config.header_timeout_s})
     uv = uvicorn.Config(
         app,
         loop="asyncio",
-        http="h11",
+        http=protocol,
+        # The connection cap: past it, uvicorn answers 503 instead of taking on more.
+        limit_concurrency=config.max_connections,
         lifespan="on",
         log_level=log_level,
         timeout_graceful_shutdown=10,

@@ -1,10 +1,14 @@
-"""The run store: an embedded SQLite file recording every run, its trace and its results.
+"""The run store: every run, its trace and its results, in SQLite or Postgres.
 
-One file (default ``.fanout/runs.sqlite``; ``--store PATH`` or ``FANOUT_STORE``), WAL
-mode, a schema version with forward migrations. All writes go through one writer
-thread fed by a queue, so the event loop never waits on the disk except where it must:
-a subagent's result is committed (with its final checkpoint) before the coordinator
-counts it, and that wait happens in a worker thread.
+``--store`` / ``FANOUT_STORE`` name it: a path (SQLite, the embedded default
+``.fanout/runs.sqlite``) or a ``postgresql://`` URL (many machines, DESIGN §12). Both
+hold the same runs with the same meaning; the differences live in the backends.
+
+A run is ``queued`` (submitted to a server, waiting for a slot), ``running``,
+``interrupted`` (its holder is gone) or ``finished``. The store writes the first two and
+the last; ``interrupted`` is read: a queued or running run whose holder is dead. On the
+holder's own host that is its pid; elsewhere, its lease (kept by the holder's writer,
+see ``coordinator.store.writer``) has run out.
 """
 
 from __future__ import annotations
@@ -16,23 +20,23 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from coordinator.store.backend import Backend, Conn, open_backend
 from coordinator.store.recorder import RunRecorder, now_iso
 from coordinator.store.schema import (
     APP_ID,
-    MIGRATIONS,
-    SCHEMA_VERSION,
+    SQLITE_MIGRATIONS,
     ResumeRefused,
     RunNotFound,
     StoreError,
-    connect,
 )
+from coordinator.store.sqlite import SqliteBackend
+from coordinator.store.writer import Tx, lease_end
 
 __all__ = [
     "APP_ID",
@@ -43,6 +47,7 @@ __all__ = [
     "RunNotFound",
     "RunRecorder",
     "RunRow",
+    "RunStatus",
     "RunStore",
     "StoreError",
     "connect",
@@ -52,8 +57,13 @@ __all__ = [
 ]
 
 DEFAULT_STORE: Final = Path(".fanout") / "runs.sqlite"
+MIGRATIONS: Final = SQLITE_MIGRATIONS
+SCHEMA_VERSION: Final = len(SQLITE_MIGRATIONS)
 
-RunStatus = Literal["running", "interrupted", "finished"]
+# The one status vocabulary, shared by the store, the CLI and the service's API.
+RunStatus = Literal["queued", "running", "interrupted", "finished"]
+_HELD = ("queued", "running")
+
 
 @dataclass(frozen=True, slots=True)
 class RunRow:
@@ -93,12 +103,17 @@ class RunRow:
         }
 
 
-def store_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The store to use: ``--store``, else ``FANOUT_STORE``, else ``.fanout/runs.sqlite``."""
+def store_path(explicit: str | os.PathLike[str] | None = None) -> str:
+    """The store to use: ``--store``, else ``FANOUT_STORE``, else ``.fanout/runs.sqlite``
+    (a path or a URL, as given)."""
     if explicit:
-        return Path(explicit)
-    env = os.environ.get("FANOUT_STORE")
-    return Path(env) if env else DEFAULT_STORE
+        return os.fspath(explicit)
+    return os.environ.get("FANOUT_STORE") or str(DEFAULT_STORE)
+
+
+def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
+    """A sqlite3 connection to the SQLite store at ``path``, created or migrated first."""
+    return SqliteBackend(path).connect(create=create)
 
 
 def new_run_id() -> str:
@@ -106,9 +121,7 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-def _pid_alive(pid: int | None, host: str | None) -> bool:
-    if pid is None or host != socket.gethostname():
-        return False
+def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -123,74 +136,112 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
         return True
 
 
+def holder_alive(pid: int | None, host: str | None, lease_until: float | None) -> bool:
+    """Whether the process holding a run still runs it: its pid on this host (known at
+    once), its lease on any other."""
+    if pid is None:
+        return False
+    if host == socket.gethostname():
+        return _pid_alive(pid)
+    return lease_until is not None and lease_until > time.time()
+
+
 _ROW_COLUMNS = tuple(
     f.name for f in dataclasses.fields(RunRow) if f.name not in ("status", "report")
 )
+INSERT_RUN: Final = (
+    "INSERT INTO runs (id, job, query, file, spec_text, seed, speed, started_at, status, "
+    "pid, host, lease_until) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def run_values(
+    run_id: str, *, job: str, query: str, file: str, spec_text: str, seed: str, speed: float,
+    status: RunStatus = "running",
+) -> tuple[Any, ...]:
+    """The row :data:`INSERT_RUN` inserts for a new run held by this process."""
+    return (run_id, job, query, file, spec_text, seed, speed, now_iso(), status,
+            os.getpid(), socket.gethostname(), lease_end())
 
 
 class RunStore:
     """Reading runs, and opening or resuming one for recording."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, target: str | os.PathLike[str] | Backend) -> None:
+        self.backend = target if isinstance(target, Backend) else open_backend(os.fspath(target))
+        self.where = self.backend.where
+        self.target = self.backend.target
 
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        conn = connect(self.path, create=False)
-        try:
-            yield conn
-        finally:
-            conn.close()
+    @property
+    def path(self) -> Path:
+        """The SQLite file (a Postgres store has none)."""
+        if not isinstance(self.backend, SqliteBackend):
+            raise StoreError(f"{self.where}: a Postgres store has no file")
+        return self.backend.path
+
+    def exists(self) -> bool:
+        """True once the store has been created."""
+        return self.backend.exists()
+
+    def close(self) -> None:
+        """Release the store's connections."""
+        self.backend.close()
+
+    def _read(self) -> Any:
+        return self.backend.connection()
 
     def create_run(
         self, *, job: str, query: str, file: str, spec_text: str, seed: str, speed: float
     ) -> RunRecorder:
         """Register a new run owned by this process and return its recorder."""
         run_id = new_run_id()
-        conn = connect(self.path)
-        try:
-            conn.execute(
-                "INSERT INTO runs (id, job, query, file, spec_text, seed, speed, started_at, "
-                "status, pid, host) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    run_id, job, query, file, spec_text, seed, speed, now_iso(), "running",
-                    os.getpid(), socket.gethostname(),
-                ),
-            )
-        finally:
-            conn.close()
-        return RunRecorder(self.path, run_id, session=1)
+        if isinstance(self.backend, SqliteBackend):
+            self.backend.migrate()
+        values = run_values(run_id, job=job, query=query, file=file, spec_text=spec_text,
+                            seed=seed, speed=speed)
+        with self.backend.connection() as conn:
+            conn.execute(INSERT_RUN, values)
+        return RunRecorder(self.backend, run_id, session=1)
 
     def claim_for_resume(self, run_id: str) -> RunRecorder:
         """Take over an interrupted run; refuse a finished one or one that is running.
 
-        The claim is a compare-and-set on the owning pid, so two resumers racing for the
-        same run cannot both win.
+        The claim is a compare-and-set on the holder and the session count, so two
+        resumers racing for the same run (on any machines) cannot both win.
         """
         row = self.get(run_id)
         if row.status == "finished":
             raise ResumeRefused(f"run {run_id} already finished; nothing to resume")
-        if row.status == "running":
+        if row.status in _HELD:
             raise ResumeRefused(
                 f"run {run_id} is being run by process {row.pid} on {row.host}; "
                 "wait for it or stop it first"
             )
-        conn = connect(self.path)
-        try:
+        with self.backend.connection() as conn:
             cur = conn.execute(
-                "UPDATE runs SET pid=?, host=?, sessions=sessions+1 "
-                "WHERE id=? AND status='running' AND pid IS ? AND sessions=?",
-                (os.getpid(), socket.gethostname(), run_id, row.pid, row.sessions),
+                "UPDATE runs SET pid=?, host=?, sessions=sessions+1, status='running', "
+                "lease_until=? WHERE id=? AND status IN ('queued', 'running') "
+                "AND pid IS NOT DISTINCT FROM ? AND host IS NOT DISTINCT FROM ? "
+                "AND sessions=?",
+                (os.getpid(), socket.gethostname(), lease_end(), run_id, row.pid, row.host,
+                 row.sessions),
             )
             if cur.rowcount != 1:
                 raise ResumeRefused(f"run {run_id} was claimed by another process just now")
-        finally:
-            conn.close()
-        return RunRecorder(self.path, run_id, session=row.sessions + 1)
+        return RunRecorder(self.backend, run_id, session=row.sessions + 1)
 
-    def _row(self, r: sqlite3.Row) -> RunRow:
+    def release(self, run_id: str) -> None:
+        """Give up this process's hold on an unfinished run: it reads ``interrupted``."""
+        with self.backend.connection() as conn:
+            conn.execute(
+                "UPDATE runs SET pid = NULL, lease_until = NULL WHERE id = ? "
+                "AND status IN ('queued', 'running') AND pid = ? AND host = ?",
+                (run_id, os.getpid(), socket.gethostname()),
+            )
+
+    def _row(self, r: Any) -> RunRow:
         status: RunStatus = r["status"]
-        if status == "running" and not _pid_alive(r["pid"], r["host"]):
+        if status in _HELD and not holder_alive(r["pid"], r["host"], r["lease_until"]):
             status = "interrupted"
         report = json.loads(r["report_json"]) if r["report_json"] else None
         plain = {f: r[f] for f in _ROW_COLUMNS}
@@ -210,11 +261,11 @@ class RunStore:
                     "SELECT * FROM runs ORDER BY started_at DESC, id DESC LIMIT 1"
                 ).fetchone()
                 if row is None:
-                    raise RunNotFound(f"{self.path}: no runs recorded yet")
+                    raise RunNotFound(f"{self.where}: no runs recorded yet")
             else:
                 row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
                 if row is None:
-                    raise RunNotFound(f"{self.path}: no run {run_id!r} (see `fanout runs`)")
+                    raise RunNotFound(f"{self.where}: no run {run_id!r} (see `fanout runs`)")
         return self._row(row)
 
     def _by_subtask(self, table: str, run_id: str) -> dict[str, dict[str, Any]]:
@@ -243,17 +294,41 @@ class RunStore:
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         """The run's trace, in order: every attempt, wait and state change."""
+        return self.events_after(run_id, 0)
+
+    def events_after(
+        self, run_id: str, after: int, upto: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The run's events with ``after < seq <= upto``, in order."""
+        upper = upto if upto is not None else 2**31 - 1
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT seq, session, subtask_id, kind, at, data_json FROM events "
-                "WHERE run_id = ? ORDER BY seq",
-                (run_id,),
+                "WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                (run_id, after, upper),
             ).fetchall()
         return [
             {"seq": r[0], "session": r[1], "subtask_id": r[2], "kind": r[3], "at": r[4]}
             | json.loads(r[5])
             for r in rows
         ]
+
+    def last_states(self, run_id: str) -> dict[str, str]:
+        """Each subtask's latest state event (queued, running, retrying, done, escalated)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT e.subtask_id, e.data_json FROM events e WHERE e.run_id = ? "
+                "AND e.kind = 'state' AND e.seq = (SELECT MAX(seq) FROM events i "
+                "WHERE i.run_id = e.run_id AND i.subtask_id = e.subtask_id "
+                "AND i.kind = 'state')",
+                (run_id,),
+            ).fetchall()
+        return {r[0]: str(json.loads(r[1]).get("state", "queued")) for r in rows}
+
+
+def insert_run(tx: Tx | Conn, values: tuple[Any, ...]) -> None:
+    """Insert a run row made by :func:`run_values` (in the writer's transaction)."""
+    tx.execute(INSERT_RUN, values)
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
@@ -264,3 +339,5 @@ def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.
             return True
         time.sleep(interval)
     return predicate()
+
+

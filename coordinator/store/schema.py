@@ -1,18 +1,23 @@
-"""The run store's file: opening it, recognising it, and migrating its schema."""
+"""The run store's schema: numbered migrations per backend, and the store's errors.
+
+    StoreError              the store cannot be used (exit 2 on the command line)
+    ├── RunNotFound         no run with that id
+    └── ResumeRefused       the run is finished, or a live process runs it
+
+Each backend has its own numbered list (the dialects differ in types, not in meaning):
+entry ``i`` moves a store from version ``i`` to ``i + 1``. Never edit one that shipped.
+"""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Final
 
 from shared.errors import FanoutError
 
 APP_ID: Final = "fanout-run-store"
 
-# Each entry moves the schema from version i to i + 1; never edit one that shipped.
-MIGRATIONS: Final[Sequence[str]] = (
+SQLITE_MIGRATIONS: Final[Sequence[str]] = (
     """
     CREATE TABLE runs (
         id TEXT PRIMARY KEY,
@@ -76,12 +81,104 @@ MIGRATIONS: Final[Sequence[str]] = (
         cancel_requested_at TEXT
     );
     """,
+    # 3: many machines (DESIGN §12). A lease (its holder and its end, epoch seconds) says
+    # a run is alive where the holder's pid cannot be checked (another host); the
+    # Temporal side table, made on demand before, is part of the schema now.
+    """
+    ALTER TABLE runs ADD COLUMN lease_until REAL;
+    CREATE TABLE IF NOT EXISTS temporal_runs (
+        run_id TEXT PRIMARY KEY,
+        workflow_id TEXT NOT NULL,
+        address TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        task_queue TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, started_at)
+    """,
 )
-SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+# Postgres: the same tables, with Postgres's types (REAL is single precision there).
+POSTGRES_MIGRATIONS: Final[Sequence[str]] = (
+    """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        job TEXT NOT NULL,
+        query TEXT NOT NULL,
+        file TEXT NOT NULL,
+        spec_text TEXT NOT NULL,
+        seed TEXT NOT NULL,
+        speed DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        status TEXT NOT NULL,
+        outcome TEXT,
+        coverage DOUBLE PRECISION,
+        elapsed_s DOUBLE PRECISION,
+        pid INTEGER,
+        host TEXT,
+        sessions INTEGER NOT NULL DEFAULT 1,
+        report_json TEXT
+    );
+    CREATE TABLE events (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        seq INTEGER NOT NULL,
+        session INTEGER NOT NULL,
+        subtask_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        at DOUBLE PRECISION NOT NULL,
+        data_json TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE checkpoints (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        subtask_id TEXT NOT NULL,
+        state_json TEXT NOT NULL,
+        PRIMARY KEY (run_id, subtask_id)
+    );
+    CREATE TABLE results (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        subtask_id TEXT NOT NULL,
+        session INTEGER NOT NULL,
+        result_json TEXT NOT NULL,
+        PRIMARY KEY (run_id, subtask_id)
+    );
+    CREATE TABLE escalations (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        subtask_id TEXT NOT NULL,
+        route TEXT NOT NULL,
+        escalation_json TEXT NOT NULL,
+        PRIMARY KEY (run_id, subtask_id)
+    );
+    CREATE TABLE served_runs (
+        run_id TEXT PRIMARY KEY REFERENCES runs(id),
+        idempotency_key TEXT UNIQUE,
+        request_sha256 TEXT NOT NULL,
+        submitted_at TEXT NOT NULL,
+        cancel_requested_at TEXT
+    );
+    """,
+    # 2: as SQLite's 3: leases, the Temporal side table, the status index.
+    """
+    ALTER TABLE runs ADD COLUMN lease_until DOUBLE PRECISION;
+    CREATE TABLE IF NOT EXISTS temporal_runs (
+        run_id TEXT PRIMARY KEY,
+        workflow_id TEXT NOT NULL,
+        address TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        task_queue TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, started_at)
+    """,
+)
+
+
+def statements(migration: str) -> list[str]:
+    """The statements of one migration (none of them holds a ``;`` of its own)."""
+    return [s.strip() for s in migration.split(";") if s.strip()]
 
 
 class StoreError(FanoutError):
-    """The store file cannot be used: not SQLite, not ours, too new, or locked."""
+    """The store cannot be used: not ours, too new, unreachable, locked, or misnamed."""
 
 
 class RunNotFound(StoreError):
@@ -90,67 +187,3 @@ class RunNotFound(StoreError):
 
 class ResumeRefused(StoreError):
     """The run cannot be resumed: finished already, or another process is running it."""
-
-
-def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
-    """Open (and if needed create or migrate) the store at ``path``.
-
-    Raises:
-        StoreError: the file is not SQLite, belongs to something else, or is newer.
-    """
-    if not path.exists():
-        if not create:
-            raise StoreError(f"{path}: no run store here (run a job first, or pass --store)")
-        path.parent.mkdir(parents=True, exist_ok=True)
-    elif path.is_dir():
-        raise StoreError(f"{path}: is a directory, not a run store file")
-    try:
-        conn = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA busy_timeout = 10000")
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path}: not a fanout run store ({exc})") from None
-    if tables and "fanout_meta" not in tables:
-        conn.close()
-        raise StoreError(
-            f"{path}: a SQLite database of something else (tables: {', '.join(sorted(tables))})"
-        )
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        _migrate(conn, path)
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise StoreError(f"{path}: the run store is damaged ({exc})") from None
-    return conn
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute("CREATE TABLE IF NOT EXISTS fanout_meta (key TEXT PRIMARY KEY, value TEXT)")
-        rows = dict(conn.execute("SELECT key, value FROM fanout_meta").fetchall())
-        if rows and rows.get("app") != APP_ID:
-            raise StoreError(f"{path}: fanout_meta does not describe a fanout run store")
-        version = int(rows.get("schema_version", "0"))
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{path}: written by a newer fanout (schema {version}, this one knows "
-                f"{SCHEMA_VERSION}); upgrade fanout to read it"
-            )
-        for target in range(version, SCHEMA_VERSION):
-            for statement in MIGRATIONS[target].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-        conn.execute("INSERT OR REPLACE INTO fanout_meta VALUES ('app', ?)", (APP_ID,))
-        conn.execute(
-            "INSERT OR REPLACE INTO fanout_meta VALUES ('schema_version', ?)",
-            (str(SCHEMA_VERSION),),
-        )
-        conn.execute("COMMIT")
-    except Exception:
-        conn.execute("ROLLBACK")
-        raise
-
-

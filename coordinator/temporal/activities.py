@@ -185,7 +185,7 @@ class FanoutActivities:
         """Close the run in the store with its report (the workflow's last step)."""
         writer = self.resources.writer(inp.store)
         await writer.flush()  # this worker's trace events land before the run closes
-        await record_report(inp)
+        await record_report(writer, inp)
 
 
 async def _alive(body: Callable[[], Awaitable[T]], latest: list[Beat]) -> T:

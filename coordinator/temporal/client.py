@@ -104,8 +104,8 @@ async def submit_recorded(
         namespace=client.namespace,
         task_queue=task_queue,
     )
-    register_run(store.path, ref)
+    register_run(store, ref)
     inp = JobInput.of(
-        scenario, run_id=run_id, store=str(store.path.resolve()), speed=speed, settings=settings
+        scenario, run_id=run_id, store=store.target, speed=speed, settings=settings
     )
     return ref, await start_job(client, inp, task_queue=task_queue)

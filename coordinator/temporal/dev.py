@@ -8,9 +8,12 @@ finds the workflows it had.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
@@ -30,6 +33,24 @@ class TemporalUnavailable(FanoutError):
 
 class DevServerFailed(FanoutError):
     """The dev server exited, or did not listen in time; the message holds its output."""
+
+
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def die_with_parent() -> None:
+    """In a child, before exec: have the kernel SIGKILL it when its parent dies.
+
+    Linux's ``prctl(PR_SET_PDEATHSIG)``; the parent is the thread that started the child,
+    so start it from a thread that lives as long as it should (the main one). Elsewhere
+    it does nothing (the parent's ``stop()`` remains the way to end the child).
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:  # the parent died before prctl: die now, as it asked
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def temporal_binary() -> Path:
@@ -154,9 +175,11 @@ def start_dev_server(
     out: IO[bytes] | None = log.open("ab") if log is not None else None
     try:
         # A session of its own: a Ctrl-C meant for the caller reaches it once, from stop().
+        # And it dies with its parent: a SIGKILLed `fanout temporal dev` (which cannot
+        # stop it) leaves no dev server behind holding the port.
         process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT if out else None,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=die_with_parent,
         )
     finally:
         if out is not None:

@@ -24,7 +24,6 @@ import os
 import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,9 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from coordinator.temporal.records import StoreWriter
+from coordinator.store.backend import redact
+from coordinator.store.runs import RunStore
+from coordinator.store.writer import StoreWriter
 from shared.clock import Clock
 from shared.errors import FanoutError
 from subagents.mcp.spec import McpServerSpec
@@ -175,12 +176,15 @@ class WorkerResources:
         *,
         client_factory: ClientFactory | None = None,
         planner_factory: PlannerFactory | None = None,
+        store: str | None = None,
     ) -> None:
         self.models = ModelClients(client_factory)
+        # The worker's own --store: its URL may carry the password a workflow's may not.
+        self._own_store = store
         self._planner_factory = planner_factory or _model_planner
         self.identity = f"{os.getpid()}@{socket.gethostname()}"
         """This worker as Temporal names it (``pid@host``); the trace's ``worker`` field."""
-        self._writers: dict[Path, StoreWriter] = {}
+        self._writers: dict[str, StoreWriter] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._mcp: McpServers | None = None
 
@@ -218,11 +222,17 @@ class WorkerResources:
         return self._mcp
 
     def writer(self, store: str) -> StoreWriter:
-        """The worker's writer for the run store at ``store`` (one per file)."""
-        path = Path(store).resolve()
-        writer = self._writers.get(path)
+        """The worker's writer for the run store ``store`` names (one per store).
+
+        ``store`` is what the workflow carries: a path, or a URL without its password.
+        When it names the worker's own ``--store``, that (with its credentials) is used.
+        """
+        writer = self._writers.get(store)
         if writer is None:
-            writer = self._writers[path] = StoreWriter(path)
+            target = store
+            if self._own_store is not None and redact(self._own_store) == store:
+                target = self._own_store
+            writer = self._writers[store] = StoreWriter(RunStore(target).backend)
         return writer
 
     def model_client(

@@ -48,6 +48,7 @@ async def fanout_worker(
     planner_factory: PlannerFactory | None = None,
     workflows: Sequence[type] = (),
     activities: Sequence[Callable[..., Any]] = (),
+    store: str | None = None,
 ) -> AsyncIterator[Worker]:
     """A worker for fanout jobs on ``task_queue``, running while the block runs.
 
@@ -63,7 +64,7 @@ async def fanout_worker(
     """
     TokenCounter()  # load the encoding now, not on the first round's clock
     async with WorkerResources(
-        client_factory=client_factory, planner_factory=planner_factory
+        client_factory=client_factory, planner_factory=planner_factory, store=store
     ) as resources:
         ours = FanoutActivities(resources)
         worker = Worker(
@@ -94,15 +95,20 @@ async def serve_worker(
     task_queue: str = DEFAULT_TASK_QUEUE,
     concurrency: int = DEFAULT_CONCURRENCY,
     ready: asyncio.Event | None = None,
+    store: str | None = None,
 ) -> None:
-    """Connect and run a worker until SIGINT or SIGTERM; rounds under way finish first."""
+    """Connect and run a worker until SIGINT or SIGTERM; rounds under way finish first.
+
+    ``store`` is the worker's own ``--store`` (its credentials for a Postgres store).
+    """
     client = await connect(address, namespace)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     try:
-        async with fanout_worker(client, task_queue=task_queue, concurrency=concurrency):
+        async with fanout_worker(client, task_queue=task_queue, concurrency=concurrency,
+                                 store=store):
             if ready is not None:
                 ready.set()
             await stop.wait()

@@ -30,7 +30,7 @@ class Server:
 
     proc: subprocess.Popen[bytes]
     url: str
-    store: Path
+    store: Path | str
     log: Path
     token: str | None
     clients: list[httpx.Client] = field(default_factory=list)
@@ -77,7 +77,7 @@ class Launched:
     """A ``fanout serve`` process that may still be starting."""
 
     proc: subprocess.Popen[bytes]
-    store: Path
+    store: Path | str
     log: Path
     token: str | None
 
@@ -100,8 +100,8 @@ class Launched:
 
 
 def launch(
-    tmp: Path, *args: str, token: str | None = TOKEN, store: Path | None = None,
-    name: str = "serve",
+    tmp: Path, *args: str, token: str | None = TOKEN, store: Path | str | None = None,
+    name: str = "serve", cwd: Path = ROOT,
 ) -> Launched:
     """Start ``fanout serve --port 0`` (a free loopback port) without waiting for it."""
     store = store or tmp / "runs.sqlite"
@@ -113,17 +113,17 @@ def launch(
         proc = subprocess.Popen(
             [sys.executable, "-m", "coordinator.cli", "serve", "--port", "0",
              "--store", str(store), *args],
-            stdout=subprocess.DEVNULL, stderr=sink, env=env, cwd=ROOT,
+            stdout=subprocess.DEVNULL, stderr=sink, env=env, cwd=cwd,
         )
     return Launched(proc, store, log, token)
 
 
 def start_server(
-    tmp: Path, *args: str, token: str | None = TOKEN, store: Path | None = None,
-    name: str = "serve",
+    tmp: Path, *args: str, token: str | None = TOKEN, store: Path | str | None = None,
+    name: str = "serve", cwd: Path = ROOT,
 ) -> Server:
     """Start ``fanout serve`` and wait until its application has started."""
-    return launch(tmp, *args, token=token, store=store, name=name).ready()
+    return launch(tmp, *args, token=token, store=store, name=name, cwd=cwd).ready()
 
 
 @pytest.fixture(scope="package")

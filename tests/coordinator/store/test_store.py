@@ -42,8 +42,9 @@ def normalized(value: Any) -> Any:
     return value
 
 
-def committed(store: Path) -> int:
+def committed(store: Path | str) -> int:
     """How many subagent results the store holds (read while another process writes)."""
+    store = Path(store)
     if not store.exists():
         return 0
     try:
@@ -208,10 +209,12 @@ def test_a_new_store_is_created_at_the_current_schema(tmp_path: Path) -> None:
     assert mode == "wal"
 
 
-def test_reading_commands_on_a_finished_run(tmp_path: Path) -> None:
-    """runs, report (table, json), gaps and trace all read a finished run."""
-    store = tmp_path / "runs.sqlite"
-    assert fanout("run", RESUMABLE, "--speed", "200", "--store", store, "--json").returncode == 0
+def test_reading_commands_on_a_finished_run(target: str, tmp_path: Path) -> None:
+    """runs, report (table, json), gaps, trace and record read a finished run, on SQLite
+    and on Postgres alike."""
+    store = target
+    ran = fanout("run", RESUMABLE, "--speed", "200", "--store", store, "--json")
+    assert ran.returncode == 0, ran.stderr
     listed = json.loads(fanout("runs", "--json", "--store", store).stdout)
     assert listed[0]["status"] == "finished" and listed[0]["outcome"] == "partial"
     table = fanout("report", "latest", "--store", store)
@@ -225,6 +228,9 @@ def test_reading_commands_on_a_finished_run(tmp_path: Path) -> None:
     assert {"trace_id", "subtask_id", "attempt", "at", "envelope"} <= set(entries[0])
     attempts = sum(s["attempts"] for s in report["subtasks"])
     assert len(entries) == attempts
+    recorded = fanout("record", "latest", "-o", tmp_path / "again.yaml", "--store", store)
+    assert recorded.returncode == 0, recorded.stderr
+    assert "resumable-recorded" in (tmp_path / "again.yaml").read_text()
 
 
 def test_no_runs_and_unknown_run(tmp_path: Path) -> None:
@@ -234,3 +240,28 @@ def test_no_runs_and_unknown_run(tmp_path: Path) -> None:
     connect(store).close()
     missing = fanout("report", "nope", "--store", store)
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("store", "says"),
+    [
+        pytest.param("postgresql://fanout:s3cret@127.0.0.1:1/runs", "cannot connect",
+                     id="postgres-unreachable"),
+        pytest.param("mysql://me:s3cret@db.example/runs", "cannot open a 'mysql' store",
+                     id="unknown-scheme"),
+        pytest.param("sqlite://", "needs a path", id="sqlite-url-without-path"),
+    ],
+)
+def test_a_store_argument_fanout_cannot_open_is_exit_2(
+    tmp_path: Path, store: str, says: str
+) -> None:
+    """Exit 2 with a message naming the store (never its password); no file is made."""
+    for command in (["runs"], ["serve", "--port", "0"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "coordinator.cli", *command, "--store", store],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert says in done.stderr and "Traceback" not in done.stderr
+        assert "s3cret" not in done.stderr + done.stdout
+    assert list(tmp_path.rglob("*")) == []

@@ -51,14 +51,19 @@ class Workers:
         self.logs = logs
         self.started: list[subprocess.Popen[bytes]] = []
 
-    def start(self, task_queue: str, *, concurrency: int = 100) -> subprocess.Popen[bytes]:
-        """A worker on ``task_queue``, returned once it says it is polling."""
+    def start(
+        self, task_queue: str, *, concurrency: int = 100, store: str | None = None,
+        cwd: Path = ROOT,
+    ) -> subprocess.Popen[bytes]:
+        """A worker on ``task_queue`` (in ``cwd``, with its own ``--store``), returned
+        once it says it is polling."""
         log = self.logs / f"worker-{task_queue}-{len(self.started)}.log"
+        own = ["--store", store] if store is not None else []
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "coordinator.cli", "worker", "--address", self.address,
-                 "--task-queue", task_queue, "--concurrency", str(concurrency)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                 "--task-queue", task_queue, "--concurrency", str(concurrency), *own],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
             )
         self.started.append(proc)
         deadline = time.monotonic() + 60

@@ -18,7 +18,7 @@ from coordinator.cli import temporal as cli
 from coordinator.cli.main import build_parser
 from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import scenario_files
-from coordinator.store.runs import RunStore
+from coordinator.store.runs import RunStore, wait_for
 from coordinator.temporal import JobInput, TemporalRunRef, WorkerResources, register_run
 from coordinator.temporal.dev import DevServerFailed, free_port, start_dev_server
 from coordinator.temporal.records import StoreWriter, temporal_run
@@ -109,6 +109,53 @@ def test_the_dev_server_refuses_a_port_already_taken() -> None:
             start_dev_server(port=port, db_file=None)
 
 
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except (OSError, IndexError):
+        return True
+    return state == "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_dev_server_dies_with_a_killed_fanout_temporal_dev(tmp_path: Path) -> None:
+    """SIGKILL `fanout temporal dev` (it cannot stop its child): the dev server goes too."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coordinator.cli", "temporal", "dev", "--port", str(port),
+         "--db-file", str(tmp_path / "history.sqlite")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    try:
+        assert wait_for(lambda: bool(_children(proc.pid)) and _listening(port), 60), \
+            "the dev server did not start"
+        [dev] = _children(proc.pid)
+        proc.kill()
+        proc.wait(10)
+        assert wait_for(lambda: _gone(dev), 10), f"dev server {dev} outlived its parent"
+        assert wait_for(lambda: not _listening(port), 10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
 @pytest.mark.anyio
 async def test_a_workers_mcp_servers_start_once_for_every_round() -> None:
     """Rounds that need the same servers share one running set; it stops with the worker."""
@@ -166,7 +213,7 @@ def test_two_writers_number_a_runs_events_without_collisions(tmp_path: Path) -> 
     recorder = RunStore(path).create_run(job="j", query="q", file="f", spec_text="", seed="0",
                                          speed=1)
     recorder.close()
-    writers = [StoreWriter(path), StoreWriter(path)]
+    writers = [StoreWriter(RunStore(path).backend), StoreWriter(RunStore(path).backend)]
 
     def write(writer: StoreWriter, who: str) -> None:
         for i in range(200):
@@ -189,8 +236,8 @@ def test_resuming_a_temporal_run_is_refused(tmp_path: Path) -> None:
     store = RunStore(path)
     recorder = store.create_run(job="j", query="q", file="f", spec_text="", seed="0", speed=1)
     recorder.close()
-    assert temporal_run(path, recorder.run_id) is None
+    assert temporal_run(store, recorder.run_id) is None
     ref = TemporalRunRef(recorder.run_id, "fanout-x", "127.0.0.1:7233", "default", "fanout")
-    register_run(path, ref)
-    assert temporal_run(path, recorder.run_id) == ref
+    register_run(store, ref)
+    assert temporal_run(store, recorder.run_id) == ref
     assert main(["resume", recorder.run_id, "--store", str(path)]) == 3
