@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,6 +172,8 @@ class LeadContext:
     trace_ids: TraceIds
     observer: ExecObserver | None = None
     seed: object = 0
+    # Told True when a lead call waits for the endpoint's rate limit, False when it may go.
+    on_limit_wait: Callable[[bool], None] | None = None
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"{self.seed}/{LEAD}/model")
@@ -212,6 +214,7 @@ class LeadContext:
             rng=self.rng,
             trace_id=trace_id,
             observer=observe,
+            on_limit_wait=self.on_limit_wait,
         )
 
 

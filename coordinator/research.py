@@ -20,7 +20,7 @@ from coordinator.synthesis import synthesize
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
 from subagents.executor import ExecEvent
-from subagents.loop import ProgressEvent, ProgressObserver, SubagentRun
+from subagents.loop import ProgressEvent, ProgressObserver, SubagentRun, SubagentState
 from subagents.models.base import ToolSpec
 from subagents.planners.prompt import tool_specs
 from subagents.spec import SubtaskSpec
@@ -83,6 +83,11 @@ async def run_research(
                     )
                 )
 
+        def lead_throttled(waiting: bool) -> None:
+            if observer is not None:
+                state: SubagentState = "throttled" if waiting else "thinking"
+                observer(ProgressEvent(LEAD, "state", job_clock.now(), state=state))
+
         lead = LeadContext(
             planning.client,
             model,
@@ -90,6 +95,7 @@ async def run_research(
             trace_ids,
             observer=lead_events,
             seed=scenario.seed,
+            on_limit_wait=lead_throttled,
         )
     if not job.subtasks:
         assert lead is not None  # the loader refuses a job with neither

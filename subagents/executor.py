@@ -10,6 +10,7 @@ import functools
 import json
 import random
 from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -87,6 +88,7 @@ async def execute_tool_safely(
     idempotency_key: str | None = None,
     scope: str = "",
     observer: ExecObserver | None = None,
+    admit: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
 ) -> ToolResult:
     """Run one logical call of ``tool`` and return its envelope; never raise for a failure.
 
@@ -102,6 +104,8 @@ async def execute_tool_safely(
         idempotency_key: sent unchanged to every attempt of this logical call.
         scope: who is calling (a subtask id), passed to tools that ask for context.
         observer: told of every attempt and every wait, for traces and live displays.
+        admit: entered before each attempt and held through it (a model endpoint's rate
+            limiter): waiting to get in is not part of the attempt, nor of its timeout.
     """
     clock = clock or AnyioClock()
     trace_id = trace_id or new_trace_id()
@@ -146,7 +150,14 @@ async def execute_tool_safely(
                 ExecEvent("wait", tool.name, trace_id, next_attempt, clock.now(), wait_s=seconds)
             )
 
-    result, attempts = await run_with_retry(attempt, policy, clock=clock, rng=rng, on_wait=on_wait)
+    async def admitted(n: int) -> ToolResult:
+        assert admit is not None
+        async with admit():
+            return await attempt(n)
+
+    result, attempts = await run_with_retry(
+        attempt if admit is None else admitted, policy, clock=clock, rng=rng, on_wait=on_wait
+    )
     update: dict[str, Any] = {"attempts": attempts, "elapsed_s": round(clock.now() - start, 9)}
     if tool.side_effects:
         update["idempotency_key"] = key

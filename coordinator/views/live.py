@@ -95,6 +95,8 @@ class LiveBoard:
             return Text(f"retrying — attempt {row.attempt}, next try in {left:.1f}s", "magenta")
         if row.state == "thinking":
             return Text("thinking — waiting on its model", STATUS_STYLE["thinking"])
+        if row.state == "throttled":
+            return Text("waiting for the rate limit", STATUS_STYLE["throttled"])
         if row.state == "escalated" and row.trigger:
             return Text(f"escalated — {row.trigger}", "red")
         if row.state == "running" and row.attempt > 1:

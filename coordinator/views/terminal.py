@@ -23,6 +23,7 @@ STATUS_STYLE = {
     "queued": "dim",
     "running": "blue",
     "thinking": "cyan",
+    "throttled": "yellow",
     "retrying": "magenta",
     "done": "green",
     "escalated": "red",

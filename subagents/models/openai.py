@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -26,6 +27,7 @@ from subagents.models.base import (
     UserMessage,
 )
 from subagents.models.classify import MODEL_ERRORS, classify_model_error
+from subagents.models.ratelimit_headers import read_rate_headers
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -88,17 +90,19 @@ class OpenAIClient:
         if request.force_tool is not None:
             options["tool_choice"] = {"type": "function", "function": {"name": request.force_tool}}
         try:
-            completion = await self._sdk.chat.completions.create(
+            # The raw response: its headers tell the endpoint's limits (DESIGN §13).
+            raw = await self._sdk.chat.completions.with_raw_response.create(
                 model=self.name,
                 messages=to_messages(request.system, request.messages),
                 temperature=request.temperature,
                 **options,
             )
+            completion = raw.parse()
         except MODEL_ERRORS as exc:
             raise classify_model_error(
                 exc, provider=self.provider, model=self.name, secrets=self._secrets()
             ) from None if self._leaks(exc) else exc
-        return to_turn(completion)
+        return replace(to_turn(completion), rate=read_rate_headers(raw.headers))
 
     async def aclose(self) -> None:
         """Close the SDK's connection pool."""

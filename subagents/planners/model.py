@@ -162,6 +162,7 @@ class ModelPlanner:
             rng=self.rng,
             trace_id=trace_id,
             observer=observe,
+            on_limit_wait=lambda waiting: env.set_state("throttled" if waiting else "thinking"),
         )
         env.set_state("running")
         if turn is None:
