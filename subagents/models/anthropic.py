@@ -94,7 +94,7 @@ class AnthropicClient:
                 extra_body=body,
                 **extra,
             )
-            message = raw.parse()
+            message = await raw.parse()
         except MODEL_ERRORS as exc:
             raise classify_model_error(
                 exc, provider=self.provider, model=self.name, secrets=self._secrets()
