@@ -15,7 +15,7 @@ from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, run_jo
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import LEAD, LeadContext, decompose, failed_decomposition
 from coordinator.planning import JobPlanning
-from coordinator.report import CoverageReport
+from coordinator.report import CoverageReport, with_tokens
 from coordinator.synthesis import synthesize
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
@@ -96,13 +96,16 @@ async def run_research(
             observer=lead_events,
             seed=scenario.seed,
             on_limit_wait=lead_throttled,
+            meter=planning.meter,
         )
     if not job.subtasks:
         assert lead is not None  # the loader refuses a job with neither
         subtasks, gap = await decompose(job, catalogue(source), lead)
         if subtasks is None:
             assert gap is not None
-            return failed_decomposition(job, gap, job_clock.now())
+            return with_tokens(
+                failed_decomposition(job, gap, job_clock.now()), planning.meter
+            )
         if on_plan is not None:
             on_plan(subtasks, job_clock.now())
         scenario = with_subtasks(scenario, subtasks)
@@ -126,4 +129,4 @@ async def run_research(
     if lead is not None and planning.synthesizes:
         report = await synthesize(report, lead)
         report = report.model_copy(update={"elapsed_s": job_clock.now()})
-    return report
+    return with_tokens(report, planning.meter)

@@ -36,6 +36,7 @@ from subagents.models.base import (
 )
 from subagents.models.call import MODEL_TOOL, call_model
 from subagents.models.spec import ModelSpec
+from subagents.models.spend import TokenMeter
 from subagents.planners.base import (
     Action,
     CallAction,
@@ -90,6 +91,8 @@ class ModelPlanner:
     awaiting: CallAction | None = None
     calls_made: int = 0
     model_attempts: int = 0
+    # The job's token meter (and budget), shared with every subagent and the lead.
+    meter: TokenMeter | None = field(default=None, compare=False)
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -137,6 +140,9 @@ class ModelPlanner:
         return out
 
     async def _ask(self, env: PlanEnv) -> Action | None:
+        spent = None if self.meter is None else self.meter.subagents_stop()
+        if spent is not None:
+            return budget_spent(spent)
         request = ModelRequest(
             system=system_prompt(env.spec),
             messages=self.transcript(env),
@@ -167,6 +173,8 @@ class ModelPlanner:
         env.set_state("running")
         if turn is None:
             return model_failure(result, self.model)
+        if self.meter is not None:
+            self.meter.count(self.subtask_id, turn, request, self.client.provider)
         if turn.usage is not None:
             # The provider's own tokenizer counted what was sent (DESIGN §7).
             env.context.calibrate(turn.usage.input_tokens)
@@ -246,6 +254,19 @@ class ModelPlanner:
 def _trigger(value: str) -> Trigger:
     assert value in MODEL_TRIGGERS
     return value  # type: ignore[return-value]  # checked against the closed list above
+
+
+def budget_spent(why: str) -> EscalateAction:
+    """The hand-up of a subagent whose job has spent its token budget (less the reserve)."""
+    return EscalateAction(
+        "threshold_breach",
+        f"the job's token budget is spent: {why}",
+        category="business",
+        alternatives=(
+            "raise job.budget (fanout ask --budget) and run the job again",
+            "narrow the question, so fewer subtasks share the budget",
+        ),
+    )
 
 
 def model_failure(result: ToolResult, model: ModelSpec) -> EscalateAction:
