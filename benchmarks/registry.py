@@ -91,6 +91,10 @@ REGISTRY: tuple[Entry, ...] = (
         full={"runs": 300, "concurrent": 200, "batches": 9},
         quick={"runs": 6, "concurrent": 10, "batches": 2},
     ),
+    Entry(
+        "rate_limits", "benchmarks.rate_limits",
+        full={"subtasks": 50, "window_s": 1.0}, quick={"subtasks": 4, "window_s": 0.1},
+    ),
 )
 """Every benchmark of ``make bench``, in the order of the table."""
 

@@ -49,6 +49,7 @@ __all__ = [
     "Permit",
     "attach_limiter",
     "estimate_tokens",
+    "forget_shared_limiters",
     "limiter_for",
     "limiter_of",
     "shared_limiter",
@@ -144,6 +145,7 @@ class EndpointLimiter:
         self.clock = clock
         self.margin = margin
         self.stats = LimiterStats()
+        self._last_start = -math.inf  # when the last call was let through
         self.limits = limits or ModelLimits()
         self._dims: dict[Dimension, _Dim] = {
             "requests": _Dim(),
@@ -156,6 +158,7 @@ class EndpointLimiter:
         self._paused_until = -math.inf
         self._in_flight = 0
         self._waiters: deque[anyio.Event] = deque()
+        self._line: deque[anyio.Event] = deque()  # callers waiting for their turn, FIFO
 
     @property
     def active(self) -> bool:
@@ -208,16 +211,7 @@ class EndpointLimiter:
         await self._slot(waiting)
         try:
             cost_in = estimate() if estimate is not None and self._tokens_limited() else 0
-            while True:
-                start = self._reserve(cost_in)
-                now = self.clock.now()
-                if start <= now:
-                    break
-                waiting()
-                await self.clock.sleep(start - now)
-                if self.clock.now() >= self._hold():
-                    break
-                # A 429 paused the endpoint while this call waited: take a new turn.
+            await self._turn(cost_in, waiting)
             if waited_at is not None:
                 self.stats.waited_s += self.clock.now() - waited_at
             self.stats.permits += 1
@@ -276,10 +270,39 @@ class EndpointLimiter:
     def _hold(self) -> float:
         return max(self._paused_until, *(d.held_until for d in self._dims.values()))
 
-    def _reserve(self, cost_in: int) -> float:
-        """Book the earliest start every dimension allows; return it."""
-        now = self.clock.now()
-        start = max(now, self._hold(), *(d.free_at for d in self._dims.values()))
+    async def _turn(self, cost_in: int, waiting: Callable[[], None]) -> None:
+        """Wait, FIFO, until every dimension lets this call start now; then book it.
+
+        Only the head of the line sleeps on the clock, and it looks again when it wakes:
+        a 429 or a header that arrived meanwhile (a pause, a lower limit) holds it
+        longer, and everyone behind it keeps their place.
+        """
+        me = anyio.Event()
+        line = self._line
+        line.append(me)
+        try:
+            if line[0] is not me:
+                waiting()
+                await me.wait()
+            while True:
+                now = self.clock.now()
+                start = max(now, self._hold(), *(d.free_at for d in self._dims.values()))
+                if start <= now:
+                    break
+                waiting()
+                await self.clock.sleep(start - now)
+            self._book(cost_in)
+        finally:
+            if line and line[0] is me:
+                line.popleft()
+                if line:
+                    line[0].set()
+            else:
+                line.remove(me)
+
+    def _book(self, cost_in: int) -> None:
+        """Book a call starting now: each limited dimension is busy for its cost."""
+        start = self._last_start = self.clock.now()
         stretch = 1.0 + self.margin
         costs: tuple[tuple[Dimension, int], ...] = (
             ("requests", 1),
@@ -290,7 +313,6 @@ class EndpointLimiter:
             d = self._dims[dim]
             if d.per_minute is not None:
                 d.free_at = start + d.interval(cost) * stretch
-        return start
 
     def _charge(self, dim: Dimension, since: float, cost: float) -> None:
         d = self._dims[dim]
@@ -336,13 +358,23 @@ class EndpointLimiter:
             if said.limit is not None and said.limit > 0:
                 self._tighten(dim, said.limit)
             if said.remaining is not None and said.remaining <= 0 and said.reset_s is not None:
+                # Both providers' reset is when the bucket is FULL again; one unit is back
+                # after one interval of the limit. Waiting for the full reset would slow a
+                # paced fan-out to a crawl, so with a known limit the hold is one interval.
                 d = self._dims[dim]
-                d.held_until = max(d.held_until, now + said.reset_s)
+                hold = said.reset_s
+                if d.per_minute is not None:
+                    hold = min(hold, d.interval(1))
+                d.held_until = max(d.held_until, now + hold)
 
     def _tighten(self, dim: Dimension, per_minute: float) -> None:
         d = self._dims[dim]
         if d.per_minute is None or per_minute < d.per_minute:
             d.per_minute = per_minute
+            if dim == "requests":
+                # The last call was spaced by the old rate (or none): the next one keeps
+                # the new rate's distance from it.
+                d.free_at = max(d.free_at, self._last_start + d.interval(1) * (1 + self.margin))
 
 
 # -- one per endpoint ------------------------------------------------------------------
@@ -370,6 +402,15 @@ def shared_limiter(spec: ModelSpec, *, base_url: str) -> EndpointLimiter:
     elif spec.limits is not None:
         limiter.tighten(spec.limits)
     return limiter
+
+
+def forget_shared_limiters() -> None:
+    """Drop every endpoint's limiter: the next job starts from its file's limits alone.
+
+    For tests and benchmarks that run several independent jobs against one endpoint in a
+    process; a running job keeps the limiter it has.
+    """
+    _SHARED.clear()
 
 
 def attach_limiter(client: object, limiter: EndpointLimiter) -> None:

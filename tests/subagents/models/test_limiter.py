@@ -90,15 +90,28 @@ async def test_headers_tighten_but_never_loosen_the_limits() -> None:
 
 
 async def test_nothing_remaining_holds_the_dimension_until_its_reset() -> None:
-    """``remaining: 0`` with a 7 s reset: the next call goes out 7 s later."""
+    """``remaining: 0`` with a 7 s reset and no stated limit: the next call goes 7 s later."""
     clock = AnyioClock()
     limiter = EndpointLimiter(None, clock=clock)
     t0 = clock.now()
-    said = RateReport({"tokens": DimensionReport(limit=1000, remaining=0, reset_s=7)})
+    said = RateReport({"tokens": DimensionReport(remaining=0, reset_s=7)})
     async with limiter.permit() as permit:
         permit.answered(None, said)
     async with limiter.permit() as permit:
         assert clock.now() - t0 == pytest.approx(7.0)
+        permit.answered(None, None)
+
+
+async def test_nothing_remaining_of_a_known_limit_holds_one_interval() -> None:
+    """The reset is when the bucket is full again; at 60 a minute one request is back in 1 s."""
+    clock = AnyioClock()
+    limiter = EndpointLimiter(None, clock=clock)
+    t0 = clock.now()
+    said = RateReport({"requests": DimensionReport(limit=60, remaining=0, reset_s=30)})
+    async with limiter.permit() as permit:
+        permit.answered(None, said)
+    async with limiter.permit() as permit:
+        assert clock.now() - t0 == pytest.approx(1.0)
         permit.answered(None, None)
 
 
