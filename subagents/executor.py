@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import random
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from shared.clock import AnyioClock, Clock
 from shared.envelope import ToolError, ToolResult
 from shared.ids import new_trace_id
 from shared.wire import is_plain
+from subagents.jitter import Jitter
 from subagents.retry import RetryPolicy, run_with_retry
 from subagents.schema import SchemaViolation
 from subagents.tool import CallContext, Tool, ToolOutput
@@ -84,7 +84,7 @@ async def execute_tool_safely(
     retry: RetryPolicy | None = None,
     trace_id: str | None = None,
     clock: Clock | None = None,
-    rng: random.Random | None = None,
+    rng: Jitter | None = None,
     idempotency_key: str | None = None,
     scope: str = "",
     observer: ExecObserver | None = None,

@@ -9,7 +9,6 @@ traced, counted and retried exactly like a tool call, and there is one retry lay
 
 from __future__ import annotations
 
-import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from shared.clock import Clock
 from shared.envelope import ToolResult
 from subagents.executor import ExecObserver, execute_tool_safely
+from subagents.jitter import Jitter
 from subagents.models.base import ModelCallFailed, ModelClient, ModelRequest, ModelTurn
 from subagents.models.limiter import EndpointLimiter, Permit, estimate_tokens, limiter_of
 from subagents.models.spec import ModelSpec
@@ -55,7 +55,7 @@ async def call_model(
     *,
     spec: ModelSpec,
     clock: Clock,
-    rng: random.Random,
+    rng: Jitter,
     trace_id: str,
     observer: ExecObserver | None = None,
     on_limit_wait: Callable[[bool], None] | None = None,

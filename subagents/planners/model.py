@@ -16,13 +16,13 @@ compaction shortens them while every tool call keeps its result.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from shared.categories import Trigger
 from shared.envelope import ToolError, ToolResult
 from subagents.executor import ExecEvent
+from subagents.jitter import DeferredRandom
 from subagents.models.base import (
     AssistantMessage,
     ModelClient,
@@ -93,11 +93,12 @@ class ModelPlanner:
     model_attempts: int = 0
     # The job's token meter (and budget), shared with every subagent and the lead.
     meter: TokenMeter | None = field(default=None, compare=False)
-    rng: random.Random = field(init=False)
+    rng: DeferredRandom = field(init=False)
 
     def __post_init__(self) -> None:
-        # Waits between model attempts draw from their own stream (DESIGN §7).
-        self.rng = random.Random(f"{self.seed}/{self.subtask_id}/model")
+        # Waits between model attempts draw from their own stream (DESIGN §7), made only
+        # when first drawn.
+        self.rng = DeferredRandom(f"{self.seed}/{self.subtask_id}/model")
 
     async def next_action(self, last: Observation | None, env: PlanEnv) -> Action | None:
         """The next tool call of the current turn, or the model's next turn."""
