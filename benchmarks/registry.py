@@ -87,6 +87,11 @@ REGISTRY: tuple[Entry, ...] = (
         quick={"sizes": (10, 60), "memory_n": 100, "repeat": 1},
     ),
     Entry(
+        "replay_full", "benchmarks.replay_full",
+        full={"sizes": (10, 5_000), "memory_n": 20_000, "repeat": 5},
+        quick={"sizes": (10, 60), "memory_n": 100, "repeat": 1},
+    ),
+    Entry(
         "model_loop", "benchmarks.model_loop",
         full={"runs": 300, "concurrent": 200, "batches": 9},
         quick={"runs": 6, "concurrent": 10, "batches": 2},

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Final, Protocol, TypeVar
@@ -62,9 +62,13 @@ class AnyioClock:
         """Loop time scaled to this clock's seconds."""
         return anyio.current_time() * self.speed
 
-    async def sleep(self, seconds: float) -> None:
-        """Sleep ``seconds`` of this clock's time."""
-        await anyio.sleep(max(0.0, seconds) / self.speed)
+    def sleep(self, seconds: float) -> Coroutine[Any, Any, None]:
+        """Sleep ``seconds`` of this clock's time (``await clock.sleep(s)``).
+
+        A plain function returning anyio's coroutine: one frame fewer for every waiting
+        subagent (at full fan-out all of them wait at once).
+        """
+        return anyio.sleep(max(0.0, seconds) / self.speed)
 
     def fail_after(self, seconds: float | None) -> AbstractContextManager[Any]:
         """anyio.fail_after in this clock's seconds."""
@@ -189,9 +193,9 @@ class JobClock:
         """Seconds since the job started, to the nanosecond."""
         return round(self._read() - self._origin, 9)
 
-    async def sleep(self, seconds: float) -> None:
-        """Sleep on the base clock."""
-        await self.base.sleep(seconds)
+    def sleep(self, seconds: float) -> Coroutine[Any, Any, None]:
+        """Sleep on the base clock (its coroutine, without a frame of this clock's own)."""
+        return self.base.sleep(seconds)
 
     def fail_after(self, seconds: float | None) -> AbstractContextManager[Any]:
         """The base clock's timeout scope."""

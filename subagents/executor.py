@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -130,10 +130,15 @@ async def execute_tool_safely(
     prepared = accepted
     start = clock.now()
 
+    def quiet(n: int) -> Coroutine[Any, Any, ToolResult]:
+        # No observer: the attempt's own coroutine, without a frame around it (at full
+        # fan-out every subagent has a call in flight at once).
+        return _attempt_once(tool, prepared, CallContext(tool.name, n, trace_id, key, scope),
+                             timeout, clock)
+
     async def attempt(n: int) -> ToolResult:
+        assert observer is not None
         ctx = CallContext(tool.name, n, trace_id, key, scope)
-        if observer is None:
-            return await _attempt_once(tool, prepared, ctx, timeout, clock)
         began = clock.now()
         observer(ExecEvent("start", tool.name, trace_id, n, began))
         result = await _attempt_once(tool, prepared, ctx, timeout, clock)
@@ -145,18 +150,21 @@ async def execute_tool_safely(
         return result
 
     def on_wait(seconds: float, next_attempt: int) -> None:
-        if observer is not None:
-            observer(
-                ExecEvent("wait", tool.name, trace_id, next_attempt, clock.now(), wait_s=seconds)
-            )
+        assert observer is not None
+        observer(ExecEvent("wait", tool.name, trace_id, next_attempt, clock.now(), wait_s=seconds))
 
-    async def admitted(n: int) -> ToolResult:
-        assert admit is not None
-        async with admit():
-            return await attempt(n)
+    once: Callable[[int], Awaitable[ToolResult]] = quiet if observer is None else attempt
+    if admit is not None:
+        plain = once
 
+        async def admitted(n: int) -> ToolResult:
+            assert admit is not None
+            async with admit():
+                return await plain(n)
+
+        once = admitted
     result, attempts = await run_with_retry(
-        attempt if admit is None else admitted, policy, clock=clock, rng=rng, on_wait=on_wait
+        once, policy, clock=clock, rng=rng, on_wait=None if observer is None else on_wait
     )
     update: dict[str, Any] = {"attempts": attempts, "elapsed_s": round(clock.now() - start, 9)}
     if tool.side_effects:
@@ -171,7 +179,17 @@ async def _attempt_once(
     scope: Any = None
     try:
         with clock.fail_after(timeout) as scope:
-            raw = await _call(tool, args, ctx)
+            # The call inline, not in a helper coroutine: one frame fewer per live call.
+            kwargs = {**args, "ctx": ctx} if tool.wants_context else args
+            if tool.is_async:
+                raw = await tool.body(**kwargs)
+            else:
+                # A sync body runs in a worker thread so a slow one cannot stall the loop;
+                # on timeout the thread is abandoned (Python threads cannot be killed) and
+                # its result ignored.
+                raw = await anyio.to_thread.run_sync(
+                    functools.partial(tool.body, **kwargs), abandon_on_cancel=True
+                )
     except Exception as exc:  # a tool failure is data; BaseException (cancellation) is not
         error = classify_exception(exc)
         # Only our own limit gets the "timed out after Ns" message; a tool's own
@@ -223,15 +241,4 @@ async def _attempt_once(
             "complete": bool(complete),
             "changed_state": tool.side_effects,
         }
-    )
-
-
-async def _call(tool: Tool, args: dict[str, Any], ctx: CallContext) -> Any:
-    kwargs = {**args, "ctx": ctx} if tool.wants_context else args
-    if tool.is_async:
-        return await tool.body(**kwargs)
-    # Sync bodies run in a worker thread so a slow one cannot stall the loop; on timeout
-    # the thread is abandoned (Python threads cannot be killed) and its result ignored.
-    return await anyio.to_thread.run_sync(
-        functools.partial(tool.body, **kwargs), abandon_on_cancel=True
     )
