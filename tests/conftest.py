@@ -15,3 +15,11 @@ def anyio_backend() -> tuple[str, dict[str, Any]]:
     Backoff, latency and timeouts then take no wall time; see shared/clock.py.
     """
     return ("trio", {"clock": MockClock(autojump_threshold=0)})
+
+
+@pytest.fixture(autouse=True)
+def _fresh_endpoint_limiters() -> None:
+    """Each test starts with no shared endpoint limiter: one test's 429 never slows another's."""
+    from subagents.models.limiter import forget_shared_limiters
+
+    forget_shared_limiters()

@@ -128,6 +128,9 @@ def model_turn(envelope: dict[str, Any], *, decomposition: bool) -> dict[str, An
         turn["text"] = data["text"]
     if data.get("stop_reason") in ("max_tokens", "refusal"):
         turn["stop"] = data["stop_reason"]
+    if isinstance(data.get("usage"), dict):
+        # What the provider counted: the replay spends the same tokens (job.budget).
+        turn["usage"] = dict(data["usage"])
     if "calls" not in turn and "text" not in turn:
         turn["text"] = ""
     return turn
@@ -222,6 +225,8 @@ def _scenario_data(
             "concurrency": job.concurrency,
             **({"deadline_s": job.deadline_s} if job.deadline_s is not None else {}),
             **({"routing": dict(job.routing)} if job.routing else {}),
+            # The budget replays with the recorded usage: the same subagents hand up.
+            **({"budget": job.budget.model_dump(exclude_none=True)} if job.budget else {}),
             "subtasks": subtasks,
         },
         "tools": tools,
@@ -234,6 +239,9 @@ def _scenario_data(
             "max_tokens": model.max_tokens,
             "timeout_s": model.timeout_s,
             "retry": model.retry.model_dump(exclude_none=True),
+            # The file's own limits (not what the provider's headers taught the limiter):
+            # the replay waits its turns in virtual time as the run did in real time.
+            **({"limits": model.limits.model_dump(exclude_none=True)} if model.limits else {}),
             "turns": dict(turns),
         }
     data["expect"] = _expect(report)
