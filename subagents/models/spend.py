@@ -56,7 +56,7 @@ class TokenBudget(BaseModel):
     @model_validator(mode="after")
     def _some_limit(self) -> TokenBudget:
         if self.input_tokens is None and self.output_tokens is None and self.total_tokens is None:
-            raise ValueError("a budget names input_tokens, output_tokens or total_tokens")
+            raise ValueError("at least one of input_tokens, output_tokens, total_tokens")
         return self
 
     @classmethod
