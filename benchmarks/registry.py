@@ -89,6 +89,11 @@ REGISTRY: tuple[Entry, ...] = (
         quick={"sizes": (10, 60), "memory_n": 100, "repeat": 1},
     ),
     Entry(
+        "replay_full", "benchmarks.replay_full",
+        full={"sizes": (10, 5_000), "memory_n": 20_000, "repeat": 5},
+        quick={"sizes": (10, 60), "memory_n": 100, "repeat": 1},
+    ),
+    Entry(
         "model_loop", "benchmarks.model_loop",
         full={"runs": 300, "concurrent": 200, "batches": 9},
         quick={"runs": 6, "concurrent": 10, "batches": 2},
@@ -110,6 +115,10 @@ REGISTRY: tuple[Entry, ...] = (
         full={"posts": 50, "rounds": 5, "subtasks": 1_000},
         quick={"posts": 5, "rounds": 1, "subtasks": 0},
         needs=("psycopg", "temporalio"),
+    ),
+    Entry(
+        "rate_limits", "benchmarks.rate_limits",
+        full={"subtasks": 50, "window_s": 1.0}, quick={"subtasks": 4, "window_s": 0.1},
     ),
 )
 """Every benchmark of ``make bench``, in the order of the table."""

@@ -37,6 +37,7 @@ from benchmarks.stats import BenchResult, Figure, Stats, Target, ratios, timed_i
 from benchmarks.workloads import one_call_scenario
 
 KEY = "replay_cli"
+FULL_KEY = "replay_full"
 TARGET_RATIO = 8.0
 RSS_LIMIT_MIB = 200.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,16 +112,24 @@ def run(
     repeat: int = 5,
     memory_repeat: int = 2,
     tree: Path = ROOT,
+    full_fanout: bool = False,
 ) -> BenchResult:
-    """Replay N = ``sizes`` (small, large) ``repeat`` times, and ``memory_n`` for its peak."""
+    """Replay N = ``sizes`` (small, large) ``repeat`` times, and ``memory_n`` for its peak.
+
+    ``full_fanout``: each file at concurrency = N (every subagent alive at once), the
+    shape of ``benchmarks.replay_full``; else the default concurrency.
+    """
     small, large = sizes
+    shape = "concurrency = N: every subagent alive at once" if full_fanout else (
+        "default concurrency"
+    )
     result = BenchResult(
-        KEY,
-        "6 · replay end to end",
-        "fanout replay FILE --json through the CLI (one instant call per subtask, "
-        "default concurrency, fresh process)",
+        FULL_KEY if full_fanout else KEY,
+        "6b · replay at full fan-out" if full_fanout else "6 · replay end to end",
+        f"fanout replay FILE --json through the CLI (one instant call per subtask, "
+        f"{shape}, fresh process)",
         {"sizes": list(sizes), "memory_n": memory_n, "repeat": repeat,
-         "memory_repeat": memory_repeat, "tree": str(tree)},
+         "memory_repeat": memory_repeat, "tree": str(tree), "full_fanout": full_fanout},
     )
     per = 1e6 / (large - small)
     walls: dict[int, list[float]] = {small: [], large: []}
@@ -132,7 +141,8 @@ def run(
         files = {}
         for n in (small, large, memory_n):
             files[n] = Path(tmp) / f"one_call_{n}.yaml"
-            files[n].write_text(one_call_scenario(n), encoding="utf-8")
+            text = one_call_scenario(n, concurrency=n if full_fanout else None)
+            files[n].write_text(text, encoding="utf-8")
         replay_once(files[small], tree=tree)  # warm the page cache and the bytecode
         _bare(small)
         for _ in range(repeat):
@@ -190,10 +200,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.replay_cli")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose CLI runs")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--full", action="store_true", help="concurrency = N (full fan-out)")
     parser.add_argument("--out", type=Path, help="also write a results document here")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    done = run(repeat=args.repeat, tree=args.tree.resolve())
+    done = run(repeat=args.repeat, tree=args.tree.resolve(), full_fanout=args.full)
     results.show([done])
     if args.out:
         command = " ".join(["python -m benchmarks.replay_cli", *(argv or sys.argv[1:])])

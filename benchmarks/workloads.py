@@ -54,8 +54,9 @@ def fanout_job(n: int, *, concurrency: int, retry: RetryPolicy | None = None) ->
     )
 
 
-def one_call_scenario(n: int) -> str:
-    """A scenario file of ``n`` subtasks, one instant call each, at the default concurrency.
+def one_call_scenario(n: int, *, concurrency: int | None = None) -> str:
+    """A scenario file of ``n`` subtasks, one instant call each, at the default concurrency
+    (or at ``concurrency``: ``n`` is the full fan-out, every subagent live at once).
 
     The same shape as :func:`fanout_job` (one ``lookup`` with its subtask's number),
     written as a person would write it; ``expect`` makes the replay exit 0 only when
@@ -66,6 +67,7 @@ def one_call_scenario(n: int) -> str:
         f"description: {n} subtasks, one instant call each",
         "job:",
         "  query: benchmark fan-out",
+        *([f"  concurrency: {concurrency}"] if concurrency is not None else []),
         "  subtasks:",
     ]
     for i in range(n):

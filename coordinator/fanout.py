@@ -202,23 +202,6 @@ async def run_job(
         else:
             results[sid] = result
 
-    async def one(run: SubagentRun) -> None:
-        try:
-            result = await run_subagent(
-                run,
-                source.for_subtask(run.spec.id),
-                clock=clock,
-                trace_ids=trace_ids,
-                observer=observer,
-                checkpoint=checkpoint,
-            )
-        except Exception as exc:  # a bug in a planner, tool source or loop: isolate it
-            crashed(run, exc, clock.now())
-            # Observers (the live display) must hear this subagent end like any other.
-            emit_state(run, "escalated")
-            result = run.result()
-        await counted(run, result)
-
     async def round_of(batch: list[SubtaskSpec]) -> None:
         queue = deque(batch)
         for spec in batch:
@@ -231,7 +214,24 @@ async def run_job(
 
         async def worker() -> None:
             while queue and not (cancel is not None and cancel.is_set()):
-                await one(run_of(queue.popleft()))
+                # one()'s body inline: a frame fewer per live subagent (at full fan-out
+                # every worker holds one).
+                run = run_of(queue.popleft())
+                try:
+                    result = await run_subagent(
+                        run,
+                        source.for_subtask(run.spec.id),
+                        clock=clock,
+                        trace_ids=trace_ids,
+                        observer=observer,
+                        checkpoint=checkpoint,
+                    )
+                except Exception as exc:  # a bug in a planner, tool source or loop: isolate it
+                    crashed(run, exc, clock.now())
+                    # Observers (the live display) must hear this subagent end like any other.
+                    emit_state(run, "escalated")
+                    result = run.result()
+                await counted(run, result)
 
         remaining = None if deadline is None else deadline - clock.now()
         with clock.move_on_after(remaining):

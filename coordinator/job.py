@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from shared.categories import ErrorCategory
 from shared.clock import MAX_SECONDS
 from shared.trusted import share_fields_sets
+from subagents.models.spend import TokenBudget
 from subagents.spec import SubtaskSettings, SubtaskSpec
 
 Route = Literal["retry_later", "gap", "escalate"]
@@ -29,6 +30,10 @@ class JobSpec(BaseModel):
     subtasks: list[SubtaskSpec] = Field(default_factory=list)
     max_subtasks: int = Field(
         default=6, ge=1, description="At most this many subtasks in a lead agent's plan."
+    )
+    budget: TokenBudget | None = Field(
+        default=None,
+        description="The most tokens the job's model calls may spend (subagents and lead).",
     )
 
     @model_validator(mode="after")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,7 @@ from subagents.models.base import (
 from subagents.models.call import call_model
 from subagents.models.scripted import PLAN_TOOL
 from subagents.models.spec import ModelSpec
+from subagents.models.spend import TokenMeter
 from subagents.planners.model import model_failure
 from subagents.spec import SubtaskSpec
 
@@ -176,6 +177,10 @@ class LeadContext:
     trace_ids: TraceIds
     observer: ExecObserver | None = None
     seed: object = 0
+    # Told True when a lead call waits for the endpoint's rate limit, False when it may go.
+    on_limit_wait: Callable[[bool], None] | None = None
+    # What the job's model calls spent, against its budget (the lead's calls count too).
+    meter: TokenMeter | None = None
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"{self.seed}/{LEAD}/model")
@@ -188,6 +193,7 @@ class LeadContext:
         messages: list[TranscriptMessage],
         tools: Sequence[ToolSpec] = (),
         force_tool: str | None = None,
+        max_tokens: int | None = None,
     ) -> tuple[ToolResult, Any]:
         """One logical model call of the lead (retried by fanout's one retry layer)."""
         trace_id = self.trace_ids.next(LEAD)
@@ -196,7 +202,7 @@ class LeadContext:
             system=system,
             messages=messages,
             tools=tools,
-            max_tokens=self.model.max_tokens,
+            max_tokens=self.model.max_tokens if max_tokens is None else max_tokens,
             temperature=self.model.temperature,
             force_tool=force_tool,
             subtask_id=LEAD,
@@ -208,7 +214,7 @@ class LeadContext:
             if self.observer is not None:
                 self.observer(event)
 
-        return await call_model(
+        result, turn = await call_model(
             self.client,
             request,
             spec=self.model,
@@ -216,7 +222,11 @@ class LeadContext:
             rng=self.rng,
             trace_id=trace_id,
             observer=observe,
+            on_limit_wait=self.on_limit_wait,
         )
+        if turn is not None and self.meter is not None:
+            self.meter.count(LEAD, turn, request, self.client.provider)
+        return result, turn
 
 
 async def decompose(

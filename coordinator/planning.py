@@ -18,6 +18,7 @@ from subagents.loop import SubagentRun
 from subagents.models.base import ModelClient
 from subagents.models.factory import build_client
 from subagents.models.scripted import ScriptedModel
+from subagents.models.spend import TokenMeter
 from subagents.planners import Planner, ScriptedPlanner
 from subagents.planners.model import ModelPlanner
 from subagents.spec import SubtaskSpec
@@ -38,6 +39,9 @@ class JobPlanning:
         self._clock = clock
         self._environ = os.environ if environ is None else environ
         self._client = client
+        # What the job's model calls spend, against job.budget: the lead's and every
+        # subagent's (one meter per job).
+        self.meter = TokenMeter(scenario.job.budget)
 
     @property
     def model_planned(self) -> bool:
@@ -87,7 +91,9 @@ class JobPlanning:
         """The planner of subtask ``spec``."""
         model = self.scenario.model
         if spec.planner == "model" and model is not None:
-            return ModelPlanner(self.client, model, spec.id, seed=self.scenario.seed)
+            return ModelPlanner(
+                self.client, model, spec.id, seed=self.scenario.seed, meter=self.meter
+            )
         return ScriptedPlanner(list(spec.plan))
 
     def fresh_run(self, spec: SubtaskSpec) -> SubagentRun:

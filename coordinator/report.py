@@ -20,12 +20,29 @@ from shared.escalation import Escalation
 from shared.trusted import Prevalidated
 from subagents.alternatives import alternatives_for
 from subagents.loop import SubagentResult
+from subagents.models.spend import TokenBudget, TokenMeter
 from subagents.spec import SubtaskSpec
 
 SubtaskStatus = Literal["complete", "empty", "partial", "gap"]
 Outcome = Literal["complete", "partial", "failed"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", validate_by_name=True)
+
+
+class TokenCount(BaseModel):
+    """Tokens the model calls spent: input (prompts) and output (answers)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class TokenSpend(TokenCount):
+    """The job's tokens in all (the lead's included), and the budget they were held to."""
+
+    lead: TokenCount | None = Field(default=None, exclude_if=lambda v: v is None)
+    budget: TokenBudget | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SubtaskOutcome(BaseModel):
@@ -44,6 +61,9 @@ class SubtaskOutcome(BaseModel):
     started_s: float | None = None
     ended_s: float | None = None
     compactions: int = 0
+    # The tokens of this subtask's model calls; left out of the wire for a job whose
+    # model reported no usage and that has no budget, so such reports stay as they were.
+    tokens: TokenCount | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Gap(BaseModel):
@@ -116,6 +136,7 @@ class CoverageReport(BaseModel):
     escalations: list[Escalation]
     answer: Answer
     decisions: list[Decision] = Field(default_factory=list)
+    tokens: TokenSpend | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def to_wire(self) -> dict[str, Any]:
         """The report as JSON-ready data with the wire names."""
@@ -240,6 +261,7 @@ class ReportBuilder:
                 "started_s": result.started_s,
                 "ended_s": result.ended_s,
                 "compactions": result.compactions,
+                "tokens": None,
             }
         )
         section = _SECTION(
@@ -352,6 +374,31 @@ def _coverage(outcomes: Sequence[SubtaskOutcome]) -> tuple[float, Outcome]:
     if coverage == 0 and not any(o.findings for o in outcomes):
         return coverage, "failed"
     return coverage, "partial"
+
+
+def with_tokens(report: CoverageReport, meter: TokenMeter) -> CoverageReport:
+    """The report with the tokens spent per subtask and in all (DESIGN §13, job.budget).
+
+    Unchanged when nothing was counted and there is no budget: a job whose model
+    reports no usage keeps its report byte for byte.
+    """
+    if not meter.calls and meter.budget is None:
+        return report
+    spent = meter.by_subtask
+    rows = [
+        row.model_copy(update={"tokens": TokenCount(input_tokens=c[0], output_tokens=c[1])})
+        if (c := spent.get(row.id)) is not None
+        else row.model_copy(update={"tokens": TokenCount()})
+        for row in report.subtasks
+    ]
+    lead = spent.get("lead")
+    total = TokenSpend(
+        input_tokens=meter.input_tokens,
+        output_tokens=meter.output_tokens,
+        lead=None if lead is None else TokenCount(input_tokens=lead[0], output_tokens=lead[1]),
+        budget=meter.budget,
+    )
+    return report.model_copy(update={"subtasks": rows, "tokens": total})
 
 
 def _missing(subtask_id: str, query: str) -> SubagentResult:

@@ -15,12 +15,18 @@ from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, run_jo
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import LEAD, LeadContext, decompose, with_lead_gap
 from coordinator.planning import JobPlanning
-from coordinator.report import CoverageReport
+from coordinator.report import CoverageReport, with_tokens
 from coordinator.synthesis import synthesize
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
 from subagents.executor import ExecEvent
-from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, SubagentRun
+from subagents.loop import (
+    ProgressEvent,
+    ProgressObserver,
+    SubagentResult,
+    SubagentRun,
+    SubagentState,
+)
 from subagents.models.base import ToolSpec
 from subagents.planners.prompt import tool_specs
 from subagents.spec import SubtaskSpec
@@ -91,6 +97,11 @@ async def run_research(
                     )
                 )
 
+        def lead_throttled(waiting: bool) -> None:
+            if observer is not None:
+                state: SubagentState = "throttled" if waiting else "thinking"
+                observer(ProgressEvent(LEAD, "state", job_clock.now(), state=state))
+
         lead = LeadContext(
             planning.client,
             model,
@@ -98,6 +109,8 @@ async def run_research(
             trace_ids,
             observer=lead_events,
             seed=scenario.seed,
+            on_limit_wait=lead_throttled,
+            meter=planning.meter,
         )
     if not job.subtasks:
         assert lead is not None  # the loader refuses a job with neither
@@ -128,4 +141,4 @@ async def run_research(
     if lead is not None and planning.synthesizes:
         report = await synthesize(report, lead)
         report = report.model_copy(update={"elapsed_s": job_clock.now()})
-    return report
+    return with_tokens(report, planning.meter)

@@ -74,10 +74,26 @@ def cited(text: str, subtask_ids: list[str]) -> list[str]:
 
 async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageReport:
     """The report with the lead's answer text, or with its synthesis error."""
-    prompt = synthesis_prompt(report)
-    result, turn = await lead.call(SYSTEM, [UserMessage(prompt)])
     answer = report.answer
     update: dict[str, Any]
+    meter = lead.meter
+    spent = None if meter is None else meter.spent()
+    if meter is not None and spent is not None:
+        # The subagents (and calls under way when they stopped) ate the reserve: the
+        # report stands without the lead's text, and says why (DESIGN §13, job.budget).
+        error = {
+            "errorCategory": "business",
+            "error_type": "budget_spent",
+            "trigger": "threshold_breach",
+            "message": f"no synthesis: the job's token budget is spent ({spent})",
+        }
+        update = {"text": None, "synthesis_error": error}
+        return report.model_copy(update={"answer": answer.model_copy(update=update)})
+    left = None if meter is None else meter.output_left()
+    # The synthesis may not write past the output budget: its max_tokens is cut to it.
+    cap = None if left is None else max(1, min(left, lead.model.max_tokens))
+    prompt = synthesis_prompt(report)
+    result, turn = await lead.call(SYSTEM, [UserMessage(prompt)], max_tokens=cap)
     if turn is None:
         update = {"text": None, "synthesis_error": result.to_wire()}
     else:

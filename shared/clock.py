@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Final, Protocol, TypeVar
@@ -62,9 +62,13 @@ class AnyioClock:
         """Loop time scaled to this clock's seconds."""
         return anyio.current_time() * self.speed
 
-    async def sleep(self, seconds: float) -> None:
-        """Sleep ``seconds`` of this clock's time."""
-        await anyio.sleep(max(0.0, seconds) / self.speed)
+    def sleep(self, seconds: float) -> Coroutine[Any, Any, None]:
+        """Sleep ``seconds`` of this clock's time (``await clock.sleep(s)``).
+
+        A plain function returning anyio's coroutine: one frame fewer for every waiting
+        subagent (at full fan-out all of them wait at once).
+        """
+        return anyio.sleep(max(0.0, seconds) / self.speed)
 
     def fail_after(self, seconds: float | None) -> AbstractContextManager[Any]:
         """anyio.fail_after in this clock's seconds."""
@@ -193,9 +197,28 @@ def run_in_virtual_time(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """
     from trio.testing import MockClock
 
+    _steady_trio_scheduler()
     return anyio.run(
         fn, *args, backend="trio", backend_options={"clock": MockClock(autojump_threshold=0)}
     )
+
+
+def _steady_trio_scheduler() -> None:
+    """Make trio's order among tasks woken at the same instant the same on every run.
+
+    trio reverses each batch of runnable tasks at random (so no code comes to depend on
+    an order). Subagents are independent, but a shared model endpoint's limiter (DESIGN
+    §13) hands its turns out in the order callers arrive: for a scenario to give the
+    same report every time, the order of a batch must be the same every time. Seeding
+    trio's scheduler stream is the one way to get that; it is private, so a trio that
+    moves it leaves the order as it was (random), and the scenario tests would show it.
+    """
+    import trio
+
+    core = getattr(getattr(trio, "_core", None), "_run", None)
+    stream = getattr(core, "_r", None)
+    if stream is not None and hasattr(stream, "seed"):
+        stream.seed(0)
 
 
 class JobClock:
@@ -214,9 +237,9 @@ class JobClock:
         """Seconds since the job started, to the nanosecond."""
         return round(self._read() - self._origin, 9)
 
-    async def sleep(self, seconds: float) -> None:
-        """Sleep on the base clock."""
-        await self.base.sleep(seconds)
+    def sleep(self, seconds: float) -> Coroutine[Any, Any, None]:
+        """Sleep on the base clock (its coroutine, without a frame of this clock's own)."""
+        return self.base.sleep(seconds)
 
     def fail_after(self, seconds: float | None) -> AbstractContextManager[Any]:
         """The base clock's timeout scope."""

@@ -7,12 +7,12 @@ stream's state and the observation it had last.
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from shared.envelope import Finding, ToolError, ToolResult
 from shared.escalation import Escalation
 from subagents.context import Context, Message
+from subagents.jitter import DeferredRandom
 from subagents.loop import SubagentRun
 from subagents.planners import CallAction, Observation, Planner, ScriptedPlanner
 from subagents.spec import SubtaskSpec
@@ -107,7 +107,7 @@ def restore_run(
     context.calibration = int(state["context"].get("calibration", 0))
     context.messages = [Message(*m) for m in state["context"]["messages"]]
     context.compactions = int(state["context"]["compactions"])
-    rng = random.Random()
+    rng = DeferredRandom()
     version, internal, gauss = state["rng"]
     rng.setstate((version, tuple(internal), gauss))
     run = SubagentRun(spec=spec, planner=planner, context=context, rng=rng)

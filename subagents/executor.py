@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
-import random
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,6 +22,7 @@ from shared.clock import AnyioClock, Clock, real_time
 from shared.envelope import ToolError, ToolResult
 from shared.ids import new_trace_id
 from shared.wire import is_plain
+from subagents.jitter import Jitter
 from subagents.retry import RetryPolicy, run_with_retry
 from subagents.schema import SchemaViolation
 from subagents.tool import CallContext, Tool, ToolOutput
@@ -83,10 +84,11 @@ async def execute_tool_safely(
     retry: RetryPolicy | None = None,
     trace_id: str | None = None,
     clock: Clock | None = None,
-    rng: random.Random | None = None,
+    rng: Jitter | None = None,
     idempotency_key: str | None = None,
     scope: str = "",
     observer: ExecObserver | None = None,
+    admit: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
 ) -> ToolResult:
     """Run one logical call of ``tool`` and return its envelope; never raise for a failure.
 
@@ -102,6 +104,8 @@ async def execute_tool_safely(
         idempotency_key: sent unchanged to every attempt of this logical call.
         scope: who is calling (a subtask id), passed to tools that ask for context.
         observer: told of every attempt and every wait, for traces and live displays.
+        admit: entered before each attempt and held through it (a model endpoint's rate
+            limiter): waiting to get in is not part of the attempt, nor of its timeout.
     """
     clock = clock or AnyioClock()
     if tool.real_time:
@@ -128,10 +132,15 @@ async def execute_tool_safely(
     prepared = accepted
     start = clock.now()
 
+    def quiet(n: int) -> Coroutine[Any, Any, ToolResult]:
+        # No observer: the attempt's own coroutine, without a frame around it (at full
+        # fan-out every subagent has a call in flight at once).
+        return _attempt_once(tool, prepared, CallContext(tool.name, n, trace_id, key, scope),
+                             timeout, clock)
+
     async def attempt(n: int) -> ToolResult:
+        assert observer is not None
         ctx = CallContext(tool.name, n, trace_id, key, scope)
-        if observer is None:
-            return await _attempt_once(tool, prepared, ctx, timeout, clock)
         began = clock.now()
         observer(ExecEvent("start", tool.name, trace_id, n, began))
         result = await _attempt_once(tool, prepared, ctx, timeout, clock)
@@ -143,12 +152,22 @@ async def execute_tool_safely(
         return result
 
     def on_wait(seconds: float, next_attempt: int) -> None:
-        if observer is not None:
-            observer(
-                ExecEvent("wait", tool.name, trace_id, next_attempt, clock.now(), wait_s=seconds)
-            )
+        assert observer is not None
+        observer(ExecEvent("wait", tool.name, trace_id, next_attempt, clock.now(), wait_s=seconds))
 
-    result, attempts = await run_with_retry(attempt, policy, clock=clock, rng=rng, on_wait=on_wait)
+    once: Callable[[int], Awaitable[ToolResult]] = quiet if observer is None else attempt
+    if admit is not None:
+        plain = once
+
+        async def admitted(n: int) -> ToolResult:
+            assert admit is not None
+            async with admit():
+                return await plain(n)
+
+        once = admitted
+    result, attempts = await run_with_retry(
+        once, policy, clock=clock, rng=rng, on_wait=None if observer is None else on_wait
+    )
     update: dict[str, Any] = {"attempts": attempts, "elapsed_s": round(clock.now() - start, 9)}
     if tool.side_effects:
         update["idempotency_key"] = key
@@ -162,7 +181,17 @@ async def _attempt_once(
     scope: Any = None
     try:
         with clock.fail_after(timeout) as scope:
-            raw = await _call(tool, args, ctx)
+            # The call inline, not in a helper coroutine: one frame fewer per live call.
+            kwargs = {**args, "ctx": ctx} if tool.wants_context else args
+            if tool.is_async:
+                raw = await tool.body(**kwargs)
+            else:
+                # A sync body runs in a worker thread so a slow one cannot stall the loop;
+                # on timeout the thread is abandoned (Python threads cannot be killed) and
+                # its result ignored.
+                raw = await anyio.to_thread.run_sync(
+                    functools.partial(tool.body, **kwargs), abandon_on_cancel=True
+                )
     except Exception as exc:  # a tool failure is data; BaseException (cancellation) is not
         error = classify_exception(exc)
         # Only our own limit gets the "timed out after Ns" message; a tool's own
@@ -214,15 +243,4 @@ async def _attempt_once(
             "complete": bool(complete),
             "changed_state": tool.side_effects,
         }
-    )
-
-
-async def _call(tool: Tool, args: dict[str, Any], ctx: CallContext) -> Any:
-    kwargs = {**args, "ctx": ctx} if tool.wants_context else args
-    if tool.is_async:
-        return await tool.body(**kwargs)
-    # Sync bodies run in a worker thread so a slow one cannot stall the loop; on timeout
-    # the thread is abandoned (Python threads cannot be killed) and its result ignored.
-    return await anyio.to_thread.run_sync(
-        functools.partial(tool.body, **kwargs), abandon_on_cancel=True
     )

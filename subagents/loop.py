@@ -7,7 +7,6 @@ that is cancelled (deadline) still hands up everything it found.
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +19,7 @@ from shared.ids import RandomTraceIds, TraceIds
 from subagents.alternatives import alternatives_for
 from subagents.context import Context
 from subagents.executor import ExecEvent, execute_tool_safely, rejected, unknown_effect
-from subagents.jitter import DeferredRandom
+from subagents.jitter import DeferredRandom, Jitter
 from subagents.planners import (
     CallAction,
     EscalateAction,
@@ -49,7 +48,7 @@ class SubagentRun:
     spec: SubtaskSpec
     planner: Planner
     context: Context
-    rng: random.Random
+    rng: Jitter
     findings: list[Finding] = field(default_factory=list)
     escalation: Escalation | None = None
     incomplete_tool: str | None = None

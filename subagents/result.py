@@ -11,8 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.envelope import Finding, ToolResult
 from shared.escalation import Escalation
 
-# "thinking": waiting on its model (a model-driven planner deciding the next step).
-SubagentState = Literal["queued", "running", "thinking", "retrying", "done", "escalated"]
+# "thinking": waiting on its model (a model-driven planner deciding the next step);
+# "throttled": waiting for the model endpoint's rate limit (DESIGN §13), not an attempt.
+SubagentState = Literal[
+    "queued", "running", "thinking", "throttled", "retrying", "done", "escalated"
+]
 
 @dataclass(frozen=True, slots=True)
 class ProgressEvent:

@@ -19,6 +19,7 @@ from tenacity import AsyncRetrying, RetryCallState
 
 from shared.clock import MAX_SECONDS, Clock
 from shared.envelope import ToolResult
+from subagents.jitter import Jitter
 
 
 class RetryPolicy(BaseModel):
@@ -57,7 +58,7 @@ async def run_with_retry(
     policy: RetryPolicy,
     *,
     clock: Clock,
-    rng: random.Random | None = None,
+    rng: Jitter | None = None,
     on_wait: WaitHook | None = None,
 ) -> tuple[ToolResult, int]:
     """Run ``attempt(n)`` until it succeeds, fails for good, or the bounds are reached.
@@ -81,11 +82,11 @@ async def _retry(
     started: float,
     *,
     clock: Clock,
-    rng: random.Random | None,
+    rng: Jitter | None,
     on_wait: WaitHook | None,
 ) -> tuple[ToolResult, int]:
     """Continue a logical call whose first attempt failed retryably (it is tenacity's first)."""
-    jitter_rng = rng if rng is not None else random.Random()
+    jitter_rng: Jitter = rng if rng is not None else random.Random()
     count = 1
     pending: ToolResult | None = first
     # The envelope of the attempt tenacity is judging. tenacity keeps outcomes in

@@ -39,3 +39,11 @@ def postgres_cluster() -> Iterator[Any]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_endpoint_limiters() -> None:
+    """Each test starts with no shared endpoint limiter: one test's 429 never slows another's."""
+    from subagents.models.limiter import forget_shared_limiters
+
+    forget_shared_limiters()

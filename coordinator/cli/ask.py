@@ -11,10 +11,12 @@ import argparse
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from coordinator.cli.common import EXIT_BAD_INPUT
 from coordinator.cli.run import run_live
 from coordinator.jobfile.ask import build_ask_job
+from subagents.models.spend import TokenBudget
 
 
 def add_ask_parser(sub: Any) -> None:
@@ -32,6 +34,12 @@ def add_ask_parser(sub: Any) -> None:
     p.add_argument("--max-subtasks", type=int, default=6, metavar="N")
     p.add_argument("--concurrency", type=int, default=4, metavar="N")
     p.add_argument("--deadline", type=float, default=None, metavar="SECONDS")
+    p.add_argument(
+        "--budget",
+        metavar="TOKENS",
+        help="the job's token budget: N (input and output together) or IN:OUT "
+        "(either may be empty), e.g. 200000 or 150000:20000",
+    )
     p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
     p.add_argument("--json", action="store_true", help="print the report as JSON only")
     p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
@@ -49,6 +57,13 @@ def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.speed <= 0:
         err.print("[bold red]error:[/] --speed: expected a positive number")
         return EXIT_BAD_INPUT
+    budget = None
+    if args.budget is not None:
+        try:
+            budget = TokenBudget.parse(args.budget)
+        except ValueError as exc:
+            err.print(f"[bold red]error:[/] --budget: {escape(str(exc))}")
+            return EXIT_BAD_INPUT
     scenario, spec_text, file = build_ask_job(
         args.question,
         args.tools,
@@ -57,6 +72,7 @@ def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         max_subtasks=args.max_subtasks,
         concurrency=args.concurrency,
         deadline_s=args.deadline,
+        budget=budget,
     )
     args.ask = False  # no interactive escalation handler for ask
     return run_live(scenario, file=file, spec_text=spec_text, args=args, out=out, err=err)

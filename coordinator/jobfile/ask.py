@@ -19,6 +19,7 @@ from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.jobfile.yamlpos import parse_yaml
 from shared.errors import InputFileError, InputFileErrors
+from subagents.models.spend import TokenBudget
 
 DEFAULT_TOOLS = Path(__file__).with_name("research_tools.yaml")
 _ALLOWED = ("tools", "mcp_servers", "model")
@@ -57,6 +58,7 @@ def build_ask_job(
     max_subtasks: int = 6,
     concurrency: int = 4,
     deadline_s: float | None = None,
+    budget: TokenBudget | None = None,
 ) -> tuple[Scenario, str, str]:
     """The scenario to run, its YAML text (for the store) and the file it names.
 
@@ -96,6 +98,8 @@ def build_ask_job(
     }
     if deadline_s is not None:
         job["deadline_s"] = deadline_s
+    if budget is not None:
+        job["budget"] = budget.model_dump(exclude_defaults=True)
     provider, name = parse_model_flag(model) if model else (None, None)
     extra: dict[str, Any] = {"scenario": _slug(question), "job": job}
     if "model" not in data and provider is not None:

@@ -45,6 +45,7 @@ ul.errors code { background: #fff5f5; padding: 0 4px; border-radius: 4px; }
 .pill.st-running { background:#e7f5ff; color:#1864ab; }
 .pill.st-retrying { background:#f3d9fa; color:#862e9c; }
 .pill.st-thinking { background:#fff9db; color:#946c00; }
+.pill.st-throttled { background:#fff4e6; color:#d9480f; }
 .pill.st-done, .pill.st-finished { background:#d3f9d8; color:#2b8a3e; }
 .pill.st-escalated, .pill.st-interrupted { background:#ffe3e3; color:#c92a2a; }
 td.c-query { color: var(--muted); overflow-wrap: anywhere; }

@@ -168,7 +168,8 @@ SCRIPT: Final = r"""
   }
   function paint(row) {
     row.tr.dataset.state = row.state;
-    row.cells.state.replaceChildren(el("span", "pill st-" + row.state, row.state));
+    const label = row.state === "throttled" ? "waiting for the rate limit" : row.state;
+    row.cells.state.replaceChildren(el("span", "pill st-" + row.state, label));
     if (row.tool && (row.state === "running" || row.state === "retrying")) {
       row.cells.state.append(" ", el("span", "muted", row.tool));
     }

@@ -134,6 +134,9 @@ def model_turn(envelope: dict[str, Any], *, decomposition: bool) -> dict[str, An
         turn["text"] = data["text"]
     if data.get("stop_reason") in ("max_tokens", "refusal"):
         turn["stop"] = data["stop_reason"]
+    if isinstance(data.get("usage"), dict):
+        # What the provider counted: the replay spends the same tokens (job.budget).
+        turn["usage"] = dict(data["usage"])
     if "calls" not in turn and "text" not in turn:
         turn["text"] = ""
     return turn
@@ -264,6 +267,8 @@ def _scenario_data(
             "concurrency": job.concurrency,
             **({"deadline_s": job.deadline_s} if job.deadline_s is not None else {}),
             **({"routing": dict(job.routing)} if job.routing else {}),
+            # The budget replays with the recorded usage: the same subagents hand up.
+            **({"budget": job.budget.model_dump(exclude_none=True)} if job.budget else {}),
             # A lead that never planned (its plan refused, its calls failed): the job is
             # written as it was, to decompose, and the replay fails the same way. An
             # empty subtasks list would be a job that cannot name the lead in expect.
@@ -279,6 +284,9 @@ def _scenario_data(
             "max_tokens": model.max_tokens,
             "timeout_s": model.timeout_s,
             "retry": model.retry.model_dump(exclude_none=True),
+            # The file's own limits (not what the provider's headers taught the limiter):
+            # the replay waits its turns in virtual time as the run did in real time.
+            **({"limits": model.limits.model_dump(exclude_none=True)} if model.limits else {}),
             "turns": dict(turns),
         }
     data["expect"] = _expect(report)

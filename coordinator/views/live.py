@@ -129,6 +129,8 @@ class LiveBoard:
             return Text("thinking — waiting on its model", STATUS_STYLE["thinking"])
         if row.state in _LEAD_PHASES:
             return Text(_LEAD_PHASES[row.state], "cyan")
+        if row.state == "throttled":
+            return Text("waiting for the rate limit", STATUS_STYLE["throttled"])
         if row.state == "escalated" and row.trigger:
             return Text(f"escalated — {row.trigger}", "red")
         if row.state == "running" and row.attempt > 1:

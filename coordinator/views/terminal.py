@@ -23,6 +23,7 @@ STATUS_STYLE = {
     "queued": "dim",
     "running": "blue",
     "thinking": "cyan",
+    "throttled": "yellow",
     "retrying": "magenta",
     "done": "green",
     "escalated": "red",
@@ -57,10 +58,16 @@ def header(report: CoverageReport) -> Panel:
 def subtasks_table(report: CoverageReport) -> Table:
     """One row per subtask: status, weight, attempts, rounds, steps, findings."""
     table = Table(title="Subtasks", title_justify="left")
-    for column in ("subtask", "status", "weight", "attempts", "rounds", "steps", "findings"):
+    columns = ["subtask", "status", "weight", "attempts", "rounds", "steps", "findings"]
+    # Tokens only for a job that counted some (or has a budget): other tables stay as
+    # they were.
+    tokens = report.tokens is not None
+    if tokens:
+        columns.append("tokens in/out")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("subtask", "status") else "right")
     for s in report.subtasks:
-        table.add_row(
+        cells: list[str | Text] = [
             s.id,
             Text(s.status, style=STATUS_STYLE[s.status]),
             f"{s.weight:g}",
@@ -68,8 +75,41 @@ def subtasks_table(report: CoverageReport) -> Table:
             str(s.rounds),
             str(s.steps),
             str(s.findings),
-        )
+        ]
+        if tokens:
+            cells.append(
+                f"{s.tokens.input_tokens:,}/{s.tokens.output_tokens:,}" if s.tokens else "–"
+            )
+        table.add_row(*cells)
     return table
+
+
+def tokens_line(report: CoverageReport) -> Text | None:
+    """The job's tokens in all (the lead's included) and its budget, if it counted any."""
+    spend = report.tokens
+    if spend is None:
+        return None
+    text = Text(
+        f"tokens: {spend.input_tokens:,} in, {spend.output_tokens:,} out"
+        + (
+            f" (lead {spend.lead.input_tokens:,}/{spend.lead.output_tokens:,})"
+            if spend.lead
+            else ""
+        )
+    )
+    b = spend.budget
+    if b is not None:
+        limits = [
+            f"{name} {limit:,}"
+            for name, limit in (
+                ("in", b.input_tokens),
+                ("out", b.output_tokens),
+                ("total", b.total_tokens),
+            )
+            if limit is not None
+        ]
+        text.append(f"   budget: {', '.join(limits)}", style="dim")
+    return text
 
 
 def gaps_view(gaps: Sequence[Gap]) -> RenderableType:
@@ -117,6 +157,9 @@ def report_view(report: CoverageReport) -> RenderableType:
     if answer.text is not None or answer.synthesis_error is not None:
         parts.append(synthesis_view(report))
     parts.append(subtasks_table(report))
+    spent = tokens_line(report)
+    if spent is not None:
+        parts.append(spent)
     if report.gaps:
         parts.append(gaps_view(report.gaps))
     else:

@@ -19,8 +19,11 @@ from subagents.models.base import (
     model_failure_error,
 )
 from subagents.models.factory import MissingModelKey, build_client
+from subagents.models.limiter import EndpointLimiter, forget_shared_limiters, limiter_of
+from subagents.models.ratelimit_headers import RateReport, read_rate_headers
 from subagents.models.scripted import PLAN_TOOL, ScriptedModel
 from subagents.models.spec import (
+    ModelLimits,
     ModelSpec,
     PlannedSubtask,
     Provider,
@@ -28,27 +31,33 @@ from subagents.models.spec import (
     ScriptedError,
     ScriptedTurn,
 )
+from subagents.models.spend import TokenBudget, TokenMeter
 
 __all__ = [
     "MODEL_ERRORS",
     "PLAN_TOOL",
     "AnthropicClient",
     "AssistantMessage",
+    "EndpointLimiter",
     "MissingModelKey",
     "ModelCallFailed",
     "ModelClient",
     "ModelFailureKind",
+    "ModelLimits",
     "ModelRequest",
     "ModelSpec",
     "ModelTurn",
     "OpenAIClient",
     "PlannedSubtask",
     "Provider",
+    "RateReport",
     "ScriptedCall",
     "ScriptedError",
     "ScriptedModel",
     "ScriptedTurn",
     "StopReason",
+    "TokenBudget",
+    "TokenMeter",
     "ToolCall",
     "ToolResultMessage",
     "ToolSpec",
@@ -57,7 +66,10 @@ __all__ = [
     "UserMessage",
     "build_client",
     "classify_model_error",
+    "forget_shared_limiters",
+    "limiter_of",
     "model_failure_error",
+    "read_rate_headers",
 ]
 
 if TYPE_CHECKING:

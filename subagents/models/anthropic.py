@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import anthropic
@@ -20,6 +21,7 @@ from subagents.models.base import (
     UserMessage,
 )
 from subagents.models.classify import MODEL_ERRORS, classify_model_error
+from subagents.models.ratelimit_headers import read_rate_headers
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
@@ -84,18 +86,20 @@ class AnthropicClient:
         # travels in the body only when a file asks for a non-default value.
         body = {"temperature": request.temperature} if request.temperature else None
         try:
-            message = await self._sdk.messages.create(
+            # The raw response: its headers tell the endpoint's limits (DESIGN §13).
+            raw = await self._sdk.messages.with_raw_response.create(
                 model=self.name,
                 max_tokens=request.max_tokens,
                 messages=to_messages(request.messages),
                 extra_body=body,
                 **extra,
             )
+            message = await raw.parse()
         except MODEL_ERRORS as exc:
             raise classify_model_error(
                 exc, provider=self.provider, model=self.name, secrets=self._secrets()
             ) from None if self._leaks(exc) else exc
-        return to_turn(message)
+        return replace(to_turn(message), rate=read_rate_headers(raw.headers))
 
     async def aclose(self) -> None:
         """Close the SDK's connection pool."""

@@ -18,6 +18,7 @@ from shared.categories import ErrorCategory
 from shared.classify import register_classifier
 from shared.envelope import ToolError
 from shared.errors import ToolFailure
+from subagents.models.ratelimit_headers import RateReport
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 """Why a turn ended, normalised across providers."""
@@ -65,6 +66,8 @@ class ModelTurn:
     stop_reason: StopReason = "end_turn"
     usage: Usage | None = None
     model: str | None = None
+    # What the answer's headers said about the endpoint's limits (live clients; §13).
+    rate: RateReport | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +167,10 @@ class ModelCallFailed(ToolFailure):
         retry_after_s: float | None = None,
         field: str | None = None,
         expected: str | None = None,
+        rate: RateReport | None = None,
     ) -> None:
         super().__init__(message)
+        self.rate = rate
         self.kind = kind
         self.category = category
         self.status = status

@@ -9,13 +9,16 @@ traced, counted and retried exactly like a tool call, and there is one retry lay
 
 from __future__ import annotations
 
-import random
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from shared.clock import Clock
 from shared.envelope import ToolResult
 from subagents.executor import ExecObserver, execute_tool_safely
-from subagents.models.base import ModelClient, ModelRequest, ModelTurn
+from subagents.jitter import Jitter
+from subagents.models.base import ModelCallFailed, ModelClient, ModelRequest, ModelTurn
+from subagents.models.limiter import EndpointLimiter, Permit, estimate_tokens, limiter_of
 from subagents.models.spec import ModelSpec
 from subagents.tool import Tool
 
@@ -52,20 +55,40 @@ async def call_model(
     *,
     spec: ModelSpec,
     clock: Clock,
-    rng: random.Random,
+    rng: Jitter,
     trace_id: str,
     observer: ExecObserver | None = None,
+    on_limit_wait: Callable[[bool], None] | None = None,
 ) -> tuple[ToolResult, ModelTurn | None]:
     """Call the model until it answers or fails for good; the envelope and the turn.
 
     The turn is None when the call failed; the envelope (``tool: "model"``) says how.
+    Each attempt first waits for the endpoint's limiter, if its client has one;
+    ``on_limit_wait(True)`` is called when an attempt has to wait for it, and
+    ``on_limit_wait(False)`` when the wait is over (the live view shows it).
     """
     turns: list[ModelTurn] = []
+    limiter = limiter_of(client)
+    permits: list[Permit] = []
 
     async def body() -> dict[str, Any]:
-        turn = await client.complete(request)
+        if not permits:
+            turn = await client.complete(request)
+            turns.append(turn)
+            return turn_data(turn)
+        permit = permits[-1]
+        try:
+            turn = await client.complete(request)
+        except ModelCallFailed as exc:
+            permit.refused(status=exc.status, report=exc.rate)
+            raise
+        permit.answered(turn.usage, turn.rate)
         turns.append(turn)
         return turn_data(turn)
+
+    admit: Callable[[], AbstractAsyncContextManager[Any]] | None = None
+    if limiter is not None:
+        admit = _admission(limiter, request, permits, on_limit_wait)
 
     # A provider's model keeps its real timeout under --speed; the scripted one is simulated.
     real = not getattr(client, "simulated", False)
@@ -80,5 +103,34 @@ async def call_model(
         rng=rng,
         scope=request.subtask_id,
         observer=observer,
+        admit=admit,
     )
     return result, (turns[-1] if result.ok and turns else None)
+
+
+def _admission(
+    limiter: EndpointLimiter,
+    request: ModelRequest,
+    permits: list[Permit],
+    on_wait: Callable[[bool], None] | None,
+) -> Callable[[], AbstractAsyncContextManager[Any]]:
+    """Each attempt's way in: the endpoint's permit, and the caller told of any wait."""
+    waited = False
+
+    def waiting() -> None:
+        nonlocal waited
+        waited = True
+        if on_wait is not None:
+            on_wait(True)
+
+    @asynccontextmanager
+    async def admit() -> AsyncIterator[None]:
+        nonlocal waited
+        waited = False
+        async with limiter.permit(lambda: estimate_tokens(request), on_wait=waiting) as permit:
+            if waited and on_wait is not None:
+                on_wait(False)
+            permits.append(permit)
+            yield
+
+    return admit

@@ -31,6 +31,7 @@ from subagents.models.base import (
     ModelFailureKind,
     model_failure_error,  # noqa: F401  # re-exported
 )
+from subagents.models.ratelimit_headers import read_rate_headers
 
 # Statuses whose kind and category the status alone decides (DESIGN §7's table).
 _BY_STATUS: Mapping[int, tuple[ModelFailureKind, ErrorCategory]] = {
@@ -172,8 +173,8 @@ def classify_model_error(
         retry_after_s=_retry_after(headers),
         field=field,
         expected=expected,
+        rate=read_rate_headers(headers),
     )
-
 
 
 

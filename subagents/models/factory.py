@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from shared.clock import Clock
 from shared.errors import FanoutError
 from subagents.models.base import ModelClient
+from subagents.models.limiter import attach_limiter, limiter_for, shared_limiter
 from subagents.models.scripted import ScriptedModel
 from subagents.models.spec import ModelSpec
 
@@ -66,7 +67,12 @@ def build_client(
         MissingModelKey: a live provider whose key variable is unset or empty.
     """
     if spec.provider == "scripted":
-        return ScriptedModel(spec, clock=clock)
+        scripted = ScriptedModel(spec, clock=clock)
+        limiter = limiter_for(spec, clock=clock)
+        if limiter is not None:
+            # Its own, on the scenario's virtual clock: replays never share one.
+            attach_limiter(scripted, limiter)
+        return scripted
     variable = spec.key_env
     assert variable is not None  # only the scripted model has no key
     key = environ.get(variable, "")
@@ -83,18 +89,22 @@ def build_client(
     if spec.provider == "anthropic":
         from subagents.models.anthropic import AnthropicClient
 
-        return AnthropicClient(
+        client: ModelClient = AnthropicClient(
             name=spec.model_name,
             api_key=key.strip(),
             base_url=spec.base_url,
             timeout_s=spec.timeout_s,
         )
-    from subagents.models.openai import OpenAIClient
+    else:
+        from subagents.models.openai import OpenAIClient
 
-    return OpenAIClient(
-        name=spec.model_name,
-        api_key=key.strip(),
-        base_url=spec.base_url,
-        timeout_s=spec.timeout_s,
-        profile=spec.profile,
-    )
+        client = OpenAIClient(
+            name=spec.model_name,
+            api_key=key.strip(),
+            base_url=spec.base_url,
+            timeout_s=spec.timeout_s,
+            profile=spec.profile,
+        )
+    # One limiter per endpoint in the process, shared by every job's subagents and lead.
+    attach_limiter(client, shared_limiter(spec, base_url=str(getattr(client, "base_url", ""))))
+    return client

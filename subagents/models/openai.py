@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -36,6 +37,7 @@ from subagents.models.profiles import (
     text_tool_calls,
     tools_text,
 )
+from subagents.models.ratelimit_headers import read_rate_headers
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -121,7 +123,7 @@ class OpenAIClient:
         """One ``POST {base_url}/chat/completions``; a failure raises ModelCallFailed."""
         profile = await self.server_profile()
         try:
-            completion = await self._create(request, profile)
+            completion, headers = await self._create(request, profile)
         except MODEL_ERRORS as exc:
             failed = classify_model_error(
                 exc, provider=self.provider, model=self.name, secrets=self._secrets()
@@ -131,18 +133,19 @@ class OpenAIClient:
             # Refused for its shape: this server wants the strictest form (kept from now).
             profile = self._profile = PROFILES["strict"]
             try:
-                completion = await self._create(request, profile)
+                completion, headers = await self._create(request, profile)
             except MODEL_ERRORS as again:
                 raise classify_model_error(
                     again, provider=self.provider, model=self.name, secrets=self._secrets()
                 ) from None if self._leaks(again) else again
-        return to_turn(
+        turn = to_turn(
             completion,
             profile=profile,
             offered=[t.name for t in request.tools],
             used=_call_ids(request.messages),
             mint=self._mint,
         )
+        return replace(turn, rate=read_rate_headers(headers))
 
     def _may_fall_back(self, kind: str, profile: ServerProfile) -> bool:
         return (
@@ -153,7 +156,9 @@ class OpenAIClient:
             and profile.name not in ("openai", "strict")
         )
 
-    async def _create(self, request: ModelRequest, profile: ServerProfile) -> ChatCompletion:
+    async def _create(
+        self, request: ModelRequest, profile: ServerProfile
+    ) -> tuple[ChatCompletion, Mapping[str, str]]:
         options: dict[str, Any] = {self.max_tokens_param: request.max_tokens}
         tools: list[ChatCompletionToolUnionParam] = [
             {
@@ -182,13 +187,15 @@ class OpenAIClient:
                 }
             else:
                 ask = ask_in_words(request.force_tool)
-        completion: ChatCompletion = await self._sdk.chat.completions.create(
+        # The raw response: its headers tell the endpoint's limits (DESIGN §13).
+        raw = await self._sdk.chat.completions.with_raw_response.create(
             model=self.name,
             messages=to_messages(system, request.messages, profile, ask=ask),
             temperature=request.temperature,
             **options,
         )
-        return completion
+        completion: ChatCompletion = raw.parse()
+        return completion, raw.headers
 
     def _mint(self) -> str:
         """A tool-call id fanout owns, unique for this client's life."""

@@ -88,6 +88,29 @@ class ScriptedTurn(BaseModel):
         return self
 
 
+class ModelLimits(BaseModel):
+    """What the provider allows this endpoint (DESIGN §13); unset means no limit stated.
+
+    The limiter of the endpoint also tightens them from what the provider reports
+    (``retry-after``, ``x-ratelimit-*``, ``anthropic-ratelimit-*``), never loosens them.
+    """
+
+    model_config = _SPEC
+
+    concurrency: int | None = Field(
+        default=None, ge=1, description="At most this many model calls in flight at once."
+    )
+    requests_per_minute: float | None = Field(
+        default=None, gt=0, description="Requests per minute, spaced evenly (60/rpm s apart)."
+    )
+    input_tokens_per_minute: float | None = Field(
+        default=None, gt=0, description="Input (prompt) tokens per minute."
+    )
+    output_tokens_per_minute: float | None = Field(
+        default=None, gt=0, description="Output (completion) tokens per minute."
+    )
+
+
 class ModelSpec(BaseModel):
     """Which model plans the subtasks without a plan, and how its calls are bounded."""
 
@@ -106,6 +129,10 @@ class ModelSpec(BaseModel):
         default_factory=lambda: RetryPolicy(
             max_attempts=4, initial_backoff_s=1.0, multiplier=2.0, max_backoff_s=30.0
         )
+    )
+    limits: ModelLimits | None = Field(
+        default=None,
+        description="The endpoint's limits, shared by every subagent and the lead (§13).",
     )
     # provider: scripted only.
     latency_s: float = Field(default=0.0, ge=0)

@@ -76,7 +76,7 @@ class Observation:
     result: ToolResult
 
 
-PlannerState = Literal["thinking", "running"]
+PlannerState = Literal["thinking", "throttled", "running"]
 
 
 @dataclass(slots=True)

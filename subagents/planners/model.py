@@ -17,13 +17,13 @@ compaction shortens them while every tool call keeps its result.
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from shared.categories import Trigger
 from shared.envelope import Finding, ToolError, ToolResult
 from subagents.executor import ExecEvent
+from subagents.jitter import DeferredRandom
 from subagents.models.base import (
     AssistantMessage,
     ModelClient,
@@ -37,6 +37,7 @@ from subagents.models.base import (
 )
 from subagents.models.call import MODEL_TOOL, call_model
 from subagents.models.spec import ModelSpec
+from subagents.models.spend import TokenMeter
 from subagents.planners.base import (
     Action,
     CallAction,
@@ -110,11 +111,14 @@ class ModelPlanner:
     ok_calls: dict[str, int] = field(default_factory=dict)
     refused_last: bool = False
     said: str = ""  # what the model wrote before its reminder
-    rng: random.Random = field(init=False)
+    # The job's token meter (and budget), shared with every subagent and the lead.
+    meter: TokenMeter | None = field(default=None, compare=False)
+    rng: DeferredRandom = field(init=False)
 
     def __post_init__(self) -> None:
-        # Waits between model attempts draw from their own stream (DESIGN §7).
-        self.rng = random.Random(f"{self.seed}/{self.subtask_id}/model")
+        # Waits between model attempts draw from their own stream (DESIGN §7), made only
+        # when first drawn.
+        self.rng = DeferredRandom(f"{self.seed}/{self.subtask_id}/model")
 
     async def next_action(self, last: Observation | None, env: PlanEnv) -> Action | None:
         """The next tool call of the current turn, or the model's next turn."""
@@ -162,6 +166,9 @@ class ModelPlanner:
         return out
 
     async def _ask(self, env: PlanEnv) -> Action | None:
+        spent = None if self.meter is None else self.meter.subagents_stop()
+        if spent is not None:
+            return budget_spent(spent)
         request = ModelRequest(
             system=system_prompt(env.spec),
             messages=self.transcript(env),
@@ -187,10 +194,13 @@ class ModelPlanner:
             rng=self.rng,
             trace_id=trace_id,
             observer=observe,
+            on_limit_wait=lambda waiting: env.set_state("throttled" if waiting else "thinking"),
         )
         env.set_state("running")
         if turn is None:
             return model_failure(result, self.model)
+        if self.meter is not None:
+            self.meter.count(self.subtask_id, turn, request, self.client.provider)
         if turn.usage is not None:
             # The provider's own tokenizer counted what was sent (DESIGN §7).
             env.context.calibrate(turn.usage.input_tokens)
@@ -338,6 +348,19 @@ def _signature(tool: str, args: dict[str, Any]) -> str:
 def _trigger(value: str) -> Trigger:
     assert value in MODEL_TRIGGERS
     return value  # type: ignore[return-value]  # checked against the closed list above
+
+
+def budget_spent(why: str) -> EscalateAction:
+    """The hand-up of a subagent whose job has spent its token budget (less the reserve)."""
+    return EscalateAction(
+        "threshold_breach",
+        f"the job's token budget is spent: {why}",
+        category="business",
+        alternatives=(
+            "raise job.budget (fanout ask --budget) and run the job again",
+            "narrow the question, so fewer subtasks share the budget",
+        ),
+    )
 
 
 def model_failure(result: ToolResult, model: ModelSpec) -> EscalateAction:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -103,12 +103,14 @@ class SimulatedTools:
 
         return dataclasses.replace(self.tools()[name], body=body)
 
-    async def _execute(
+    def _execute(
         self, name: str, spec: SimToolSpec, subtask_id: str, args: Mapping[str, Any]
-    ) -> Any:
+    ) -> Coroutine[Any, Any, Any]:
+        """The response is taken now; the coroutine that answers with it (awaited by the
+        tool's body: no frame of its own for every call in flight)."""
         response = self._next_response(name, spec, subtask_id, args)
         self.executions[(subtask_id, name)] += 1
-        return await self._respond(name, spec, response)
+        return self._respond(name, spec, response)
 
     def _next_response(
         self, name: str, spec: SimToolSpec, subtask_id: str, args: Mapping[str, Any]

@@ -6,6 +6,7 @@ import copy
 import pickle
 import random
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -19,9 +20,14 @@ def _reference() -> random.Random:
     return random.Random("7/market")
 
 
+def _stream() -> Any:
+    """A fresh subagent's stream (a DeferredRandom: random.Random's interface, made lazily)."""
+    return SubagentRun.for_subtask(SPEC, seed=7).rng
+
+
 def test_draws_follow_the_seeded_stream() -> None:
     """uniform, random and getrandbits draw exactly what the seeded Random draws."""
-    rng = SubagentRun.for_subtask(SPEC, seed=7).rng
+    rng = _stream()
     reference = _reference()
     assert [rng.uniform(0, 8) for _ in range(5)] == [reference.uniform(0, 8) for _ in range(5)]
     assert rng.random() == reference.random()
@@ -31,7 +37,7 @@ def test_draws_follow_the_seeded_stream() -> None:
 
 def test_state_before_any_draw_is_the_seeded_state() -> None:
     """A checkpoint taken before the first draw saves the seeded state, not a blank one."""
-    assert SubagentRun.for_subtask(SPEC, seed=7).rng.getstate() == _reference().getstate()
+    assert _stream().getstate() == _reference().getstate()
 
 
 @pytest.mark.parametrize(
@@ -41,12 +47,12 @@ def test_state_before_any_draw_is_the_seeded_state() -> None:
         pytest.param(copy.deepcopy, id="deepcopy"),
     ],
 )
-def test_copies_continue_the_same_stream(clone: Callable[[random.Random], random.Random]) -> None:
+def test_copies_continue_the_same_stream(clone: Callable[[Any], Any]) -> None:
     """A pickled or copied stream, fresh or part-drawn, continues where the original is."""
     reference = _reference()
-    fresh = SubagentRun.for_subtask(SPEC, seed=7).rng
+    fresh = _stream()
     assert clone(fresh).random() == reference.random()
-    used = SubagentRun.for_subtask(SPEC, seed=7).rng
+    used = _stream()
     used.random()
     twin = clone(used)
     expected = [reference.random() for _ in range(3)]
@@ -56,10 +62,10 @@ def test_copies_continue_the_same_stream(clone: Callable[[random.Random], random
 
 def test_setstate_and_seed_replace_the_pending_seed() -> None:
     """Restoring a state or reseeding wins over the seed given at creation."""
-    rng = SubagentRun.for_subtask(SPEC, seed=7).rng
+    rng = _stream()
     other = random.Random(99)
     rng.setstate(other.getstate())
     assert rng.random() == other.random()
-    rng = SubagentRun.for_subtask(SPEC, seed=7).rng
+    rng = _stream()
     rng.seed(5)
     assert rng.random() == random.Random(5).random()

@@ -31,7 +31,9 @@ def test_the_lead_row_shows_planning_then_synthesizing_never_queued() -> None:
         if seen[-1] != board.rows[LEAD].state:
             seen.append(board.rows[LEAD].state)
 
-    def plan(subtasks: Sequence[SubtaskSpec], at: float) -> None:
+    def plan(
+        subtasks: Sequence[SubtaskSpec], at: float, lead_gap: object = None
+    ) -> None:
         board.plan(subtasks, at)
         seen.append(board.rows[LEAD].state)
 

@@ -1,0 +1,160 @@
+"""A job's token budget and what its model calls spent, per subtask and in all.
+
+``job.budget`` bounds the tokens a job's model calls may spend. The subagents (and the
+lead's decomposition) may spend the budget less a **reserve** kept for the lead's
+synthesis (``synthesis_reserve``, 10 % of each limit by default). Once they have spent
+it, every model-planned subagent hands up at its next model call (trigger
+``threshold_breach``, category ``business``) and the ones not started yet end the same
+way with 0 attempts; a call already under way finishes (the provider bills it anyway).
+The synthesis runs while the budget is not spent in full, its ``max_tokens`` cut to
+what is left of the output budget.
+
+Tokens are what the provider reports in ``usage``; a live provider that reports none is
+counted by the same estimate the limiter uses (characters / 4). A scripted turn costs
+its ``usage``, else nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from subagents.models.base import ModelRequest, ModelTurn, Usage
+from subagents.models.limiter import estimate_tokens
+
+DEFAULT_RESERVE = 0.1
+
+
+def _unset(value: object) -> bool:
+    return value is None
+
+
+class TokenBudget(BaseModel):
+    """``job.budget``: the most tokens the job's model calls may spend (any may be unset)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # An unset limit stays out of a report's JSON (exclude_if), as it is out of the file.
+    input_tokens: int | None = Field(
+        default=None, gt=0, description="Input tokens, in all.", exclude_if=_unset
+    )
+    output_tokens: int | None = Field(
+        default=None, gt=0, description="Output tokens, in all.", exclude_if=_unset
+    )
+    total_tokens: int | None = Field(
+        default=None, gt=0, description="Input and output tokens together.", exclude_if=_unset
+    )
+    synthesis_reserve: float = Field(
+        default=DEFAULT_RESERVE,
+        ge=0,
+        lt=1,
+        description="The share of each limit the subagents leave for the lead's synthesis.",
+    )
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> TokenBudget:
+        if self.input_tokens is None and self.output_tokens is None and self.total_tokens is None:
+            raise ValueError("at least one of input_tokens, output_tokens, total_tokens")
+        return self
+
+    @classmethod
+    def parse(cls, text: str) -> TokenBudget:
+        """``--budget``: ``N`` (input and output tokens together) or ``IN:OUT`` (either empty).
+
+        Raises:
+            ValueError: not one of those forms, or a number that is not positive.
+        """
+        text = text.strip().replace("_", "").replace(",", "")
+        if ":" not in text:
+            return cls(total_tokens=_count(text, "the budget"))
+        inp, _, out = text.partition(":")
+        return cls(
+            input_tokens=_count(inp, "input tokens") if inp else None,
+            output_tokens=_count(out, "output tokens") if out else None,
+        )
+
+
+def _count(text: str, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{what}: expected a whole number of tokens, got {text!r}") from None
+    if value <= 0:
+        raise ValueError(f"{what}: expected a positive number of tokens, got {value}")
+    return value
+
+
+@dataclass
+class TokenMeter:
+    """What the job's model calls spent, per subtask (``lead`` for the lead), against the budget."""
+
+    budget: TokenBudget | None = None
+    by_subtask: dict[str, list[int]] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+
+    def spend(self, subtask_id: str, usage: Usage) -> None:
+        """Count one answered model call."""
+        counts = self.by_subtask.setdefault(subtask_id, [0, 0])
+        counts[0] += usage.input_tokens
+        counts[1] += usage.output_tokens
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.calls += 1
+
+    def count(self, subtask_id: str, turn: ModelTurn, request: ModelRequest, provider: str) -> None:
+        """Count ``turn``: its usage, or (a live provider that sends none) the estimate."""
+        usage = turn.usage
+        if usage is None:
+            if provider == "scripted":
+                return
+            usage = Usage(estimate_tokens(request), max(1, math.ceil(len(turn.text) / 4)))
+        self.spend(subtask_id, usage)
+
+    def _over(self, share: float) -> str | None:
+        """What is spent past ``share`` of its limit, said for a person; None if nothing."""
+        b = self.budget
+        if b is None:
+            return None
+        for spent, limit, what in (
+            (self.input_tokens, b.input_tokens, "input"),
+            (self.output_tokens, b.output_tokens, "output"),
+            (self.input_tokens + self.output_tokens, b.total_tokens, "total"),
+        ):
+            if limit is not None and spent >= limit * share:
+                if share >= 1:
+                    return f"{spent} {what} tokens spent of the job's budget of {limit}"
+                return (
+                    f"{spent} {what} tokens spent; the subagents' share of the job's budget "
+                    f"of {limit} is {math.floor(limit * share)} (the rest is kept for the "
+                    "synthesis)"
+                )
+        return None
+
+    def subagents_stop(self) -> str | None:
+        """Why subagents may call their model no more (the budget less the reserve)."""
+        if self.budget is None:
+            return None
+        return self._over(1.0 - self.budget.synthesis_reserve)
+
+    def spent(self) -> str | None:
+        """Why the synthesis may not run (the whole budget is spent), else None."""
+        return self._over(1.0)
+
+    def output_left(self) -> int | None:
+        """Output tokens the budget still allows (None: no output limit)."""
+        b = self.budget
+        if b is None:
+            return None
+        lefts = [
+            limit - spent
+            for limit, spent in (
+                (b.output_tokens, self.output_tokens),
+                (b.total_tokens, self.input_tokens + self.output_tokens),
+            )
+            if limit is not None
+        ]
+        return max(0, min(lefts)) if lefts else None
