@@ -9,7 +9,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,otel]'
 	touch $(STAMP)
 
 test: $(STAMP)
@@ -31,7 +31,7 @@ demo: $(STAMP)
 
 # The bench extra (the LangGraph baseline, pyinstrument) goes into the same venv.
 $(BENCH_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,bench]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,otel,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -34,6 +34,7 @@ from subagents.spec import SubtaskSpec
 
 if TYPE_CHECKING:
     import anyio
+    from opentelemetry.trace import TracerProvider
 
     from subagents.mcp.tools import McpToolSource
 
@@ -150,6 +151,7 @@ async def run_recorded(
     cancel: anyio.Event | None = None,
     planning: JobPlanning | None = None,
     on_plan: PlanHook | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> CoverageReport:
     """Run (or continue) ``scenario`` with everything recorded; close the run at the end.
 
@@ -218,6 +220,8 @@ async def run_recorded(
             checkpoint=wiring.checkpoint,
             elapsed_offset=elapsed_offset,
             cancel=cancel,
+            run_id=recorder.run_id,
+            tracer_provider=tracer_provider,
         )
     table = RoutingTable(scenario.job.routing)
     escalations = [
