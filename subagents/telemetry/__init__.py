@@ -15,7 +15,6 @@ from subagents.telemetry.metrics import (
     record_event_delivery,
     record_limiter_wait,
     reset_metrics,
-    sse_client,
 )
 from subagents.telemetry.semconv import (
     CAPTURE_CONTENT_ENV,
@@ -48,7 +47,6 @@ __all__ = [
     "record_event_delivery",
     "record_limiter_wait",
     "reset_metrics",
-    "sse_client",
     "tool_kind",
     "tracer_of",
     "tracing_enabled",

@@ -10,15 +10,13 @@ What other parts feed:
 - a run's progress events, through :class:`RunMetrics` (the coordinator wires it):
   attempts by tool kind and errorCategory, 429s, subagents by state;
 - the provider limiter (DESIGN §13): :func:`record_limiter_wait` per wait;
-- the service: SSE clients (:func:`sse_client`), event delivery latency
-  (:func:`record_event_delivery`), runs and the queue through collectors it registers
-  (:meth:`FanoutMetrics.watch_runs`).
+- the service: event delivery latency (:func:`record_event_delivery`); runs, the queue
+  and the open event streams are read at scrape time (:meth:`FanoutMetrics.watch_service`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any
 
 from subagents.result import ProgressEvent
@@ -67,10 +65,18 @@ class FanoutMetrics:
             "write on an event stream.", buckets=_DELIVERY_BUCKETS, registry=r)
         for state in LIVE_STATES:
             self.subagents.labels(state=state).set(0)
+        self._service: Any = None
 
-    def watch_runs(self, counts: RunCounts, queue_depth: Callable[[], int]) -> None:
-        """Read runs by (status, outcome) and the queue depth at every scrape."""
-        self.registry.register(_RunsCollector(counts, queue_depth))
+    def watch_service(
+        self, counts: RunCounts, queue_depth: Callable[[], int], streams: Callable[[], int]
+    ) -> None:
+        """Read runs by (status, outcome), the queue depth and the open event streams at
+        every scrape (one service per process: a second call replaces the first)."""
+        if self._service is not None:
+            self.registry.unregister(self._service)
+        self._service = _RunsCollector(counts, queue_depth)
+        self.registry.register(self._service)
+        self.sse_clients.set_function(lambda: float(streams()))
 
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition of every metric, and its content type."""
@@ -138,20 +144,6 @@ def record_event_delivery(seconds: float) -> None:
     m = _METRICS
     if m is not None:
         m.event_delivery.observe(max(0.0, seconds))
-
-
-@contextmanager
-def sse_client() -> Iterator[None]:
-    """Counts an open event stream while the block runs."""
-    m = _METRICS
-    if m is None:
-        yield
-        return
-    m.sse_clients.inc()
-    try:
-        yield
-    finally:
-        m.sse_clients.dec()
 
 
 class RunMetrics:

@@ -99,7 +99,7 @@ def test_a_retry_round_is_a_second_invocation_of_the_agent() -> None:
     """A subtask routed retry_later gets one agent span per round."""
     spans, _ = replayed("retry_round_recovers.yaml")
     rounds = sorted(
-        (s.attributes["fanout.round"] for s in spans
+        (int(str(s.attributes["fanout.round"])) for s in spans
          if s.name.startswith("invoke_agent ") and s.attributes
          and s.attributes.get("fanout.route") == "retry_later"),
     )
