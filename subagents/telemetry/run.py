@@ -104,3 +104,39 @@ def instrumented_run(
             else:
                 stack.callback(tracer.close)
         yield InstrumentedRun(observe, hook, tracer)
+
+
+def activity_tracer(
+    *,
+    run_id: str,
+    model: ModelSpec | None,
+    route: RouteOf | None = None,
+    tracer_provider: TracerProvider | None = None,
+) -> RunTracer | None:
+    """Spans for a part of a run that runs elsewhere (a Temporal activity): they hang
+    under the current span (the activity's, which continues the run's trace); None when
+    nothing is traced."""
+    if not tracing_enabled(tracer_provider):
+        return None
+    return RunTracer(tracer_of(tracer_provider), run_id=run_id, model=model,
+                     capture_content=capture_content_from_env(), route=route)
+
+
+@contextmanager
+def job_span(
+    *,
+    job: str,
+    query: str,
+    run_id: str,
+    model: ModelSpec | None,
+    tracer_provider: TracerProvider | None = None,
+) -> Iterator[RunTracer | None]:
+    """The job's ``invoke_agent lead`` span around submitting it elsewhere (Temporal):
+    current while the block runs, so the submission's own spans, and through them the
+    workflow's and the activities', join its trace."""
+    tracer = activity_tracer(run_id=run_id, model=model, tracer_provider=tracer_provider)
+    if tracer is None:
+        yield None
+        return
+    with tracer.job(job, query):
+        yield tracer
