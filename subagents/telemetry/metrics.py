@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from opentelemetry import trace
+
 from subagents.result import ProgressEvent
 from subagents.telemetry.semconv import tool_kind
 
@@ -132,8 +134,13 @@ def reset_metrics() -> None:
 
 def record_limiter_wait(endpoint: str, seconds: float) -> None:
     """A call waited ``seconds`` for the provider limiter of ``endpoint`` (a model's base
-    URL or provider name): feeds ``fanout_limiter_wait_seconds``. Cheap when metrics are
-    off; call it for every wait, zero included."""
+    URL or provider name): feeds ``fanout_limiter_wait_seconds``, and adds a
+    ``fanout.limiter_wait`` event to the current span (the model attempt that waited, when
+    the run is traced). Cheap when neither is on; call it for every wait, zero included."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.add_event("fanout.limiter_wait", {"fanout.endpoint": endpoint,
+                                               "fanout.wait_s": max(0.0, seconds)})
     m = _METRICS
     if m is not None:
         m.limiter_wait.labels(endpoint=endpoint).observe(max(0.0, seconds))

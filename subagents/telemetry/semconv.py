@@ -34,6 +34,7 @@ CONVERSATION_ID: Final = "gen_ai.conversation.id"
 TOOL_NAME: Final = "gen_ai.tool.name"
 TOOL_TYPE: Final = "gen_ai.tool.type"
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"  # opt-in content
 TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"  # opt-in content
 OUTPUT_MESSAGES: Final = "gen_ai.output.messages"  # opt-in content
 ERROR_TYPE: Final = "error.type"

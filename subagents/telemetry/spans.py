@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import Token
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -80,6 +81,8 @@ class _Agent:
     attempt: Span | None = None
     wait_s: float | None = None
     step: int | None = None
+    args: Any = None
+    token: Token[otel_context.Context] | None = None  # the attempt made current
     trigger: str | None = None
     rounds: int = 0
     extra: dict[str, AttributeValue] = field(default_factory=dict)
@@ -169,7 +172,9 @@ class RunTracer:
         elif kind == "wait":
             self._agent(sid).wait_s = event.wait_s
         elif kind == "call":
-            self._agent(sid).step = event.step
+            agent = self._agent(sid)
+            agent.step = event.step
+            agent.args = event.args
         elif kind == "state" and sid != LEAD:
             if event.state in ("running", "thinking", "retrying"):
                 self._open_agent(sid)
@@ -286,11 +291,16 @@ class RunTracer:
                 sc.TOOL_NAME: tool,
                 sc.TOOL_TYPE: sc.tool_type(kind),
             })
+            if self.capture and agent.args is not None:
+                attrs[sc.TOOL_CALL_ARGUMENTS] = _clip(_json(agent.args))
             name = f"execute_tool {tool}"
             span_kind = SpanKind.INTERNAL
-        agent.attempt = self.tracer.start_span(
-            name, context=parent, kind=span_kind, attributes=attrs
-        )
+        span = self.tracer.start_span(name, context=parent, kind=span_kind, attributes=attrs)
+        agent.attempt = span
+        # The attempt runs in the task that emitted this event, until its "attempt" event
+        # in the same task: made current meanwhile, the spans of what it calls (the
+        # provider SDK's own, an HTTP client's) and limiter waits hang under it.
+        agent.token = otel_context.attach(trace.set_span_in_context(span, parent))
 
     def _end_attempt(self, sid: str, result: ToolResult | None) -> None:
         agent = self._agent(sid)
@@ -298,11 +308,17 @@ class RunTracer:
         if span is None:
             return
         agent.attempt = None
+        if agent.token is not None:
+            otel_context.detach(agent.token)
+            agent.token = None
         if result is not None:
             self._result_attributes(span, result)
         span.end()
 
     def _end_open_attempt(self, agent: _Agent) -> None:
+        # An attempt's token belongs to its own task's context: never detached from here
+        # (that task was cancelled, and its context went with it).
+        agent.token = None
         if agent.attempt is not None:
             # An attempt cut by the deadline or a cancel: it counts, and it ended unfinished.
             agent.attempt.set_attribute("fanout.cut", True)

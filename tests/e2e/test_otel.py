@@ -99,8 +99,11 @@ def test_a_run_exports_one_trace_of_genai_spans_with_content_when_asked(
     assert root.schema_url.endswith(SEMCONV_VERSION)
     assert report["outcome"] == "complete"
     # The provider SDK may add its own client spans to the trace (the Anthropic SDK does,
-    # metadata only); fanout's are those of its scope.
-    spans = [s for s in spans if s.scope == "fanout"]
+    # metadata only): each hangs under the chat attempt that made it.
+    ours = {s.span_id: s for s in spans if s.scope == "fanout"}
+    for sdk in (s for s in spans if s.scope != "fanout"):
+        assert ours[sdk.parent_id].name.startswith("chat "), sdk.name
+    spans = list(ours.values())
     run_ids = {s.attributes.get("fanout.run_id") for s in spans}
     assert len(run_ids) == 1 and run_ids.pop()
     assert root.attributes["fanout.outcome"] == "complete"

@@ -16,7 +16,10 @@ from opentelemetry.trace import StatusCode
 from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import run_scenario
 from shared.clock import run_in_virtual_time
-from subagents.telemetry import CAPTURE_CONTENT_ENV
+from subagents.executor import ExecEvent, execute_tool_safely
+from subagents.result import ProgressEvent
+from subagents.telemetry import CAPTURE_CONTENT_ENV, RunTracer, record_limiter_wait, tracer_of
+from subagents.tool import Tool
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 
@@ -127,3 +130,49 @@ def test_fanout_never_sets_the_global_provider() -> None:
     """A library run traces to the provider it was given and leaves the global one alone."""
     replayed("transient_backoff.yaml")
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def test_tool_arguments_are_content_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool call's arguments reach its span only with the capture switch on."""
+    monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    spans, _ = replayed("research_lead.yaml")
+    assert not any(s.attributes and "gen_ai.tool.call.arguments" in s.attributes for s in spans)
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    spans, _ = replayed("research_lead.yaml")
+    (patent,) = [s for s in named(spans, "execute_tool patent_db")]
+    assert patent.attributes is not None
+    assert "H01M10/0562" in str(patent.attributes["gen_ai.tool.call.arguments"])
+
+
+@pytest.mark.anyio
+async def test_an_attempt_is_the_current_span_while_it_runs() -> None:
+    """What a tool body traces (a limiter wait, an SDK's own span) hangs under its attempt."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = RunTracer(tracer_of(provider), run_id="r1")
+
+    async def search(query: str) -> dict[str, list[str]]:
+        record_limiter_wait("https://api.example.test", 0.25)
+        with provider.get_tracer("sdk").start_as_current_span("sdk.request"):
+            return {"results": [query]}
+
+    tool = Tool(name="search", body=search, schema={
+        "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"],
+    }, is_async=True)
+
+    def observe(event: ExecEvent) -> None:
+        tracer.observe(ProgressEvent("s1", event.kind, event.at, tool=event.tool,
+                                     attempt=event.attempt, result=event.result))
+
+    tracer.observe(ProgressEvent("s1", "state", 0, state="running"))
+    result = await execute_tool_safely(tool, {"query": "q"}, timeout=5, observer=observe)
+    assert result.ok
+    assert trace.get_current_span() is trace.INVALID_SPAN  # nothing left attached
+    tracer.close()
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    attempt, sdk = spans["execute_tool search"], spans["sdk.request"]
+    assert sdk.parent is not None and sdk.parent.span_id == attempt.context.span_id
+    (wait,) = attempt.events
+    assert wait.name == "fanout.limiter_wait"
+    assert wait.attributes is not None and wait.attributes["fanout.wait_s"] == 0.25
