@@ -25,6 +25,7 @@ happened — category, error type, trigger, route, counts — and never what was
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import Token
@@ -47,6 +48,7 @@ LEAD = "lead"  # the lead agent's subtask id in progress events (coordinator.lea
 _MAX_CONTENT = 8192  # characters of one captured content attribute
 
 RouteOf = Callable[[Escalation], str]
+_log = logging.getLogger(__name__)
 
 
 def tracer_of(provider: TracerProvider | None = None) -> Tracer:
@@ -162,7 +164,14 @@ class RunTracer:
     # -- progress events ----------------------------------------------------------------
 
     def observe(self, event: ProgressEvent) -> None:
-        """The progress observer: one event in, spans started or ended."""
+        """The progress observer: one event in, spans started or ended. Never raises:
+        a bug here loses spans, never a run (DESIGN §13)."""
+        try:
+            self._observe(event)
+        except Exception:  # telemetry must not fail the run it watches
+            _log.exception("fanout telemetry: a span was lost")
+
+    def _observe(self, event: ProgressEvent) -> None:
         sid = event.subtask_id
         kind = event.kind
         if kind == "start":
@@ -183,8 +192,17 @@ class RunTracer:
 
     def finished(self, result: SubagentResult) -> None:
         """End a subagent's span for this round with its result (the coordinator calls
-        this as it counts the result); a subagent that never started gets one too."""
+        this as it counts the result); a subagent that never started gets one too.
+        Never raises, like :meth:`observe`."""
+        try:
+            self._finished(result)
+        except Exception:  # telemetry must not fail the run it watches
+            _log.exception("fanout telemetry: a span was lost")
+
+    def _finished(self, result: SubagentResult) -> None:
         sid = result.subtask_id
+        if sid == LEAD:
+            return
         agent = self._open_agent(sid)
         span = agent.span
         assert span is not None
@@ -271,9 +289,9 @@ class RunTracer:
         if agent.wait_s is not None:
             attrs[sc.WAIT_S] = agent.wait_s
             agent.wait_s = None
-        if agent.step is not None:
-            attrs[sc.STEP] = agent.step
         kind = sc.tool_kind(tool)
+        if agent.step is not None and kind != "model":
+            attrs[sc.STEP] = agent.step
         attrs[sc.TOOL_KIND] = kind
         if kind == "model":
             attrs[sc.OPERATION] = "chat"

@@ -17,7 +17,7 @@ from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import run_scenario
 from shared.clock import run_in_virtual_time
 from subagents.executor import ExecEvent, execute_tool_safely
-from subagents.result import ProgressEvent
+from subagents.result import ProgressEvent, SubagentResult
 from subagents.telemetry import CAPTURE_CONTENT_ENV, RunTracer, record_limiter_wait, tracer_of
 from subagents.tool import Tool
 
@@ -176,3 +176,19 @@ async def test_an_attempt_is_the_current_span_while_it_runs() -> None:
     (wait,) = attempt.events
     assert wait.name == "fanout.limiter_wait"
     assert wait.attributes is not None and wait.attributes["fanout.wait_s"] == 0.25
+
+
+class _BrokenTracer(trace.NoOpTracer):
+    """A tracer with a bug: every span it is asked for raises."""
+
+    def start_span(self, *args: object, **kwargs: object) -> trace.Span:
+        raise RuntimeError("exporter bug")
+
+
+def test_a_telemetry_bug_loses_spans_never_the_run(caplog: pytest.LogCaptureFixture) -> None:
+    """The observer and the result hook swallow (and log) what the tracer raises."""
+    tracer = RunTracer(_BrokenTracer(), run_id="r1")
+    tracer.observe(ProgressEvent("s1", "state", 0, state="running"))
+    tracer.observe(ProgressEvent("s1", "start", 0, tool="search", attempt=1))
+    tracer.finished(SubagentResult(subtask_id="s1"))
+    assert "a span was lost" in caplog.text
