@@ -24,14 +24,12 @@ happened — category, error type, trigger, route, counts — and never what was
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import Token
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -43,9 +41,13 @@ from shared.escalation import Escalation
 from subagents.models.spec import ModelSpec
 from subagents.result import ProgressEvent, SubagentResult
 from subagents.telemetry import semconv as sc
+from subagents.telemetry.content import clip as _clip
+from subagents.telemetry.content import model_response as _model_response
+from subagents.telemetry.content import output_messages as _output_messages
+from subagents.telemetry.content import server_of as _server
+from subagents.telemetry.content import to_json as _json
 
 LEAD = "lead"  # the lead agent's subtask id in progress events (coordinator.lead.LEAD)
-_MAX_CONTENT = 8192  # characters of one captured content attribute
 
 RouteOf = Callable[[Escalation], str]
 _log = logging.getLogger(__name__)
@@ -382,68 +384,6 @@ class RunTracer:
             span.set_status(Status(StatusCode.ERROR, _clip(str(exc))))
         else:
             span.set_status(Status(StatusCode.ERROR, error_type))
-
-
-def _model_response(attrs: dict[str, AttributeValue], data: dict[str, Any]) -> None:
-    """The response side of a model call's span: model, finish reason, usage."""
-    if isinstance(data.get("model"), str) and data["model"]:
-        attrs[sc.RESPONSE_MODEL] = data["model"]
-    if isinstance(data.get("stop_reason"), str):
-        attrs[sc.FINISH_REASONS] = (data["stop_reason"],)
-    usage = data.get("usage")
-    if isinstance(usage, dict):
-        for key, name in (("input_tokens", sc.INPUT_TOKENS), ("output_tokens", sc.OUTPUT_TOKENS)):
-            if isinstance(usage.get(key), int):
-                attrs[name] = usage[key]
-    calls = data.get("calls")
-    if isinstance(calls, list):
-        attrs["fanout.tool_calls"] = len(calls)
-
-
-def _output_messages(data: dict[str, Any]) -> str:
-    """The model's answer as ``gen_ai.output.messages`` (1.38 JSON shape): text and
-    tool-call parts, with the finish reason."""
-    parts: list[dict[str, Any]] = []
-    if data.get("text"):
-        parts.append({"type": "text", "content": data["text"]})
-    for call in data.get("calls") or []:
-        if isinstance(call, dict):
-            parts.append({
-                "type": "tool_call",
-                "id": call.get("id"),
-                "name": call.get("name"),
-                "arguments": call.get("arguments", call.get("raw_arguments")),
-            })
-    message = {"role": "assistant", "parts": parts,
-               "finish_reason": data.get("stop_reason") or "stop"}
-    return _json([message])
-
-
-def _server(base_url: str | None) -> dict[str, AttributeValue]:
-    if not base_url:
-        return {}
-    parts = urlsplit(base_url)
-    out: dict[str, AttributeValue] = {}
-    if parts.hostname:
-        out[sc.SERVER_ADDRESS] = parts.hostname
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is not None:
-        out[sc.SERVER_PORT] = port
-    return out
-
-
-def _json(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _MAX_CONTENT else text[:_MAX_CONTENT] + "…"
 
 
 def _version() -> str:
