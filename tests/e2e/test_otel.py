@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from subagents.telemetry import SEMCONV_VERSION
 from tests.e2e.jobs import job_text
@@ -61,8 +62,12 @@ def _job(wire: Wire, server: LoopbackServer, tmp_path: Path) -> Path:
         wire.text(ANSWER),
         wire.text("The market: USD 9bn by 2034 [market]."),  # the lead's synthesis
     )
+    document = yaml.safe_load(job_text(wire, server))
+    # A cold process's first SDK call can take seconds on a busy machine: a model timeout
+    # here would add an attempt the assertions do not expect.
+    document["model"]["timeout_s"] = 60
     job = tmp_path / "job.yaml"
-    job.write_text(job_text(wire, server), encoding="utf-8")
+    job.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return job
 
 
