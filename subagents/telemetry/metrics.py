@@ -17,19 +17,13 @@ What other parts feed:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
 from opentelemetry import trace
 
 from subagents.result import ProgressEvent
 from subagents.telemetry.semconv import tool_kind
-
-try:
-    import prometheus_client as _prom
-    from prometheus_client.core import GaugeMetricFamily
-    from prometheus_client.registry import Collector
-except ImportError:  # the otel extra is not installed: metrics stay off
-    _prom = None  # type: ignore[assignment]
 
 # Subagent states a subagent is in while its run goes on (done and escalated are final).
 LIVE_STATES = ("queued", "running", "thinking", "retrying")
@@ -42,8 +36,9 @@ RunCounts = Callable[[], Mapping[tuple[str, str], int]]
 class FanoutMetrics:
     """The process's metrics, on a registry of their own (not prometheus_client's global)."""
 
-    def __init__(self) -> None:
-        assert _prom is not None
+    def __init__(self, prom: ModuleType) -> None:
+        _prom = prom  # prometheus_client, imported only once metrics are on (CLI start-up)
+        self._prom = prom
         self.registry = _prom.CollectorRegistry(auto_describe=True)
         r = self.registry
         self.attempts = _prom.Counter(
@@ -76,38 +71,37 @@ class FanoutMetrics:
         every scrape (one service per process: a second call replaces the first)."""
         if self._service is not None:
             self.registry.unregister(self._service)
-        self._service = _RunsCollector(counts, queue_depth)
+        self._service = _runs_collector(counts, queue_depth)
         self.registry.register(self._service)
         self.sse_clients.set_function(lambda: float(streams()))
 
     def render(self) -> tuple[bytes, str]:
         """The Prometheus text exposition of every metric, and its content type."""
-        assert _prom is not None
-        return _prom.generate_latest(self.registry), _prom.CONTENT_TYPE_LATEST
+        return self._prom.generate_latest(self.registry), self._prom.CONTENT_TYPE_LATEST
 
 
-if _prom is not None:
+def _runs_collector(counts: RunCounts, queue_depth: Callable[[], int]) -> Any:
+    """A collector of runs by status and outcome, and of the service's queue, read when
+    scraped."""
+    from prometheus_client.core import GaugeMetricFamily
+    from prometheus_client.registry import Collector
 
-    class _RunsCollector(Collector):
-        """Runs by status and outcome, and the service's queue, read when scraped."""
-
-        def __init__(self, counts: RunCounts, queue_depth: Callable[[], int]) -> None:
-            self.counts = counts
-            self.queue_depth = queue_depth
-
+    class RunsCollector(Collector):
         def collect(self) -> Iterator[Any]:
             runs = GaugeMetricFamily(
                 "fanout_runs", "Runs in the store, by status and outcome (\"\" while running).",
                 labels=["status", "outcome"])
-            for (status, outcome), n in sorted(self.counts().items()):
+            for (status, outcome), n in sorted(counts().items()):
                 runs.add_metric([status, outcome], n)
             yield runs
             yield GaugeMetricFamily(
                 "fanout_queue_depth", "Runs admitted but waiting for a slot (--max-runs).",
-                value=self.queue_depth())
+                value=queue_depth())
 
         def describe(self) -> Iterable[Any]:
             return []  # read at scrape time only
+
+    return RunsCollector()
 
 
 _METRICS: FanoutMetrics | None = None
@@ -116,8 +110,12 @@ _METRICS: FanoutMetrics | None = None
 def enable_metrics() -> FanoutMetrics | None:
     """Turn this process's metrics on (once) and return them; None without prometheus_client."""
     global _METRICS
-    if _METRICS is None and _prom is not None:
-        _METRICS = FanoutMetrics()
+    if _METRICS is None:
+        try:
+            import prometheus_client
+        except ImportError:  # the otel extra is not installed: metrics stay off
+            return None
+        _METRICS = FanoutMetrics(prometheus_client)
     return _METRICS
 
 
