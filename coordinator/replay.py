@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.trace import TracerProvider
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.fanout import EscalationHandler
@@ -53,10 +54,12 @@ async def run_scenario(
     handler: EscalationHandler | None = None,
     tools: SimulatedTools | None = None,
     planning: JobPlanning | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> CoverageReport:
     """Run a scenario's job on its simulated tools with its seed (any clock).
 
     Subtasks without a plan are planned by the scenario's model (scripted in replays).
+    Its spans go to ``tracer_provider`` (the global provider by default, DESIGN §13).
     """
     clock = clock or AnyioClock()
     sim = tools or SimulatedTools(scenario.tools, clock)
@@ -70,6 +73,7 @@ async def run_scenario(
             trace_ids=SeededTraceIds(scenario.seed),
             observer=observer,
             handler=handler,
+            tracer_provider=tracer_provider,
         )
     finally:
         await planning.aclose()

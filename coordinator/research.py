@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from opentelemetry.trace import TracerProvider
+
 from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, run_job
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import LEAD, LeadContext, decompose, with_lead_gap
 from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport, with_tokens
+from coordinator.routing import RoutingTable
 from coordinator.synthesis import synthesize
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
@@ -30,6 +33,7 @@ from subagents.loop import (
 from subagents.models.base import ToolSpec
 from subagents.planners.prompt import tool_specs
 from subagents.spec import SubtaskSpec
+from subagents.telemetry.run import instrumented_run
 
 
 class PlanHook(Protocol):
@@ -69,14 +73,68 @@ async def run_research(
     checkpoint: Callable[[SubagentRun], None] | None = None,
     elapsed_offset: float = 0.0,
     lead_gap: SubagentResult | None = None,
+    run_id: str | None = None,
+    tracer_provider: TracerProvider | None = None,
     **run_job_options: Any,
 ) -> CoverageReport:
     """Run ``scenario``'s job with its lead agent; never raises for a failure inside it.
 
     ``on_plan`` hears the lead's subtasks once they are decided (the run store keeps
     them, so a resumed run does not plan again). ``lead_gap`` is the gap of a lead that
-    could not plan, for a resumed run of its degraded plan.
+    could not plan, for a resumed run of its degraded plan. The run is traced (one
+    trace, DESIGN §13) to ``tracer_provider``, or to the global provider when the
+    application set one; ``run_id`` names the recorded run in its spans.
     """
+    table = RoutingTable(scenario.job.routing)
+    with instrumented_run(
+        job=scenario.scenario,
+        query=scenario.job.query,
+        run_id=run_id,
+        model=scenario.model,
+        route=lambda escalation: table.route(escalation).route,
+        observer=observer,
+        on_result=on_result,
+        tracer_provider=tracer_provider,
+    ) as instrumented:
+        report = await _research(
+            scenario,
+            source,
+            planning=planning,
+            clock=clock,
+            trace_ids=trace_ids,
+            observer=instrumented.observer,
+            handler=handler,
+            on_result=instrumented.on_result,
+            on_plan=on_plan,
+            runs=runs,
+            checkpoint=checkpoint,
+            elapsed_offset=elapsed_offset,
+            lead_gap=lead_gap,
+            **run_job_options,
+        )
+        instrumented.outcome(
+            report.outcome, report.coverage, len(report.subtasks), len(report.gaps)
+        )
+    return report
+
+
+async def _research(
+    scenario: Scenario,
+    source: ToolSource,
+    *,
+    planning: JobPlanning,
+    clock: Clock,
+    trace_ids: TraceIds,
+    observer: ProgressObserver | None,
+    handler: EscalationHandler | None,
+    on_result: ResultHook | None,
+    on_plan: PlanHook | None,
+    runs: Mapping[str, SubagentRun] | None,
+    checkpoint: Callable[[SubagentRun], None] | None,
+    elapsed_offset: float,
+    lead_gap: SubagentResult | None,
+    **run_job_options: Any,
+) -> CoverageReport:
     job = scenario.job
     model = scenario.model
     job_clock = JobClock(clock, offset=elapsed_offset)

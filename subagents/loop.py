@@ -369,7 +369,7 @@ async def _call(
     trace_id = trace_ids.next(spec.id)
     run.trace_ids.append(trace_id)
     run.in_flight = action
-    emit("call", tool=action.tool, step=action.step)
+    emit("call", tool=action.tool, step=action.step, args=action.args)
     tool = tools.get(action.tool)
     error = action.invalid or _refusal(action.tool, tool, spec)
     if error is not None or tool is None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,9 @@ class ProgressEvent:
     result: ToolResult | None = None
     step: int | None = None
     trigger: str | None = None
+    # A call's arguments (``call`` events): for traces that capture content (DESIGN §13);
+    # the run store does not keep them here (the findings do).
+    args: Mapping[str, Any] | None = None
 
 
 ProgressObserver = Callable[[ProgressEvent], None]

@@ -20,6 +20,7 @@ WINGS = [
     "subagents.models",
     "subagents.planners",
     "subagents.simulated",
+    "subagents.telemetry",
 ]
 
 

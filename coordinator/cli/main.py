@@ -32,6 +32,10 @@ from coordinator.views.terminal import (
 from shared.errors import InputFileError
 from subagents.mcp.spec import McpServerError
 from subagents.models.factory import MissingModelKey
+from subagents.telemetry import Telemetry, TelemetryUnavailable, configure_from_env
+
+# The commands that run jobs (or serve them): they export traces when OTEL_* asks.
+TRACED_COMMANDS = frozenset({"run", "ask", "resume", "replay", "serve", "worker"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,7 +141,15 @@ def _main(argv: Sequence[str] | None) -> int:
     args.whole_process = argv is None
     out = Console()
     err = Console(stderr=True, soft_wrap=True)  # error lines stay whole for grep and CI logs
+    telemetry: Telemetry | None = None
     try:
+        if args.whole_process and args.command in TRACED_COMMANDS:
+            # Only as the process itself may fanout set the global tracer provider: called
+            # from Python, main() leaves that to the application (DESIGN §13).
+            try:
+                telemetry = configure_from_env()
+            except TelemetryUnavailable as exc:
+                err.print(f"[yellow]warning:[/] {escape(str(exc))}")
         code: int = args.func(args, out, err)
     except InputFileError as exc:
         print_input_error(err, exc)
@@ -157,6 +169,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
         return 130
+    finally:
+        if telemetry is not None and not telemetry.shutdown():
+            err.print("[yellow]warning:[/] the trace exporter did not take the last spans "
+                      f"within {telemetry.flush_timeout_s:g}s; they were dropped")
     return code
 
 

@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
-from fastapi import FastAPI, Request
+import anyio.to_thread
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
@@ -27,7 +28,8 @@ from coordinator.serve.records import KeyReused
 from coordinator.serve.routes import events_router, openapi_router, runs_router
 from coordinator.serve.schemas import InputProblems
 from coordinator.serve.server import ServeConfig
-from coordinator.store.runs import StoreError
+from coordinator.store.runs import RunStore, StoreError
+from subagents.telemetry import enable_metrics
 
 DESCRIPTION = """\
 Research fan-out jobs as a service (fanout DESIGN §8): submit a job file, follow its
@@ -78,6 +80,34 @@ def _allowed(app: FastAPI, request: Request) -> list[str]:
     return sorted(methods)
 
 
+def _run_counts(store: RunStore) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for row in store.runs():
+        key = (row.status, row.outcome or "")
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _metrics_route(app: FastAPI, manager: RunManager, auth: Authorizer) -> None:
+    """``GET /metrics``: Prometheus text (DESIGN §13), behind the API's token like the rest.
+
+    Without prometheus_client (the ``otel`` extra) it answers 501 saying what to install.
+    """
+    metrics = enable_metrics()
+    if metrics is not None:
+        metrics.watch_service(lambda: _run_counts(manager.store), lambda: manager.queue_depth,
+                              lambda: manager.streams)
+
+    @app.get("/metrics", include_in_schema=False, dependencies=[Depends(auth.api)])
+    async def prometheus_metrics() -> Response:
+        if metrics is None:
+            return JSONResponse({"detail": "metrics need prometheus_client: "
+                                 "pip install 'fanout[otel]'"}, status_code=501)
+        # Reading the runs is a store query: off the event loop.
+        body, content_type = await anyio.to_thread.run_sync(metrics.render)
+        return Response(body, media_type=content_type)
+
+
 def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) -> FastAPI:
     """The service over the run store at ``config.store``.
 
@@ -114,6 +144,7 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
     app.include_router(page_router(auth))
     app.include_router(openapi_router(app, auth))
     app.add_middleware(_NoSniff)
+    _metrics_route(app, manager, auth)
 
     @app.exception_handler(LoginRequired)
     async def login(request: Request, exc: LoginRequired) -> Response:

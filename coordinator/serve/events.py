@@ -22,6 +22,7 @@ without ``end``; an ``EventSource`` reconnects with ``Last-Event-ID`` by itself.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final, Protocol
 
@@ -32,6 +33,7 @@ from coordinator.serve.records import ServiceRecords
 from coordinator.store.backend import Backend
 from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
+from subagents.telemetry import record_event_delivery
 
 PING: Final = b": ping\n\n"
 RETRY: Final = b"retry: 2000\n\n"  # reconnect after 2 s rather than the browser's default
@@ -59,6 +61,7 @@ class EventLog:
         self.run_id = run_id
         self.base_seq = base_seq  # events up to here are in the store (earlier sessions)
         self.frames: list[bytes] = []  # frames[i] is event base_seq + i + 1
+        self.published: list[float] = []  # when frames[i] was appended (delivery latency)
         self.end: bytes | None = None
         self.closed = False
         self._changed = anyio.Event()
@@ -77,6 +80,7 @@ class EventLog:
         if seq != self.last_seq + 1:  # a recorder numbers events one by one
             raise RuntimeError(f"run {self.run_id}: event {seq} after {self.last_seq}")
         self.frames.append(data)
+        self.published.append(time.monotonic())
         self._wake()
 
     def finish(self, end: bytes) -> None:
@@ -200,8 +204,9 @@ async def _follow(
         if index < len(log.frames):
             upto = len(log.frames)
             chunk = b"".join(log.frames[index:upto])
-            index = upto
             yield chunk
+            delivered(log.published[index:upto])
+            index = upto
             continue
         if log.end is not None:
             yield log.end
@@ -212,6 +217,13 @@ async def _follow(
             await log.wait(index)
         if quiet.cancelled_caught:
             yield PING
+
+
+def delivered(published: list[float]) -> None:
+    """Events written to a stream: their delivery latency goes to /metrics."""
+    now = time.monotonic()
+    for at in published:
+        record_event_delivery(now - at)
 
 
 async def _poll(

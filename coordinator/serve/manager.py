@@ -154,6 +154,11 @@ class RunManager:
 
     # -- reading --------------------------------------------------------------------
 
+    @property
+    def queue_depth(self) -> int:
+        """Runs admitted but waiting for a slot (``--max-runs``)."""
+        return len(self._queue)
+
     def log_of(self, run_id: str) -> EventLog | None:
         """The live event log of a run this server executes."""
         live = self.live.get(run_id)

@@ -34,6 +34,7 @@ from subagents.spec import SubtaskSpec
 
 if TYPE_CHECKING:
     import anyio
+    from opentelemetry.trace import TracerProvider
 
     from subagents.mcp.tools import McpToolSource
 
@@ -151,6 +152,7 @@ async def run_recorded(
     planning: JobPlanning | None = None,
     on_plan: PlanHook | None = None,
     lead_gap: SubagentResult | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> CoverageReport:
     """Run (or continue) ``scenario`` with everything recorded; close the run at the end.
 
@@ -221,6 +223,8 @@ async def run_recorded(
             elapsed_offset=elapsed_offset,
             cancel=cancel,
             lead_gap=lead_gap,
+            run_id=recorder.run_id,
+            tracer_provider=tracer_provider,
         )
     table = RoutingTable(scenario.job.routing)
     escalations = [

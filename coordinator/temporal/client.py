@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import anyio.to_thread
-from temporalio.client import Client, WorkflowHandle
+from opentelemetry.trace import TracerProvider
+from temporalio.client import Client, Interceptor, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from coordinator.jobfile.scenario import Scenario
@@ -18,18 +19,36 @@ from coordinator.temporal.payloads import (
 )
 from coordinator.temporal.records import TemporalRunRef, register_run
 from coordinator.temporal.workflow import FanoutWorkflow
+from subagents.telemetry.run import job_span
+from subagents.telemetry.spans import tracer_of, tracing_enabled
 
 JobHandle = WorkflowHandle[FanoutWorkflow, CoverageReport]
 
 
-async def connect(address: str = DEFAULT_ADDRESS, namespace: str = DEFAULT_NAMESPACE) -> Client:
+async def connect(
+    address: str = DEFAULT_ADDRESS,
+    namespace: str = DEFAULT_NAMESPACE,
+    *,
+    tracer_provider: TracerProvider | None = None,
+) -> Client:
     """A client of the Temporal service at ``address`` that speaks fanout's models.
+
+    When runs are traced (``tracer_provider``, or a global provider the application set)
+    the client carries temporalio's TracingInterceptor, and so do the workers built on
+    it: a run's trace continues from its submission through the workflow into every
+    activity (DESIGN §13).
 
     Raises:
         RuntimeError: nothing answers at ``address`` (temporalio's connection error).
     """
+    interceptors: list[Interceptor] = []
+    if tracing_enabled(tracer_provider):
+        from temporalio.contrib.opentelemetry import TracingInterceptor
+
+        interceptors.append(TracingInterceptor(tracer_of(tracer_provider)))
     return await Client.connect(
-        address, namespace=namespace, data_converter=pydantic_data_converter
+        address, namespace=namespace, data_converter=pydantic_data_converter,
+        interceptors=interceptors,
     )
 
 
@@ -108,4 +127,10 @@ async def submit_recorded(
     inp = JobInput.of(
         scenario, run_id=run_id, store=store.target, speed=speed, settings=settings
     )
-    return ref, await start_job(client, inp, task_queue=task_queue)
+    # The run's trace starts here: the job's span is current while the workflow starts,
+    # so the interceptor carries it to the workflow and its activities. It ends once the
+    # job is submitted (the workflow's own spans say how long the run took).
+    with job_span(job=scenario.scenario, query=scenario.job.query, run_id=run_id,
+                  model=scenario.model):
+        handle = await start_job(client, inp, task_queue=task_queue)
+    return ref, handle

@@ -35,6 +35,7 @@ from subagents import ProgressEvent, SubagentResult, SubagentRun
 from subagents.executor import ExecEvent
 from subagents.models.spec import ModelSpec
 from subagents.planners.model import Seekable
+from subagents.telemetry.run import activity_tracer
 
 Beat = dict[str, Any]
 """The decomposition's heartbeat: ``{}``, or ``{"decided": Decomposition as JSON}``."""
@@ -56,18 +57,25 @@ class Lead:
         position: LeadPosition | None = None,
     ) -> None:
         writer = resources.writer(store) if store else None
+        spec = ModelSpec.model_validate(dict(model))
+        # The lead's model attempts hang under this activity's span (the run's trace).
+        tracer = activity_tracer(run_id=run_id, model=spec)
 
         def observe(event: ExecEvent) -> None:
+            if writer is None and tracer is None:
+                return
+            progress = ProgressEvent(LEAD, event.kind, clock.now(), tool=event.tool,
+                                     attempt=event.attempt, wait_s=event.wait_s,
+                                     result=event.result)
+            if tracer is not None:
+                tracer.observe(progress)
             if writer is not None:
-                progress = ProgressEvent(LEAD, event.kind, clock.now(), tool=event.tool,
-                                         attempt=event.attempt, wait_s=event.wait_s,
-                                         result=event.result)
                 writer.event(run_id, session, LEAD, event.kind, progress.at,
                              event_data(progress))
 
         client = resources.models.client(model, clock)
         self.trace_ids = SeededTraceIds(f"{seed}/{run_id}")
-        self.context = LeadContext(client, ModelSpec.model_validate(dict(model)), clock,
+        self.context = LeadContext(client, spec, clock,
                                    self.trace_ids, observer=observe, seed=seed)
         if position is not None:
             # The lead continues where its last activity left it, as a local run's one

@@ -28,10 +28,12 @@ from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentRun, run_subagent
 from subagents.checkpoint import restore_run, snapshot_run
 from subagents.loop import crashed, cut_by_deadline
+from subagents.models.spec import ModelSpec
 from subagents.planners import Planner
 from subagents.simulated.spec import SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
+from subagents.telemetry.run import activity_tracer
 from subagents.tool import Tool
 
 Beat = dict[str, Any]
@@ -149,7 +151,16 @@ async def run_round(
         spec, state, seed=inp.seed, sim=sim, trace_ids=trace_ids, planner=planner, client=client
     )
 
+    routing = RoutingTable(inp.routing)
+    tracer = activity_tracer(
+        run_id=run_id,
+        model=ModelSpec.model_validate(dict(inp.model)) if inp.model else None,
+        route=lambda escalation: routing.route(escalation).route,
+    )
+
     def observer(event: ProgressEvent) -> None:
+        if tracer is not None:
+            tracer.observe(event)
         if writer is not None:
             data = event_data(event)
             if event.kind == "state":
@@ -197,12 +208,14 @@ async def run_round(
                 cut_by_deadline(run, clock.now())
                 escalated()
     result = run.result()
+    if tracer is not None and not done_before:
+        tracer.finished(result)  # the subagent's span for this round ends with its result
     final = state_of(run, sim, trace_ids, client)
     if not done_before:
         beat({"round": inp.round, "done": True, "state": final})
     if writer is not None:
         await writer.commit_result(run_id, sid, session, result.model_dump(mode="json"), final)
-    keep = _retried_later(run, RoutingTable(inp.routing))
+    keep = _retried_later(run, routing)
     return RoundOutput(result=result, state=final if keep else None)
 
 

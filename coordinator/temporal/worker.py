@@ -33,7 +33,9 @@ DEFAULT_CONCURRENCY = 100
 # them again for every workflow run.
 _RUNNER = SandboxedWorkflowRunner(
     restrictions=SandboxRestrictions.default.with_passthrough_modules(
-        "coordinator", "subagents", "shared", "pydantic", "pydantic_core", "anyio"
+        "coordinator", "subagents", "shared", "pydantic", "pydantic_core", "anyio",
+        # The TracingInterceptor's workflow side uses the API's global state (DESIGN §13).
+        "opentelemetry",
     )
 )
 
