@@ -137,11 +137,6 @@ def build_ask_job(
         raise InputFileErrors([InputFileError("QUESTION", None, "question", "a question")])
     parsed = parse_yaml(text, file)
     data = parsed.data if isinstance(parsed.data, dict) else {}
-    if not flags and not any(data.get(key) for key in ("tools", "mcp_servers", "research_tools")):
-        raise InputFileErrors(
-            [InputFileError(file if tools_file else "fanout ask", None, "tools",
-                            HOW_TO_GIVE_TOOLS, got="no tools")]
-        )
     problems = [
         InputFileError(
             file,
@@ -155,6 +150,10 @@ def build_ask_job(
     ]
     if problems:
         raise InputFileErrors(problems)
+    if not flags and not any(data.get(key) for key in ("tools", "mcp_servers", "research_tools")):
+        raise InputFileErrors(
+            [InputFileError(file, None, "tools", HOW_TO_GIVE_TOOLS, got="no tools")]
+        )
     job: dict[str, Any] = {
         "query": question,
         "max_subtasks": max_subtasks,
