@@ -110,11 +110,15 @@ def build_ask_job(
     docs: str | None = None,
     search: str | None = None,
     env_search: str | None = None,
+    tools_text: str | None = None,
+    tools_name: str = NO_FILE,
 ) -> tuple[Scenario, str, str]:
     """The scenario to run, its YAML text (for the store) and the file it names.
 
     ``docs`` and ``search`` are ``--docs`` and ``--search``; ``env_search`` is
-    ``FANOUT_SEARCH``, used when ``--search`` is not given. A tools file's own
+    ``FANOUT_SEARCH``, used when ``--search`` is not given. ``tools_text`` is a tools
+    file's text given inline (the service's ``POST /ask``), named ``tools_name`` in
+    errors. A tools file's own
     ``research_tools`` keep what the flags do not replace (``web`` or ``docs`` whole).
 
     Raises:
@@ -131,7 +135,7 @@ def build_ask_job(
                 [InputFileError(file, None, "<file>", "a readable tools file", got=str(exc))]
             ) from None
     else:
-        file, text = NO_FILE, ""
+        file, text = tools_name, tools_text or ""
     flags = _research_flags(docs, search, env_search)
     if not question.strip():
         raise InputFileErrors([InputFileError("QUESTION", None, "question", "a question")])

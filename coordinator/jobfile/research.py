@@ -47,13 +47,18 @@ class ResearchPolicy:
 
     docs_roots: tuple[Path, ...] | None = None
     private: bool = True
+    # Where a relative docs.path is resolved (None: the job file's folder). The service
+    # resolves a submitted job's relative path under the first folder it serves.
+    docs_base: Path | None = None
     resolver: Resolver | None = None
     dial: Dialler | None = None
     transport: httpx.AsyncBaseTransport | None = None
     env: Mapping[str, str] | None = None
 
 
-def _base_dir(scenario: Scenario) -> Path | None:
+def _base_dir(scenario: Scenario, policy: ResearchPolicy | None = None) -> Path | None:
+    if policy is not None and policy.docs_base is not None:
+        return policy.docs_base
     return Path(scenario.source).parent if scenario.source else None
 
 
@@ -62,7 +67,7 @@ def check_research_policy(scenario: Scenario, policy: ResearchPolicy) -> list[In
     spec = scenario.research_tools
     if spec is None or spec.docs is None or policy.docs_roots is None:
         return []
-    folder = resolve_docs_folder(spec.docs.path, _base_dir(scenario))
+    folder = resolve_docs_folder(spec.docs.path, _base_dir(scenario, policy))
     roots = [r.resolve() for r in policy.docs_roots]
     if any(folder.is_relative_to(root) for root in roots):
         return []
@@ -110,7 +115,7 @@ async def job_research_tools(
     try:
         opened = open_research_tools(
             spec,
-            base_dir=_base_dir(scenario),
+            base_dir=_base_dir(scenario, policy),
             store_dir=store_dir,
             env=policy.env,
             resolver=policy.resolver,

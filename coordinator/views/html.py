@@ -261,7 +261,8 @@ def _source(source: Mapping[str, Any]) -> str:
     url, path = source.get("url"), source.get("path")
     title = _e(source.get("title") or url or path or source.get("tool", ""))
     if isinstance(url, str) and url.lower().startswith(("http://", "https://")):
-        shown = (f'<a href="{_e(url)}" rel="noopener noreferrer nofollow">{title}</a> '
+        shown = (f'<a href="{_e(url)}" target="_blank" rel="noopener noreferrer nofollow">'
+                 f'{title}</a> '
                  f'<span class="where">{_e(url)}</span>')
     elif url or path:
         shown = f'{title} <code>{_e(url or path)}</code>'

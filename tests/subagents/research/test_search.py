@@ -120,8 +120,10 @@ async def test_bad_arguments_never_reach_the_backend(backend: tuple[str, Loopbac
     """limit 0 or 21 and an empty query are validation envelopes; no request is sent."""
     name, server = backend
     server.clear()
-    bad = [({"query": "x", "limit": 21}, "limit"), ({"query": "x", "limit": 0}, "limit"),
-           ({"query": "  "}, "query")]
+    bad: list[tuple[dict[str, Any], str]] = [
+        ({"query": "x", "limit": 21}, "limit"), ({"query": "x", "limit": 0}, "limit"),
+        ({"query": "  "}, "query"),
+    ]
     for args, field in bad:
         result = await _search(name, server, args)
         assert (result.category, result.field) == ("validation", field)
