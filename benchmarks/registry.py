@@ -91,6 +91,11 @@ REGISTRY: tuple[Entry, ...] = (
         full={"runs": 300, "concurrent": 200, "batches": 9},
         quick={"runs": 6, "concurrent": 10, "batches": 2},
     ),
+    Entry(
+        "research", "benchmarks.research",
+        full={"docs": 10_000, "queries": 1_000, "page_bytes": 2**20, "repeat": 5},
+        quick={"docs": 60, "queries": 20, "page_bytes": 32_768, "repeat": 1},
+    ),
 )
 """Every benchmark of ``make bench``, in the order of the table."""
 

@@ -171,12 +171,12 @@ class _Checker:
         self.problems: list[InputFileError] = []
         tools = data.get("tools", {})
         self.tools: set[str] | None = {str(k) for k in tools} if isinstance(tools, dict) else None
-        # Sorted and compared once per file, not once per call of an undefined tool.
-        self.known = sorted(self.tools or ())
-        self.suggest_tool = Suggestions(self.known)
         servers = data.get("mcp_servers")
         self.servers = {str(k) for k in servers} if isinstance(servers, dict) else set()
         self.research = set(declared_research_tools(data.get("research_tools")))
+        # Sorted and compared once per file, not once per call of an undefined tool.
+        self.known = sorted(self.tools or ())
+        self.suggest_tool = Suggestions(sorted({*self.known, *self.research}))
 
     def mcp_servers(self) -> None:
         """Server names usable as SERVER.TOOL, and no simulated tool in a server's name space."""
@@ -231,7 +231,12 @@ class _Checker:
         else:
             hint = " (none is defined)"
         server, dot, _ = name.partition(".")
-        if server in ("web", "docs"):
+        declared = sorted(n for n in self.research if n.startswith(f"{server}."))
+        if name == "web.search" and "web.fetch" in self.research:
+            hint += ", or a backend in research_tools.web.search (for web.search)"
+        elif declared and close is None:
+            hint += f", or one research_tools declares ({listing(declared)})"
+        elif server in ("web", "docs") and not declared:
             hint += f", or {name!r} declared by research_tools.{server}"
         elif dot:
             hint += f", or a server {server!r} declared under mcp_servers"

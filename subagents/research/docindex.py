@@ -122,19 +122,33 @@ class DocIndex:
         """Every indexable file under the folder: relative path → (mtime_ns, size)."""
         found: dict[str, tuple[int, int]] = {}
         root = self.root
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in filenames:
-                if name.startswith(".") or Path(name).suffix.lower() not in SUFFIXES:
+        # os.scandir: one directory read gives names, kinds and (cached) stats; a refresh
+        # that finds nothing changed is this walk and one SELECT.
+        pending = [(str(root), "")]
+        while pending:
+            folder, prefix = pending.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
                     continue
-                full = Path(dirpath) / name
-                if full.is_symlink() and not full.resolve().is_relative_to(root):
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, f"{prefix}{name}/"))
+                    continue
+                if os.path.splitext(name)[1].lower() not in SUFFIXES:
+                    continue
+                if entry.is_symlink() and not Path(entry.path).resolve().is_relative_to(root):
                     continue  # a link out of the folder is not part of it
                 try:
-                    st = full.stat()
+                    st = entry.stat()
                 except OSError:
                     continue
-                found[full.relative_to(root).as_posix()] = (st.st_mtime_ns, st.st_size)
+                if not entry.is_file():
+                    continue
+                found[prefix + name] = (st.st_mtime_ns, st.st_size)
         return found
 
     def is_stale(self) -> bool:
