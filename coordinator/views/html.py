@@ -267,7 +267,7 @@ def _source(source: Mapping[str, Any]) -> str:
     elif url or path:
         shown = f'{title} <code>{_e(url or path)}</code>'
     else:
-        shown = f'{title} <span class="where">result</span>'
+        shown = title  # a tool's result: its name is the title
     return (f'<li value="{int(source.get("n", 0))}">{shown} '
             f'{_pill(source.get("subtask", ""))}</li>')
 

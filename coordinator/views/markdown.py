@@ -215,8 +215,9 @@ def _source(source: Mapping[str, Any]) -> str:
     elif url or path:
         where = f"`{md_text(url or path).replace('`', '')}`"
     else:
-        where = f"{md_text(source.get('tool', ''))} result"
-    return (f"{int(source.get('n', 0))}. {md_text(source.get('title', ''))} — {where} "
+        where = ""
+    title = md_text(source.get("title", ""))
+    return (f"{int(source.get('n', 0))}. {title}{' — ' + where if where else ''} "
             f"({md_text(source.get('subtask', ''))})")
 
 

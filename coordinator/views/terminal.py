@@ -105,11 +105,12 @@ def synthesis_view(report: CoverageReport) -> RenderableType:
         if answer.sources:
             lines.append(Text("Sources", style="bold"))
             for source in answer.sources:
-                where = source.url or source.path or f"{source.tool} result"
+                where = source.url or source.path
                 line = Text(f"  [{source.n}] ", style="cyan")
                 # Titles and URLs come from the web: plain text, control characters out.
                 line.append(_plain(source.title))
-                line.append(f" — {_plain(where)}", style="blue" if source.url else "dim")
+                if where:
+                    line.append(f" — {_plain(where)}", style="blue" if source.url else "dim")
                 line.append(f"  ({_plain(source.subtask)})", style="dim")
                 lines.append(line)
         else:
