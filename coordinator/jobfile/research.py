@@ -14,17 +14,21 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from coordinator.fanout import ToolSource
 from coordinator.jobfile.scenario import Scenario
 from coordinator.jobfile.yamlpos import parse_yaml
 from shared.errors import InputFileError, InputFileErrors
-from subagents.research.guard import Dialler, Resolver
-from subagents.research.tools import ResearchTools, open_research_tools, resolve_docs_folder
+from subagents.research.spec import resolve_docs_folder
 from subagents.tool import Tool
+
+if TYPE_CHECKING:
+    # The tools load httpx, trafilatura and pypdf: only when a job opens them.
+    import httpx
+
+    from subagents.research.guard import Dialler, Resolver
+    from subagents.research.tools import ResearchTools
 
 __all__ = [
     "CombinedTools",
@@ -112,6 +116,8 @@ async def job_research_tools(
         # The place the job runs forbids private addresses, whatever the file says.
         fetch = spec.web.fetch.model_copy(update={"allow_private": False})
         spec = spec.model_copy(update={"web": spec.web.model_copy(update={"fetch": fetch})})
+    from subagents.research.tools import open_research_tools
+
     try:
         opened = open_research_tools(
             spec,

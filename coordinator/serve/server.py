@@ -23,14 +23,16 @@ import threading
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import uvicorn
 from uvicorn.server import HANDLED_SIGNALS
 
 from coordinator.jobfile.research import ResearchPolicy
 from shared.errors import FanoutError
-from subagents.research.guard import Dialler, Resolver
+
+if TYPE_CHECKING:
+    from subagents.research.guard import Dialler, Resolver
 
 MAX_BODY_BYTES: Final = 1 << 20  # DESIGN §8: a job file of at most 1 MiB
 MAX_STREAMS: Final = 512  # event streams open at once, over every run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -14,6 +15,7 @@ __all__ = [
     "SearchBackendName",
     "WebSpec",
     "research_tool_names",
+    "resolve_docs_folder",
 ]
 
 _SPEC = ConfigDict(frozen=True, extra="forbid")
@@ -102,3 +104,12 @@ def research_tool_names(spec: ResearchToolsSpec | None) -> list[str]:
     if spec.docs is not None:
         names += ["docs.search", "docs.read"]
     return names
+
+
+def resolve_docs_folder(path: str, base_dir: str | Path | None) -> Path:
+    """The documents folder of ``research_tools.docs.path`` (relative to ``base_dir``,
+    the job file's folder)."""
+    folder = Path(path).expanduser()
+    if not folder.is_absolute() and base_dir is not None:
+        folder = Path(base_dir) / folder
+    return folder.resolve()

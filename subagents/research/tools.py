@@ -28,7 +28,7 @@ from subagents.research.errors import invalid
 from subagents.research.fetch import WebFetcher
 from subagents.research.guard import AddressGuard, Dialler, Resolver, guarded_transport
 from subagents.research.search import make_backend, run_search
-from subagents.research.spec import ResearchToolsSpec
+from subagents.research.spec import ResearchToolsSpec, resolve_docs_folder
 from subagents.tool import Tool, ToolOutput
 
 __all__ = ["ResearchTools", "open_research_tools", "resolve_docs_folder"]
@@ -56,14 +56,6 @@ class ResearchTools:
     def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
         """Every research tool: they keep no per-subtask state."""
         return self.tools
-
-
-def resolve_docs_folder(path: str, base_dir: str | Path | None) -> Path:
-    """The documents folder of ``research_tools.docs.path`` (relative to the job file)."""
-    folder = Path(path).expanduser()
-    if not folder.is_absolute() and base_dir is not None:
-        folder = Path(base_dir) / folder
-    return folder.resolve()
 
 
 @asynccontextmanager
