@@ -105,14 +105,16 @@ async def test_a_wrong_key_is_permission_and_the_key_never_shows(
         assert "search.formats" in (result.message or "")
 
 
-async def test_quota_responses_are_business(backend: tuple[str, LoopbackServer]) -> None:
+@pytest.mark.parametrize(
+    ("name", "status"),
+    [pytest.param("brave", 402, id="brave-402"), pytest.param("tavily", 432, id="tavily-432")],
+)
+async def test_quota_responses_are_business(name: str, status: int) -> None:
     """Brave's 402 and Tavily's 432 are spent quotas: business, not retried."""
-    name, server = backend
-    status = {"brave": 402, "tavily": 432}.get(name)
-    if status is None:
-        pytest.skip("SearXNG has no quota")
-    server.push(Reply(status, {"detail": "limit"}))
-    result = await _search(name, server, {"query": "x"})
+    server: LoopbackServer = BraveServer(KEY, HITS) if name == "brave" else TavilyServer(KEY, HITS)
+    with server.serving():
+        server.push(Reply(status, {"detail": "limit"}))
+        result = await _search(name, server, {"query": "x"})
     assert (result.category, result.error_type, result.retryable) == ("business", "quota", False)
 
 
