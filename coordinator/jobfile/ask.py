@@ -136,11 +136,15 @@ def build_ask_job(
             ) from None
     else:
         file, text = tools_name, tools_text or ""
-    flags = _research_flags(docs, search, env_search)
     if not question.strip():
         raise InputFileErrors([InputFileError("QUESTION", None, "question", "a question")])
     parsed = parse_yaml(text, file)
     data = parsed.data if isinstance(parsed.data, dict) else {}
+    declared = data.get("research_tools")
+    # FANOUT_SEARCH is a default: a tools file's own research_tools.web wins over it
+    # (--search, given for this question, wins over both).
+    file_web = isinstance(declared, dict) and declared.get("web") is not None
+    flags = _research_flags(docs, search, None if file_web else env_search)
     problems = [
         InputFileError(
             file,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jsonschema
 import pytest
 import yaml
 
+from coordinator.jobfile.ask import build_ask_job
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import scenario_json_schema
 from shared.errors import InputFileError, InputFileErrors
@@ -74,3 +77,23 @@ def test_an_mcp_server_cannot_take_a_research_namespace() -> None:
     with pytest.raises(InputFileErrors) as info:
         load_scenario_text(text, "job.yaml")
     assert "research_tools declares web.* tools" in info.value.describe()
+
+
+def test_ask_composes_research_tools_from_flags_file_and_environment(tmp_path: Path) -> None:
+    """--docs and --search add tools; FANOUT_SEARCH yields to a file's web; --search wins."""
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    tools = tmp_path / "tools.yaml"
+    tools.write_text("research_tools:\n  web: {search: searxng, url: http://127.0.0.1:8888}\n"
+                     "model: {provider: scripted}\n")
+    scenario, text, _ = build_ask_job("q?", tools, docs=str(papers), env_search="brave")
+    spec = scenario.research_tools
+    assert spec is not None and spec.web is not None and spec.docs is not None
+    assert (spec.web.search, spec.docs.path) == ("searxng", str(papers.resolve()))
+    assert "research_tools" in yaml.safe_load(text)
+    flagged, _, _ = build_ask_job("q?", tools, search="tavily", env_search="brave")
+    assert flagged.research_tools is not None and flagged.research_tools.web is not None
+    assert flagged.research_tools.web.search == "tavily"
+    env_only, _, _ = build_ask_job("q?", None, model="scripted", env_search="searxng:http://s:1")
+    assert env_only.research_tools is not None and env_only.research_tools.web is not None
+    assert env_only.research_tools.web.url == "http://s:1"
