@@ -54,6 +54,10 @@ class ResearchPolicy:
     # Where a relative docs.path is resolved (None: the job file's folder). The service
     # resolves a submitted job's relative path under the first folder it serves.
     docs_base: Path | None = None
+    # The search endpoint the place itself configured (`serve --search searxng:URL`): a
+    # job using exactly it is not guarded, so an operator's SearXNG on loopback works;
+    # any other endpoint a job names is (with ``private`` False).
+    trusted_search_url: str | None = None
     resolver: Resolver | None = None
     dial: Dialler | None = None
     transport: httpx.AsyncBaseTransport | None = None
@@ -127,7 +131,7 @@ async def job_research_tools(
             resolver=policy.resolver,
             dial=policy.dial,
             transport=policy.transport,
-            guard_search=not policy.private,
+            guard_search=not policy.private and not _trusted(spec, policy),
         )
         async with opened as tools:
             yield tools
@@ -144,6 +148,12 @@ async def job_research_tools(
                 )
             ]
         ) from None
+
+
+def _trusted(spec: Any, policy: ResearchPolicy) -> bool:
+    web = spec.web
+    url = policy.trusted_search_url
+    return bool(web is not None and url and web.url and web.url.rstrip("/") == url.rstrip("/"))
 
 
 class CombinedTools:

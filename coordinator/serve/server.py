@@ -86,9 +86,11 @@ class ServeConfig:
     def research_policy(self) -> ResearchPolicy:
         """What the research tools of jobs run here may do (DESIGN §8, §10)."""
         roots = tuple(p.resolve() for p in self.docs)
+        backend, _, url = (self.search or os.environ.get("FANOUT_SEARCH") or "").partition(":")
         return ResearchPolicy(
             docs_roots=roots, private=False, docs_base=roots[0] if roots else None,
             resolver=self.resolver, dial=self.dial,
+            trusted_search_url=url if backend == "searxng" and url else None,
         )
 
 

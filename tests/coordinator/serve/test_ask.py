@@ -123,3 +123,60 @@ def test_the_page_has_an_ask_box(served: tuple[Server, Path]) -> None:
     with srv.client() as c:
         page = c.get("/").text
     assert 'id="ask-form"' in page and 'id="ask-question"' in page and 'id="job-form"' in page
+
+
+def _web_model(url: str) -> str:
+    return yaml.safe_dump({"model": {
+        "provider": "scripted", "latency_s": 0.01,
+        "turns": {
+            "lead": [
+                {"subtasks": [{"id": "web", "query": "sodium-ion news",
+                               "tools": ["web.search", "web.fetch"]}]},
+                {"text": "Sodium-ion cells reached 160 Wh/kg [1]."},
+            ],
+            "web": [
+                {"calls": [{"tool": "web.search", "args": {"query": "sodium-ion"}}]},
+                {"calls": [{"tool": "web.fetch", "args": {"url": url}}]},
+                {"text": "160 Wh/kg (search result)."},
+            ],
+        },
+    }})
+
+
+def test_the_operators_searxng_is_trusted_and_no_other_loopback_is(
+    tmp_path: Path,
+) -> None:
+    """`serve --search searxng:LOOPBACK` answers asks; fetching loopback and another
+    loopback search endpoint named by the ask are refused."""
+    from tests.loopback.web_server import SearxngServer
+
+    hits = [{"title": "Sodium-ion at 160 Wh/kg", "url": "https://example.org/na",
+             "snippet": "160 Wh/kg"}]
+    searx, other = SearxngServer(hits), SearxngServer(hits)
+    web = LoopbackWeb({"/internal": html_reply(article_html("internal", ["secret " * 30]))})
+    with searx.serving(), other.serving(), web.serving():
+        srv = start_server(tmp_path, "--search", f"searxng:{searx.origin}")
+        try:
+            page = f"http://127.0.0.1:{web.port}/internal"
+            r = _ask(srv, {"question": "Sodium-ion news?", "web": True,
+                           "tools": _web_model(page)})
+            assert r.status_code == 201, r.text
+            srv.wait_status(r.json()["run_id"], "finished")
+            with srv.client() as c:
+                report = c.get(f"/runs/{r.json()['run_id']}/report").json()
+                md = c.get(f"/runs/{r.json()['run_id']}/report", params={"format": "md"}).text
+            r2 = _ask(srv, {"question": "again?", "search": f"searxng:{other.origin}",
+                            "tools": _web_model(page)})
+            assert r2.status_code == 201, r2.text
+            srv.wait_status(r2.json()["run_id"], "finished")
+            with srv.client() as c:
+                report2 = c.get(f"/runs/{r2.json()['run_id']}/report").json()
+        finally:
+            assert srv.stop() == 0, srv.log.read_text()
+        searched, other_searched, fetched = len(searx.requests), len(other.requests), len(
+            web.requests)
+    assert searched == 1 and other_searched == 0 and fetched == 0
+    assert report["answer"]["sources"][0]["url"] == "https://example.org/na"
+    assert "<https://example.org/na>" in md
+    findings = report2["answer"]["sections"][0]["findings"]
+    assert all(f["tool"] != "web.search" for f in findings)  # refused: no search finding
