@@ -19,7 +19,6 @@ from rich.table import Table
 
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump
 from coordinator.store.runs import store_path
-from subagents.research.docindex import DocIndex
 
 
 def add_index_parser(sub: Any) -> None:
@@ -37,6 +36,9 @@ def cmd_index(args: argparse.Namespace, out: Console, err: Console) -> int:
     if not folder.is_dir():
         err.print(f"[bold red]error:[/] {escape(str(folder))}: expected a folder of documents")
         return EXIT_BAD_INPUT
+    # Imported here: every other command starts without the index's extractors.
+    from subagents.research.docindex import DocIndex
+
     index = DocIndex.for_folder(folder, store_path(args.store).parent)
     try:
         stats = index.refresh()

@@ -15,8 +15,6 @@ import logging
 import re
 from dataclasses import dataclass
 
-import charset_normalizer
-
 __all__ = ["Extracted", "decode", "extract_html", "extract_pdf", "kind_of", "title_of_text"]
 
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
@@ -77,6 +75,8 @@ def decode(data: bytes, content_type: str = "") -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
+        import charset_normalizer  # only for the bytes that are neither declared nor UTF-8
+
         best = charset_normalizer.from_bytes(data).best()
         return str(best) if best is not None else data.decode("utf-8", errors="replace")
 
