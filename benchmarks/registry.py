@@ -120,6 +120,11 @@ REGISTRY: tuple[Entry, ...] = (
         "rate_limits", "benchmarks.rate_limits",
         full={"subtasks": 50, "window_s": 1.0}, quick={"subtasks": 4, "window_s": 0.1},
     ),
+    Entry(
+        "research", "benchmarks.research",
+        full={"docs": 10_000, "queries": 1_000, "page_bytes": 2**20, "repeat": 5},
+        quick={"docs": 60, "queries": 20, "page_bytes": 32_768, "repeat": 1},
+    ),
 )
 """Every benchmark of ``make bench``, in the order of the table."""
 

@@ -96,6 +96,19 @@ class Section(BaseModel):
     gap: str | None = None
 
 
+class Source(BaseModel):
+    """One numbered source of the answer: a page, a document, or a tool's result."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n: int
+    url: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    path: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    title: str
+    subtask: str
+    tool: str
+
+
 class Answer(BaseModel):
     """The assembled answer: every finding, every gap, nothing silently dropped."""
 
@@ -109,7 +122,8 @@ class Answer(BaseModel):
     # The lead agent's synthesis (DESIGN §7), for jobs with a model. Left out of the wire
     # when absent, so a job without a model reports exactly as before.
     text: str | None = Field(default=None, exclude_if=lambda v: v is None)
-    sources: list[str] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The sources the text cites by number ([n]), as the synthesis numbered them.
+    sources: list[Source] | None = Field(default=None, exclude_if=lambda v: v is None)
     synthesis_error: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 

@@ -223,8 +223,19 @@ class ToolResult(BaseModel):
 _TOOL_RESULT_PLAN: Final = field_plan(ToolResult)
 
 
+# The tools whose one result is one document (DESIGN §10): their findings carry where it
+# came from. A recording replays them as simulated tools of the same name, so a replay's
+# findings carry the same sources.
+_SOURCE_TOOLS: Final = {"web.fetch": "url", "docs.read": "path"}
+
+
 class Finding(BaseModel):
-    """One successful result a subagent found; empty results are findings too."""
+    """One successful result a subagent found; empty results are findings too.
+
+    A finding of a document tool (``web.fetch``, ``docs.read``) carries its source:
+    ``url`` (the final one, after redirects) or ``path``, and ``title``; left out of the
+    wire otherwise, so other findings serialise exactly as before.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True)
 
@@ -234,20 +245,35 @@ class Finding(BaseModel):
     empty: bool = False
     complete: bool = True
     trace_id: str | None = None
+    url: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    path: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    title: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
     def from_result(cls, result: ToolResult, args: dict[str, Any]) -> Finding:
         """The finding a successful envelope contributes."""
+        url = path = title = None
+        kind = _SOURCE_TOOLS.get(result.tool)
+        data = result.data
+        if kind is not None and isinstance(data, dict):
+            where = data.get("final_url") or data.get("url") if kind == "url" else data.get("path")
+            if isinstance(where, str) and where:
+                url, path = (where, None) if kind == "url" else (None, where)
+                raw_title = data.get("title")
+                title = raw_title if isinstance(raw_title, str) else ""
         # The envelope is validated already: build the finding without validating again,
         # sharing one fields-set with every other finding (shared.trusted).
         return _FINDING(
             {
                 "tool": result.tool,
-                "data": result.data,
+                "data": data,
                 "args": dict(args),
                 "empty": result.empty,
                 "complete": result.complete,
                 "trace_id": result.trace_id,
+                "url": url,
+                "path": path,
+                "title": title,
             }
         )
 

@@ -19,6 +19,8 @@ WINGS = [
     "subagents.mcp",
     "subagents.models",
     "subagents.planners",
+    "subagents.research",
+    "subagents.research.search",
     "subagents.simulated",
     "subagents.telemetry",
 ]

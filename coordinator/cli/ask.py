@@ -1,13 +1,17 @@
-"""`fanout ask "QUESTION"`: decompose, fan out and synthesize on a tools file, live.
+"""`fanout ask "QUESTION"`: decompose, fan out and synthesize on real sources, live.
 
-The lead agent plans the subtasks, a model plans each one, the lead writes the answer;
-the run is recorded in the store like any ``fanout run``. For people it ends with the
-answer, its coverage and its gaps; ``--json`` prints the report instead.
+The tools are your documents (``--docs DIR``), the web (``--search``, or
+``FANOUT_SEARCH``) and whatever a tools file declares; with none, nothing runs (exit 2,
+saying how to give it some). The lead agent plans the subtasks, a model plans each one,
+the lead writes the answer citing its sources ``[n]``; the run is recorded in the store
+like any ``fanout run``. For people it ends with the answer, its sources, coverage and
+gaps; ``--json`` prints the report instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from rich.console import Console
@@ -26,8 +30,17 @@ def add_ask_parser(sub: Any) -> None:
     p.add_argument(
         "--tools",
         metavar="FILE",
-        help="tools (simulated) and mcp_servers, optionally a model block "
-        "(default: the built-in research tools)",
+        help="a tools file: tools (simulated), mcp_servers, research_tools, optionally a "
+        "model block",
+    )
+    p.add_argument(
+        "--docs", metavar="DIR", help="research your documents: docs.search and docs.read "
+        "over DIR (indexed first when new or changed)",
+    )
+    p.add_argument(
+        "--search", metavar="BACKEND", help="research the web: web.search and web.fetch "
+        "through searxng:URL, brave (BRAVE_API_KEY) or tavily (TAVILY_API_KEY); default "
+        "$FANOUT_SEARCH",
     )
     p.add_argument("--model", metavar="PROVIDER:NAME", help="anthropic:NAME, openai:NAME, scripted")
     p.add_argument("--base-url", metavar="URL", help="another endpoint (gateway, vLLM, Ollama)")
@@ -73,6 +86,9 @@ def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         concurrency=args.concurrency,
         deadline_s=args.deadline,
         budget=budget,
+        docs=args.docs,
+        search=args.search,
+        env_search=os.environ.get("FANOUT_SEARCH") or None,
     )
     args.ask = False  # no interactive escalation handler for ask
     return run_live(scenario, file=file, spec_text=spec_text, args=args, out=out, err=err)

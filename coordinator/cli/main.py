@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from coordinator.cli.ask import add_ask_parser
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_REFUSED
+from coordinator.cli.index import add_index_parser
 from coordinator.cli.read import cmd_gaps, cmd_record, cmd_report, cmd_runs, cmd_trace
 from coordinator.cli.replay import cmd_replay, cmd_schema
 from coordinator.cli.run import cmd_resume, cmd_run, cmd_tools
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_trace)
 
     add_ask_parser(sub)
+    add_index_parser(sub)
     p = sub.add_parser("record", help="write a finished stored run as a replayable scenario")
     p.add_argument("run_id", nargs="?", default="latest", metavar="RUN_ID|latest")
     p.add_argument("--output", "-o", metavar="OUT.yaml", required=True)

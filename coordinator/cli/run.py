@@ -41,6 +41,7 @@ from subagents.simulated.tools import SimulatedTools
 
 if TYPE_CHECKING:
     from subagents.mcp.tools import McpToolSource
+    from subagents.research.tools import ResearchTools
 
 
 class AskHandler:
@@ -140,6 +141,17 @@ def _job_servers(scenario: Scenario) -> AbstractAsyncContextManager[McpToolSourc
     return job_servers(scenario)
 
 
+def _research_tools(
+    scenario: Scenario, store_dir: Path
+) -> AbstractAsyncContextManager[ResearchTools | None]:
+    """The job's built-in research tools, open (None without any); its folder indexed."""
+    if scenario.research_tools is None:
+        return nullcontext(None)
+    from coordinator.jobfile.research import job_research_tools
+
+    return job_research_tools(scenario, store_dir)
+
+
 def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Run a job file in real time (simulated latencies scaled by --speed), recorded."""
     if getattr(args, "executor", "local") == "temporal":
@@ -200,14 +212,19 @@ def run_live(
         return recorder
 
     async def main() -> CoverageReport:
-        # MCP servers start before the run is recorded: a server that cannot start is an
-        # error before any subagent runs, and leaves no half-made run in the store.
-        async with _job_servers(scenario) as mcp:
+        # MCP servers start (and research tools open, their folder indexed) before the run
+        # is recorded: one that cannot is an error before any subagent runs, and leaves
+        # no half-made run in the store.
+        async with (
+            _job_servers(scenario) as mcp,
+            _research_tools(scenario, store.backend.home()) as research,
+        ):
             return await run_recorded(
                 scenario,
                 record(),
                 clock=clock,
                 mcp=mcp,
+                research=research,
                 observer=board,
                 handler=handler,
                 planning=planning,

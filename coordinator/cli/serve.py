@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -41,6 +42,14 @@ def add_serve_parser(sub: Any) -> None:
                    help="seconds between keep-alive comments on a quiet stream (default 15)")
     p.add_argument("--allow-mcp", action="store_true",
                    help="accept jobs that declare mcp_servers (commands this server starts)")
+    p.add_argument("--docs", metavar="DIR", action="append", default=[],
+                   help="a folder jobs and asks may read with docs.* (repeatable; none: "
+                   "no documents); web.* never reaches private addresses from the service")
+    p.add_argument("--search", metavar="BACKEND",
+                   help="the web search of POST /ask: searxng:URL, brave or tavily "
+                   "(default $FANOUT_SEARCH)")
+    p.add_argument("--model", metavar="PROVIDER:NAME",
+                   help="the model of POST /ask when the question names none")
     p.add_argument("--log-level", default="info",
                    choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=cmd_serve)
@@ -69,11 +78,19 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         if value < low:
             err.print(f"[bold red]error:[/] {name}: expected at least {low}, got {value}")
             return EXIT_BAD_INPUT
+    if args.search is not None:
+        from coordinator.jobfile.ask import parse_search_flag
+
+        parse_search_flag(args.search)  # a bad backend is exit 2 now, not a 422 per ask
     try:
         token = read_token(args.token_file, os.environ)
         check_bind(args.host, token)
         target = store_path(args.store)
         check_store(target)  # create or migrate it now; an unusable store is exit 2
+        docs = tuple(Path(d).expanduser().resolve() for d in args.docs)
+        missing = [str(d) for d in docs if not d.is_dir()]
+        if missing:
+            raise ServeError(f"--docs {missing[0]}: expected a folder of documents")
         sock = bind_socket(args.host, args.port)
     except (ServeError, StoreError) as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
@@ -84,6 +101,7 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         allow_mcp=args.allow_mcp, max_queued=args.max_queued,
         max_connections=args.max_connections, header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout,
+        docs=docs, search=args.search, ask_model=args.model,
     )
     guard = "a bearer token required" if token else "no token: loopback only"
     err.print(

@@ -217,6 +217,11 @@ def cmd_run_temporal(args: argparse.Namespace, out: Console, err: Console) -> in
     if scenarios is None:
         return EXIT_BAD_INPUT
     scenario = scenarios[0]
+    if scenario.research_tools is not None:
+        # The workers open MCP servers and model clients, not yet the research tools.
+        err.print("[bold red]error:[/] research_tools: not yet on --executor temporal; run "
+                  "this job locally (`fanout run` without --executor temporal)")
+        return EXIT_BAD_INPUT
     store = open_store(args)
     spec_text = Path(args.job).read_text(encoding="utf-8")
     try:

@@ -1,10 +1,12 @@
-"""The job ``fanout ask`` runs: a question, the tools of a tools file, a model.
+"""The job ``fanout ask`` runs: a question, its tools, a model.
 
-A tools file declares ``tools`` (simulated), ``mcp_servers`` and optionally a ``model``
-block; the question and the job's options come from the command line. The file is
-validated as written (every error names its own line), then the question is added and
-``--model`` / ``--base-url`` replace the file's model. The composed job is kept as YAML
-text, so the run store can resume it and ``--record`` can replay it.
+Tools come from ``--docs DIR`` (your documents, ``docs.*``), ``--search BACKEND`` or
+``FANOUT_SEARCH`` (the web, ``web.*``) and a tools file (``--tools``: ``tools``
+(simulated), ``mcp_servers``, ``research_tools`` and optionally a ``model`` block). With
+no tool at all, nothing runs: the error says how to give it some (DESIGN §7). The file is
+validated as written (every error names its own line), then the question, the flags'
+research tools and ``--model`` / ``--base-url`` are added. The composed job is kept as
+YAML text, so the run store can resume it and ``--record`` can replay it.
 """
 
 from __future__ import annotations
@@ -21,9 +23,37 @@ from coordinator.jobfile.yamlpos import parse_yaml
 from shared.errors import InputFileError, InputFileErrors
 from subagents.models.spend import TokenBudget
 
-DEFAULT_TOOLS = Path(__file__).with_name("research_tools.yaml")
-_ALLOWED = ("tools", "mcp_servers", "model")
+_ALLOWED = ("tools", "mcp_servers", "research_tools", "model")
 _PROVIDERS = ("anthropic", "openai", "scripted")
+_BACKENDS = ("searxng", "brave", "tavily")
+NO_FILE = "fanout ask"  # what errors and the store name when there is no tools file
+HOW_TO_GIVE_TOOLS = (
+    "tools to research with: --docs DIR (your documents), --search searxng:URL|brave|tavily "
+    "(the web; or set FANOUT_SEARCH), or --tools FILE (MCP servers, research_tools, "
+    "simulated tools, e.g. docs/simulated_research_tools.yaml)"
+)
+
+
+def parse_search_flag(value: str, option: str = "--search") -> dict[str, Any]:
+    """``searxng:URL`` | ``brave[:URL]`` | ``tavily[:URL]`` → a ``research_tools.web`` block.
+
+    Raises:
+        InputFileError: an unknown backend, or searxng without its URL.
+    """
+    backend, _, url = value.strip().partition(":")
+    if backend not in _BACKENDS:
+        raise InputFileError(
+            option, None, "search", "searxng:URL, brave or tavily", got=repr(value)
+        )
+    if backend == "searxng" and not url:
+        raise InputFileError(
+            option, None, "search", "searxng:URL (the SearXNG instance's base URL)",
+            got=repr(value),
+        )
+    block: dict[str, Any] = {"search": backend}
+    if url:
+        block["url"] = url
+    return block
 
 
 def _slug(question: str) -> str:
@@ -49,6 +79,26 @@ def parse_model_flag(value: str) -> tuple[str, str | None]:
     return provider, name or None
 
 
+def _research_flags(
+    docs: str | None, search: str | None, env_search: str | None
+) -> dict[str, Any]:
+    """The ``research_tools`` block ``--docs`` and ``--search`` (or FANOUT_SEARCH) ask for."""
+    block: dict[str, Any] = {}
+    if docs is not None:
+        folder = Path(docs).expanduser()
+        if not folder.is_dir():
+            raise InputFileErrors(
+                [InputFileError("--docs", None, "docs", "a folder of documents", got=repr(docs))]
+            )
+        # Absolute: the composed job is resumed and recorded from the store, anywhere.
+        block["docs"] = {"path": str(folder.resolve())}
+    if search is not None:
+        block["web"] = parse_search_flag(search)
+    elif env_search:
+        block["web"] = parse_search_flag(env_search, "FANOUT_SEARCH")
+    return block
+
+
 def build_ask_job(
     question: str,
     tools_file: str | Path | None,
@@ -59,38 +109,61 @@ def build_ask_job(
     concurrency: int = 4,
     deadline_s: float | None = None,
     budget: TokenBudget | None = None,
+    docs: str | None = None,
+    search: str | None = None,
+    env_search: str | None = None,
+    tools_text: str | None = None,
+    tools_name: str = NO_FILE,
 ) -> tuple[Scenario, str, str]:
     """The scenario to run, its YAML text (for the store) and the file it names.
 
+    ``docs`` and ``search`` are ``--docs`` and ``--search``; ``env_search`` is
+    ``FANOUT_SEARCH``, used when ``--search`` is not given. ``tools_text`` is a tools
+    file's text given inline (the service's ``POST /ask``), named ``tools_name`` in
+    errors. A tools file's own
+    ``research_tools`` keep what the flags do not replace (``web`` or ``docs`` whole).
+
     Raises:
-        InputFileErrors: the tools file is malformed, holds keys a tools file cannot, or
-            no model is given at all.
+        InputFileErrors: the tools file is malformed, holds keys a tools file cannot,
+            there is no tool at all, or no model is given at all.
     """
-    path = Path(tools_file) if tools_file is not None else DEFAULT_TOOLS
-    file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputFileErrors(
-            [InputFileError(file, None, "<file>", "a readable tools file", got=str(exc))]
-        ) from None
+    if tools_file is not None:
+        path = Path(tools_file)
+        file = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputFileErrors(
+                [InputFileError(file, None, "<file>", "a readable tools file", got=str(exc))]
+            ) from None
+    else:
+        file, text = tools_name, tools_text or ""
     if not question.strip():
         raise InputFileErrors([InputFileError("QUESTION", None, "question", "a question")])
     parsed = parse_yaml(text, file)
     data = parsed.data if isinstance(parsed.data, dict) else {}
+    declared = data.get("research_tools")
+    # FANOUT_SEARCH is a default: a tools file's own research_tools.web wins over it
+    # (--search, given for this question, wins over both).
+    file_web = isinstance(declared, dict) and declared.get("web") is not None
+    flags = _research_flags(docs, search, None if file_web else env_search)
     problems = [
         InputFileError(
             file,
             parsed.line_of((key,)),
             str(key),
-            "only tools, mcp_servers and model in a tools file (the question and the job's "
-            "options come from the command line)",
+            "only tools, mcp_servers, research_tools and model in a tools file (the question "
+            "and the job's options come from the command line)",
         )
         for key in data
         if key not in _ALLOWED
     ]
     if problems:
         raise InputFileErrors(problems)
+    if not flags and not any(data.get(key) for key in ("tools", "mcp_servers", "research_tools")):
+        raise InputFileErrors(
+            [InputFileError(file, None, "tools", HOW_TO_GIVE_TOOLS, got="no tools")]
+        )
     job: dict[str, Any] = {
         "query": question,
         "max_subtasks": max_subtasks,
@@ -120,9 +193,17 @@ def build_ask_job(
             ]
         )
     scenario = load_scenario_text(composed_text, file)
-    if model is None and base_url is None:
+    if model is None and base_url is None and not flags:
         return scenario, composed_text, file
     block = dict(data.get("model") or extra.get("model") or {})
+    research = dict(data.get("research_tools") or {})
+    research.update(flags)
+    if research:
+        extra["research_tools"] = research
+    if model is None and base_url is None:
+        final = {**data, **extra}
+        final_text = yaml.safe_dump(final, sort_keys=False, allow_unicode=True)
+        return load_scenario_text(final_text, file), final_text, file
     if provider is not None and provider != block.get("provider"):
         # Another provider: nothing of the old block applies but its budgets.
         block = {k: v for k, v in block.items() if k in ("max_tokens", "timeout_s", "retry")}

@@ -147,6 +147,21 @@ def _merge_defaults(job: Any) -> Any:
     return {**job, "subtasks": subtasks}
 
 
+def declared_research_tools(block: Any) -> list[str]:
+    """The tool names a raw ``research_tools`` block declares (DESIGN §10)."""
+    if not isinstance(block, dict):
+        return []
+    names: list[str] = []
+    web = block.get("web")
+    if isinstance(web, dict):
+        if web.get("search"):
+            names.append("web.search")
+        names.append("web.fetch")
+    if isinstance(block.get("docs"), dict):
+        names += ["docs.search", "docs.read"]
+    return names
+
+
 class _Checker:
     """The cross-references a model cannot see, checked on the file's raw data."""
 
@@ -156,11 +171,12 @@ class _Checker:
         self.problems: list[InputFileError] = []
         tools = data.get("tools", {})
         self.tools: set[str] | None = {str(k) for k in tools} if isinstance(tools, dict) else None
-        # Sorted and compared once per file, not once per call of an undefined tool.
-        self.known = sorted(self.tools or ())
-        self.suggest_tool = Suggestions(self.known)
         servers = data.get("mcp_servers")
         self.servers = {str(k) for k in servers} if isinstance(servers, dict) else set()
+        self.research = set(declared_research_tools(data.get("research_tools")))
+        # Sorted and compared once per file, not once per call of an undefined tool.
+        self.known = sorted(self.tools or ())
+        self.suggest_tool = Suggestions(sorted({*self.known, *self.research}))
 
     def mcp_servers(self) -> None:
         """Server names usable as SERVER.TOOL, and no simulated tool in a server's name space."""
@@ -171,7 +187,21 @@ class _Checker:
                     "a server name of letters, digits, _ and - (its tools are SERVER.TOOL)",
                     got=repr(name),
                 )
+        for name in sorted(self.servers & {n.partition(".")[0] for n in self.research}):
+            self.add(
+                ("mcp_servers", name),
+                f"a server name other than {name!r} (research_tools declares {name}.* tools)",
+                got=repr(name),
+            )
         for tool in sorted(self.tools or ()):
+            if tool in self.research:
+                self.add(
+                    ("tools", tool),
+                    "a tool name research_tools does not declare (it declares "
+                    f"{', '.join(sorted(self.research))})",
+                    got=repr(tool),
+                )
+                continue
             server, dot, _ = tool.partition(".")
             if dot and server in self.servers:
                 self.add(
@@ -186,7 +216,7 @@ class _Checker:
 
     def defined(self, name: str) -> bool:
         """Whether a tool is defined under ``tools`` or belongs to a declared MCP server."""
-        if self.tools is None or name in self.tools:
+        if self.tools is None or name in self.tools or name in self.research:
             return True
         server, dot, _ = name.partition(".")
         return bool(dot) and server in self.servers
@@ -201,7 +231,14 @@ class _Checker:
         else:
             hint = " (none is defined)"
         server, dot, _ = name.partition(".")
-        if dot:
+        declared = sorted(n for n in self.research if n.startswith(f"{server}."))
+        if name == "web.search" and "web.fetch" in self.research:
+            hint += ", or a backend in research_tools.web.search (for web.search)"
+        elif declared and close is None:
+            hint += f", or one research_tools declares ({listing(declared)})"
+        elif server in ("web", "docs") and not declared:
+            hint += f", or {name!r} declared by research_tools.{server}"
+        elif dot:
             hint += f", or a server {server!r} declared under mcp_servers"
         self.add(path, f"a tool defined under tools{hint}", got=repr(name))
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from coordinator.job import JobSpec
 from subagents.mcp.spec import SERVER_NAME_PATTERN, McpServerSpec
 from subagents.models.spec import ModelSpec
+from subagents.research.spec import ResearchToolsSpec
 from subagents.simulated.spec import SimToolSpec
 from subagents.spec import SubtaskSettings
 
@@ -66,6 +67,13 @@ class Scenario(BaseModel):
         description=(
             "MCP servers started over stdio for a real run (`fanout run`), by name; their "
             "tools are called SERVER.TOOL and are not defined under tools."
+        ),
+    )
+    research_tools: ResearchToolsSpec | None = Field(
+        default=None,
+        description=(
+            "The built-in research tools (DESIGN §10): web.search and web.fetch under web, "
+            "docs.search and docs.read over a local folder under docs."
         ),
     )
     model: ModelSpec | None = Field(

@@ -25,7 +25,7 @@ from coordinator.serve.intake import JobRejected, problem
 from coordinator.serve.manager import QueueFull, RunManager
 from coordinator.serve.page import page_response, page_router
 from coordinator.serve.records import KeyReused
-from coordinator.serve.routes import events_router, openapi_router, runs_router
+from coordinator.serve.routes import ask_router, events_router, openapi_router, runs_router
 from coordinator.serve.schemas import InputProblems
 from coordinator.serve.server import ServeConfig
 from coordinator.store.runs import RunStore, StoreError
@@ -140,6 +140,7 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
     app.state.manager = manager
     app.state.auth = auth
     app.include_router(runs_router(manager, auth, config))
+    app.include_router(ask_router(manager, auth, config))
     app.include_router(events_router(manager, auth, config))
     app.include_router(page_router(auth))
     app.include_router(openapi_router(app, auth))

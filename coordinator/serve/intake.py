@@ -20,6 +20,7 @@ import anyio
 from fastapi import HTTPException, Request
 
 from coordinator.jobfile.loader import load_scenario_text
+from coordinator.jobfile.research import ResearchPolicy, check_research_policy
 from coordinator.jobfile.scenario import Scenario
 from coordinator.serve.schemas import InputProblem
 from shared.errors import InputFileError, InputFileErrors
@@ -134,6 +135,11 @@ def check_key(key: str | None) -> str | None:
     return key
 
 
+def input_problems(exc: InputFileError) -> list[InputProblem]:
+    """An input error's problems, as a 422 lists them."""
+    return _problems(exc)
+
+
 def _problems(exc: InputFileError) -> list[InputProblem]:
     errors = exc.errors if isinstance(exc, InputFileErrors) else [exc]
     return [
@@ -149,17 +155,60 @@ def _line_of_key(text: str, key: str) -> int | None:
 
 
 @lru_cache(maxsize=128)
-def _loaded(text: str) -> Scenario:
+def _loaded(text: str, file: str = SUBMITTED) -> Scenario:
     """The job in ``text``, loaded once per distinct text (a burst of one job submitted
     many times parses it once). A Scenario is frozen, so sharing it is safe; the checks
     that depend on the server (keys, MCP) run on every submission, after this."""
-    return load_scenario_text(text, SUBMITTED)
+    return load_scenario_text(text, file)
+
+
+def _check_research(
+    scenario: Scenario, text: str, environ: Mapping[str, str], policy: ResearchPolicy
+) -> None:
+    """A submitted job's research tools: served folders only; the server's own search key."""
+    spec = scenario.research_tools
+    if spec is None:
+        return
+    line = _line_of_key(text, "research_tools")
+    if spec.docs is not None:
+        # The folder is checked against the served ones as the file names it (no line
+        # lookup in a file that is not on disk: the research_tools key's line instead).
+        problems = check_research_policy(scenario.model_copy(update={"source": ""}), policy)
+        if problems:
+            raise JobRejected([problem(p.field, p.expected, p.got, line=line) for p in problems])
+    web = spec.web
+    if web is not None and web.search in ("brave", "tavily"):
+        from subagents.research.spec import DEFAULT_KEY_ENV as SEARCH_KEYS
+
+        default = SEARCH_KEYS[web.search]
+        if web.api_key_env not in (None, default):
+            # As for the model's key: a job may not name another of the server's variables.
+            raise JobRejected([problem(
+                "research_tools.web.api_key_env",
+                f"the backend's own key variable ({default}): a job submitted to the "
+                "service names no other", web.api_key_env, line=line,
+            )])
+        if not environ.get(default, "").strip():
+            raise JobRejected([problem(
+                "research_tools.web.search",
+                f"a backend whose key the server has ({default} is not set here)",
+                web.search, line=line,
+            )])
 
 
 def parse_job(
-    body: bytes, kind: BodyKind, *, allow_mcp: bool, environ: Mapping[str, str] = os.environ
+    body: bytes,
+    kind: BodyKind,
+    *,
+    allow_mcp: bool,
+    environ: Mapping[str, str] = os.environ,
+    research: ResearchPolicy | None = None,
+    file: str = SUBMITTED,
 ) -> Scenario:
     """The job in ``body``, validated as ``fanout run`` validates a file.
+
+    ``research`` is what the server lets research tools do: documents only under the
+    folders it serves, a search key only from its own environment.
 
     Raises:
         JobRejected: every problem, with its line; nothing is recorded.
@@ -182,7 +231,7 @@ def parse_job(
                                        "too many nested levels")]) from None
         text = text.replace("\t", " ")  # valid JSON holds tabs only between tokens
     try:
-        scenario = _loaded(text)
+        scenario = _loaded(text, file)
     except InputFileError as exc:
         raise JobRejected(_problems(exc)) from None
     except RecursionError:
@@ -214,6 +263,7 @@ def parse_job(
             f"{variable}, which the server does not have",
             line=_line_of_key(text, "model"),
         )])
+    _check_research(scenario, text, environ, research or ResearchPolicy(docs_roots=()))
     if scenario.mcp_servers and not allow_mcp:
         raise JobRejected([problem(
             "mcp_servers",

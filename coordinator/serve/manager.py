@@ -377,7 +377,10 @@ class RunManager:
             ServedRecorder, self.store.backend, run_id, live.session, live.log, self.on_publish
         )
         try:
-            await run_recorded(scenario, recorder, clock=clock, cancel=live.cancel, **resume)
+            await run_recorded(
+                scenario, recorder, clock=clock, cancel=live.cancel,
+                research_policy=self.config.research_policy(), **resume,
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(recorder.close)

@@ -50,6 +50,7 @@ ul.errors code { background: #fff5f5; padding: 0 4px; border-radius: 4px; }
 .pill.st-escalated, .pill.st-interrupted { background:#ffe3e3; color:#c92a2a; }
 td.c-query { color: var(--muted); overflow-wrap: anywhere; }
 tr.run-row a { color: #1864ab; }
+#ask-question { font-family: inherit; font-size: 15px; }
 iframe#report { width: 100%; height: 900px; border: 1px solid var(--line); border-radius: 8px;
   background: var(--bg); }
 """
@@ -72,6 +73,23 @@ _BODY: Final = """
   <p id="login-error" class="error"></p>
 </section>
 <div id="app" hidden>
+<section id="ask" class="card">
+  <h2>Ask a question</h2>
+  <form id="ask-form">
+    <textarea id="ask-question" rows="3" aria-label="question"
+      placeholder="What do my documents say about sodium-ion cells?"></textarea>
+    <div class="row">
+      <label>documents <input id="ask-docs" type="text" aria-label="documents folder"
+        placeholder="a served folder, or blank"></label>
+      <label><input id="ask-web" type="checkbox"> the web</label>
+      <label>model <input id="ask-model" type="text" placeholder="the server's"
+        aria-label="model"></label>
+      <button id="ask-btn" type="submit">Ask</button>
+      <span id="ask-result" class="muted"></span>
+    </div>
+  </form>
+  <ul id="ask-errors" class="errors"></ul>
+</section>
 <section id="submit" class="card">
   <h2>Submit a job</h2>
   <form id="job-form">
@@ -110,7 +128,8 @@ _BODY: Final = """
   <p id="no-gaps" class="muted">No gaps so far.</p>
   <div id="report-box" hidden>
     <h3>Report</h3>
-    <iframe id="report" sandbox="allow-same-origin" title="coverage report"></iframe>
+    <iframe id="report" sandbox="allow-same-origin allow-popups allow-popups-to-escape-sandbox"
+      title="coverage report"></iframe>
   </div>
 </section>
 <section id="runs" class="card">

@@ -124,6 +124,9 @@ SCRIPT: Final = r"""
       return;
     }
     $("submit-result").textContent = "not submitted (" + res.status + ")";
+    showProblems($("submit-errors"), data, res);
+  });
+  function showProblems(list, data, res) {
     const problems = data.errors || [{ message: data.detail || res.statusText }];
     for (const p of problems) {
       const li = el("li");
@@ -131,8 +134,33 @@ SCRIPT: Final = r"""
       if (p.field) li.append(el("code", "", p.field), " ");
       li.append(p.expected ? "expected " + p.expected + (p.got ? ", got " + p.got : "")
                            : (p.message || ""));
-      errors.append(li);
+      list.append(li);
     }
+  }
+
+  // -- asking a question (POST /ask) ------------------------------------------------
+  $("ask-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = { question: $("ask-question").value, web: $("ask-web").checked };
+    const docs = $("ask-docs").value.trim();
+    const model = $("ask-model").value.trim();
+    if (docs) body.docs = docs;
+    if (model) body.model = model;
+    const errors = $("ask-errors");
+    errors.replaceChildren();
+    $("ask-result").textContent = "asking…";
+    const res = await api("/ask", { method: "POST", body: JSON.stringify(body),
+                                    headers: { "Content-Type": "application/json" } });
+    let data = {};
+    try { data = await res.json(); } catch (_) { data = {}; }
+    if (res.status === 201) {
+      $("ask-result").textContent = "run " + data.run_id + " " + data.status;
+      location.hash = "run=" + encodeURIComponent(data.run_id);
+      loadRuns();
+      return;
+    }
+    $("ask-result").textContent = "not asked (" + res.status + ")";
+    showProblems(errors, data, res);
   });
 
   // -- a run, live --------------------------------------------------------------------

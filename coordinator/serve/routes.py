@@ -7,6 +7,8 @@ path segment reaches nothing but that SQL lookup.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -15,9 +17,18 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from coordinator.jobfile.ask import build_ask_job
 from coordinator.serve.auth import Authorizer
 from coordinator.serve.events import run_events
-from coordinator.serve.intake import check_key, media_kind, parse_job, read_body
+from coordinator.serve.intake import (
+    JobRejected,
+    check_key,
+    input_problems,
+    media_kind,
+    parse_job,
+    problem,
+    read_body,
+)
 from coordinator.serve.manager import NotCancellable, RunManager
 from coordinator.serve.reading import (
     coverage_so_far,
@@ -31,6 +42,7 @@ from coordinator.serve.records import valid_run_id
 from coordinator.serve.schemas import (
     JOB_BODY,
     RUN_LINKS,
+    AskRequest,
     CancelAccepted,
     GapList,
     InputProblems,
@@ -45,6 +57,7 @@ from coordinator.serve.schemas import (
 )
 from coordinator.serve.server import ServeConfig
 from coordinator.store.runs import RunNotFound, RunRow
+from shared.errors import InputFileError
 
 # The report page carries its own CSS and SVG and no script: nothing else may load.
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
@@ -77,6 +90,66 @@ Known = Annotated[RunRow, Depends(known_run)]
 
 def _url(request: Request, run_id: str) -> str:
     return str(request.url_for("get_run", run_id=run_id))
+
+
+ASK_FILE = "POST /ask"  # the "file" an ask's problems name
+
+
+def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
+    """``POST /ask``: a question becomes a decomposed job on the tools it names (DESIGN §8)."""
+    router = APIRouter(tags=["runs"], dependencies=[Depends(auth.api)],
+                       responses={401: {"model": Problem}})
+
+    @router.post(
+        "/ask", status_code=201, response_model=RunCreated,
+        responses={422: {"model": InputProblems}}, summary="Ask a question",
+    )
+    async def ask(
+        request: Request,
+        response: Response,
+        body: AskRequest,
+        idempotency_key: Annotated[str | None, Header(description="The same key returns "
+                                                      "the run it made before.")] = None,
+    ) -> RunCreated:
+        key = check_key(idempotency_key)
+        docs = body.docs
+        if docs is not None and not Path(docs).is_absolute():
+            if not config.docs:
+                raise JobRejected([problem("docs", "no docs: the server was started without "
+                                           "--docs", repr(docs))])
+            docs = str(config.docs[0] / docs)
+        search = body.search
+        if search is None and body.web:
+            search = config.search or os.environ.get("FANOUT_SEARCH") or None
+            if search is None:
+                raise JobRejected([problem("web", "false: the server has no search backend "
+                                           "(start it with --search, or set FANOUT_SEARCH)",
+                                           "true")])
+        # Composed as `fanout ask` composes it; then read back and checked exactly like a
+        # job sent to POST /runs (the served folders, the server's keys, no base_url).
+        try:
+            _, text, _ = build_ask_job(
+                body.question, None, model=body.model or config.ask_model, docs=docs,
+                search=search, max_subtasks=body.max_subtasks, concurrency=body.concurrency,
+                deadline_s=body.deadline_s, tools_text=body.tools, tools_name=ASK_FILE,
+            )
+        except InputFileError as exc:
+            raise JobRejected(input_problems(exc)) from None
+        job = text.encode("utf-8")
+        policy = config.research_policy()
+        run_id, status, earlier = await manager.submit(
+            job,
+            lambda: parse_job(job, "yaml", allow_mcp=config.allow_mcp, research=policy,
+                              file=ASK_FILE),
+            speed=body.speed, key=key,
+        )
+        if earlier:  # the key's run: as it stands now
+            status = (await anyio.to_thread.run_sync(manager.store.get, run_id)).status
+        url = _url(request, run_id)
+        response.headers["Location"] = url
+        return RunCreated(run_id=run_id, status=status, url=url)
+
+    return router
 
 
 def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
@@ -115,7 +188,8 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         key = check_key(idempotency_key)
         body = await read_body(request, config.max_body_bytes, config.body_timeout_s)
         run_id, status, earlier = await manager.submit(
-            body, lambda: parse_job(body, kind, allow_mcp=config.allow_mcp),
+            body, lambda: parse_job(body, kind, allow_mcp=config.allow_mcp,
+                                    research=config.research_policy()),
             speed=speed, key=key,
         )
         if earlier:  # the key's run: as it stands now

@@ -215,3 +215,33 @@ def job_schemas() -> dict[str, Any]:
     out = {f"{_JOB_PREFIX}{name}": _rename_refs(part) for name, part in defs.items()}
     out[f"{_JOB_PREFIX}File"] = _rename_refs(schema)
     return out
+
+
+class AskRequest(BaseModel):
+    """``POST /ask``: a question and its options, as ``fanout ask`` takes them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=4000, description="The question.")
+    docs: str | None = Field(
+        default=None,
+        description="A folder the server serves (`serve --docs`), absolute or relative to "
+        "the first; its documents are searched and read.",
+    )
+    web: bool = Field(
+        default=False, description="Research the web with the server's search backend."
+    )
+    search: str | None = Field(
+        default=None, description="searxng:URL, brave or tavily (instead of the server's)."
+    )
+    model: str | None = Field(
+        default=None, description="PROVIDER:NAME (default: the server's `serve --model`)."
+    )
+    tools: str | None = Field(
+        default=None, max_length=1_000_000,
+        description="A tools file's text: tools, mcp_servers, research_tools, model.",
+    )
+    max_subtasks: int = Field(default=6, ge=1, le=50)
+    concurrency: int = Field(default=4, ge=1, le=64)
+    deadline_s: float | None = Field(default=None, gt=0)
+    speed: float = Field(default=1.0, gt=0, le=10_000)

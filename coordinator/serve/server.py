@@ -24,14 +24,18 @@ import threading
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import HANDLED_SIGNALS
 
+from coordinator.jobfile.research import ResearchPolicy
 from shared.errors import FanoutError
+
+if TYPE_CHECKING:
+    from subagents.research.guard import Dialler, Resolver
 
 MAX_BODY_BYTES: Final = 1 << 20  # DESIGN §8: a job file of at most 1 MiB
 MAX_STREAMS: Final = 512  # event streams open at once, over every run
@@ -88,6 +92,26 @@ class ServeConfig:
     # How often a server looks for runs whose holder died (and, on SQLite, for cancels
     # of its runs made by another server).
     adopt_interval_s: float = 2.0
+    # The folders submitted jobs and asks may read with docs.* (`serve --docs DIR`);
+    # none: no documents at all. web.* never reaches private addresses from here.
+    docs: tuple[Path, ...] = ()
+    # What POST /ask uses when the question does not say: `serve --search` for the web
+    # (else the server's FANOUT_SEARCH) and `serve --model` for the model.
+    search: str | None = None
+    ask_model: str | None = None
+    # The address guard's seams (tests put a loopback web behind public names).
+    resolver: Resolver | None = None
+    dial: Dialler | None = None
+
+    def research_policy(self) -> ResearchPolicy:
+        """What the research tools of jobs run here may do (DESIGN §8, §10)."""
+        roots = tuple(p.resolve() for p in self.docs)
+        backend, _, url = (self.search or os.environ.get("FANOUT_SEARCH") or "").partition(":")
+        return ResearchPolicy(
+            docs_roots=roots, private=False, docs_base=roots[0] if roots else None,
+            resolver=self.resolver, dial=self.dial,
+            trusted_search_url=url if backend == "searxng" and url else None,
+        )
 
 
 def read_token(token_file: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> str | None:

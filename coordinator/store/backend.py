@@ -19,6 +19,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -62,6 +63,12 @@ class Backend:
     where: str
     #: What to hand another process so it opens the same store (no password in it).
     target: str
+
+    def home(self) -> Path:
+        """Where this machine keeps files that go with the store (a folder's document
+        index, DESIGN §10): beside a SQLite file; ``.fanout`` in the working folder for a
+        database server, since an index is per machine, not shared."""
+        return Path(".fanout")
 
     @property
     def schema_version(self) -> int:

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     import anyio
     from opentelemetry.trace import TracerProvider
 
+    from coordinator.jobfile.research import ResearchPolicy
     from subagents.mcp.tools import McpToolSource
+    from subagents.research.tools import ResearchTools
 
 
 _EVENT_FIELDS = ("state", "tool", "attempt", "wait_s", "step", "trigger")
@@ -153,8 +155,14 @@ async def run_recorded(
     on_plan: PlanHook | None = None,
     lead_gap: SubagentResult | None = None,
     tracer_provider: TracerProvider | None = None,
+    research: ResearchTools | None = None,
+    research_policy: ResearchPolicy | None = None,
 ) -> CoverageReport:
     """Run (or continue) ``scenario`` with everything recorded; close the run at the end.
+
+    ``research`` is the job's built-in research tools, open (DESIGN §10); when the
+    scenario declares ``research_tools`` and none are given, they are opened for this
+    run under ``research_policy`` (the store's folder holds the document index).
 
     ``mcp`` is the job's running MCP servers; when the scenario declares servers and
     none are given, they are started for this run and stopped after it. ``cancel``, once
@@ -194,6 +202,7 @@ async def run_recorded(
     async with AsyncExitStack() as stack:
         stack.push_async_callback(planning.aclose)
         source: ToolSource = tools
+        listed: dict[str, Any] = {}
         if scenario.mcp_servers:
             # Imported here: the MCP SDK is loaded only by jobs that use it.
             from coordinator.jobfile.mcp import JobTools, job_servers
@@ -207,7 +216,23 @@ async def run_recorded(
                     name: {"description": tool.description, "schema": dict(tool.schema)}
                     for name, tool in mcp.tools.items()
                 }
-                recorder.event(LEAD, "catalogue", elapsed_offset, {"tools": listed})
+        if scenario.research_tools is not None:
+            from coordinator.jobfile.research import (
+                CombinedTools,
+                job_research_tools,
+                research_catalogue,
+            )
+
+            if research is None:
+                research = await stack.enter_async_context(
+                    job_research_tools(scenario, recorder.backend.home(), research_policy)
+                )
+            if research is not None:
+                source = CombinedTools(source, research)
+                # Recorded like MCP tools: a recording replays them as simulated tools.
+                listed.update(research_catalogue(research.tools))
+        if listed:
+            recorder.event(LEAD, "catalogue", elapsed_offset, {"tools": listed})
         report = await run_research(
             scenario,
             source,

@@ -41,6 +41,10 @@ class SqliteBackend(Backend):
         self.target = str(path.resolve())
         self._local = threading.local()
 
+
+    def home(self) -> Path:
+        """The SQLite file's folder."""
+        return self.path.parent
     def exists(self) -> bool:
         return self.path.exists()
 

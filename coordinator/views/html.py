@@ -255,6 +255,23 @@ def _answer(report: Mapping[str, Any]) -> str:
             f'<div class="sections">{"".join(cards)}</div>{missing_html}</section>')
 
 
+def _source(source: Mapping[str, Any]) -> str:
+    """One numbered source: a link only for an http(s) URL (never ``javascript:``), all
+    of it escaped — titles and URLs come from the web."""
+    url, path = source.get("url"), source.get("path")
+    title = _e(source.get("title") or url or path or source.get("tool", ""))
+    if isinstance(url, str) and url.lower().startswith(("http://", "https://")):
+        shown = (f'<a href="{_e(url)}" target="_blank" rel="noopener noreferrer nofollow">'
+                 f'{title}</a> '
+                 f'<span class="where">{_e(url)}</span>')
+    elif url or path:
+        shown = f'{title} <code>{_e(url or path)}</code>'
+    else:
+        shown = title  # a tool's result: its name is the title
+    return (f'<li value="{int(source.get("n", 0))}">{shown} '
+            f'{_pill(source.get("subtask", ""))}</li>')
+
+
 def _synthesis(report: Mapping[str, Any]) -> str:
     """The lead agent's answer, first: escaped text (a model's output is untrusted input)."""
     answer = report.get("answer") or {}
@@ -265,8 +282,11 @@ def _synthesis(report: Mapping[str, Any]) -> str:
         paragraphs = [p for p in str(answer["text"]).split("\n") if p.strip()]
         body += "".join(f'<p class="synthesis">{_e(p)}</p>' for p in paragraphs)
         sources = answer.get("sources") or []
-        shown = " ".join(_pill(s) for s in sources) or "none named"
-        body += f'<p class="sources">Sources: {shown}</p>'
+        if sources:
+            items = "".join(_source(s) for s in sources)
+            body += f'<h3>Sources</h3><ol class="sources">{items}</ol>'
+        else:
+            body += '<p class="sources">Sources: none cited</p>'
     error = answer.get("synthesis_error")
     if error:
         body += (f'<p class="synthesis-error">The lead agent\'s synthesis failed: '

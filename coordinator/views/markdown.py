@@ -204,6 +204,23 @@ def _answer(report: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+_SAFE_URL = re.compile(r"https?://[^\s<>`\\]+")
+
+
+def _source(source: Mapping[str, Any]) -> str:
+    """One numbered source: its title, a link only for a plain http(s) URL, its subtask."""
+    url, path = source.get("url"), source.get("path")
+    if isinstance(url, str) and _SAFE_URL.fullmatch(url):
+        where = f"<{url}>"
+    elif url or path:
+        where = f"`{md_text(url or path).replace('`', '')}`"
+    else:
+        where = ""
+    title = md_text(source.get("title", ""))
+    return (f"{int(source.get('n', 0))}. {title}{' — ' + where if where else ''} "
+            f"({md_text(source.get('subtask', ''))})")
+
+
 def _synthesis(report: Mapping[str, Any]) -> list[str]:
     """The lead agent's answer first, with its sources and what it does not cover."""
     answer = report.get("answer") or {}
@@ -215,7 +232,8 @@ def _synthesis(report: Mapping[str, Any]) -> list[str]:
         lines += [md_text(p) for p in str(answer["text"]).split("\n") if p.strip()]
         lines.append("")
         sources = answer.get("sources") or []
-        lines.append("Sources: " + (", ".join(f"`{md_text(s)}`" for s in sources) or "none named"))
+        lines += ["**Sources**", ""] if sources else ["Sources: none cited"]
+        lines += [_source(s) for s in sources]
         lines.append("")
     error = answer.get("synthesis_error")
     if error:

@@ -122,6 +122,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 #synthesis { border-left: 4px solid #1971c2; }
 .synthesis { font-size: 15px; line-height: 1.55; margin: 8px 0; }
 .sources { color: #555; font-size: 13px; }
+ol.sources { padding-left: 22px; } ol.sources li { margin: 2px 0; }
+ol.sources .where { color: #868e96; font-size: 12px; word-break: break-all; }
 .synthesis-error { color: #c92a2a; }
 footer { color: var(--muted); font-size: 12.5px; text-align:center; margin-top: 28px; }
 @media (max-width: 820px) { .sections { grid-template-columns: 1fr; } }

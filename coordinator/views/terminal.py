@@ -131,14 +131,30 @@ def gaps_view(gaps: Sequence[Gap]) -> RenderableType:
     return Group(*blocks)
 
 
+def _plain(text: str) -> str:
+    """Text from outside for a terminal: one line, no control characters (no escapes)."""
+    return "".join(c if c.isprintable() else " " for c in " ".join(text.split()))
+
+
 def synthesis_view(report: CoverageReport) -> RenderableType:
     """The lead agent's answer with its sources, and the list of what is not covered."""
     answer = report.answer
     lines: list[RenderableType] = []
     if answer.text:
         lines.append(Text(answer.text))  # Text, not markup: the model's words stay words
-        sources = ", ".join(answer.sources or []) or "none named"
-        lines.append(Text(f"sources: {sources}", style="dim"))
+        if answer.sources:
+            lines.append(Text("Sources", style="bold"))
+            for source in answer.sources:
+                where = source.url or source.path
+                line = Text(f"  [{source.n}] ", style="cyan")
+                # Titles and URLs come from the web: plain text, control characters out.
+                line.append(_plain(source.title))
+                if where:
+                    line.append(f" — {_plain(where)}", style="blue" if source.url else "dim")
+                line.append(f"  ({_plain(source.subtask)})", style="dim")
+                lines.append(line)
+        else:
+            lines.append(Text("sources: none cited", style="dim"))
     if answer.synthesis_error is not None:
         message = str(answer.synthesis_error.get("message", ""))
         lines.append(Text(f"the lead's synthesis failed: {message}", style="red"))

@@ -122,5 +122,5 @@ async def test_a_decomposed_job_over_the_wire(monkeypatch: pytest.MonkeyPatch) -
     assert "[patents] permission / permission_denied" in synthesis
     assert "request patents:read for role analyst" in synthesis
     assert report.answer.text == ANSWER
-    assert report.answer.sources == ["market"]
+    assert [s.subtask for s in report.answer.sources or []] == ["market"]  # cited by subtask id
     assert [g.subtask_id for g in report.gaps] == ["patents"]

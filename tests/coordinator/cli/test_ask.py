@@ -80,7 +80,7 @@ def test_ask_runs_end_to_end_on_mcp_tools_with_a_scripted_model(tmp_path: Path) 
     git_finding = report["answer"]["sections"][1]["findings"][0]
     assert git_finding["tool"] == "git.git_status"
     assert report["answer"]["text"].startswith("The repository is clean [repo]")
-    assert report["answer"]["sources"] == ["clock", "repo"]
+    assert [s["subtask"] for s in report["answer"]["sources"]] == ["clock", "repo"]
     runs = subprocess.run(
         [sys.executable, "-m", "coordinator.cli", "runs", "--json"],
         capture_output=True,
@@ -124,7 +124,10 @@ def test_bad_ask_input_exits_2_naming_what_is_wrong(
     """A tools file with a job, no model, an unknown provider or a missing key: exit 2."""
     tools = tmp_path / "tools.yaml"
     tools.write_text(text)
-    done = _ask(tmp_path, "a question", "--tools", str(tools), *args)
+    # --docs gives it a tool (an empty folder): the problem is the file's or the model's.
+    docs = tmp_path / "papers"
+    docs.mkdir()
+    done = _ask(tmp_path, "a question", "--tools", str(tools), "--docs", str(docs), *args)
     assert done.returncode == 2, done.stdout + done.stderr
     assert needle in " ".join(done.stderr.split())
     assert "Traceback" not in done.stderr

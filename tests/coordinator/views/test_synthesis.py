@@ -33,7 +33,8 @@ def test_the_terminal_shows_the_answer_before_the_subtasks() -> None:
     console.print(report_view(_report()))
     out = console.export_text()
     assert out.index("Answer") < out.index("Subtasks")
-    assert "sources: market" in out
+    # The scripted lead cites [market]: that subtask's sources, numbered, with their subtask.
+    assert "Sources" in out and "[1] " in out and "(market)" in out
     assert "patents: permission_denied" in out
 
 

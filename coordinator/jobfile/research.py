@@ -1,0 +1,180 @@
+"""Jobs with the built-in research tools: open them for a run, under the rules of where it runs.
+
+:func:`job_research_tools` opens a scenario's ``research_tools`` for one run (the folder
+indexed first when its index is missing or stale); :class:`CombinedTools` serves them
+next to the job's simulated and MCP tools. A :class:`ResearchPolicy` says what the place
+the job runs allows: on the command line a job may read any folder and, with
+``allow_private``, any address; ``fanout serve`` allows the web but never private
+addresses, and documents only under the folders it was started with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from coordinator.fanout import ToolSource
+from coordinator.jobfile.scenario import Scenario
+from coordinator.jobfile.yamlpos import parse_yaml
+from shared.errors import InputFileError, InputFileErrors
+from subagents.research.spec import resolve_docs_folder
+from subagents.tool import Tool
+
+if TYPE_CHECKING:
+    # The tools load httpx, trafilatura and pypdf: only when a job opens them.
+    import httpx
+
+    from subagents.research.guard import Dialler, Resolver
+    from subagents.research.tools import ResearchTools
+
+__all__ = [
+    "CombinedTools",
+    "ResearchPolicy",
+    "check_research_policy",
+    "job_research_tools",
+    "research_catalogue",
+]
+
+
+@dataclass(frozen=True)
+class ResearchPolicy:
+    """What a job's research tools may do where the job runs.
+
+    ``docs_roots`` None allows any folder; a tuple allows only folders inside one of
+    them (empty: no documents at all). ``private`` False refuses private addresses
+    whatever the job says, and guards the search backend's address too. The resolver,
+    dialler and transport are the seams tests use to run a loopback web.
+    """
+
+    docs_roots: tuple[Path, ...] | None = None
+    private: bool = True
+    # Where a relative docs.path is resolved (None: the job file's folder). The service
+    # resolves a submitted job's relative path under the first folder it serves.
+    docs_base: Path | None = None
+    # The search endpoint the place itself configured (`serve --search searxng:URL`): a
+    # job using exactly it is not guarded, so an operator's SearXNG on loopback works;
+    # any other endpoint a job names is (with ``private`` False).
+    trusted_search_url: str | None = None
+    resolver: Resolver | None = None
+    dial: Dialler | None = None
+    transport: httpx.AsyncBaseTransport | None = None
+    env: Mapping[str, str] | None = None
+
+
+def _base_dir(scenario: Scenario, policy: ResearchPolicy | None = None) -> Path | None:
+    if policy is not None and policy.docs_base is not None:
+        return policy.docs_base
+    return Path(scenario.source).parent if scenario.source else None
+
+
+def check_research_policy(scenario: Scenario, policy: ResearchPolicy) -> list[InputFileError]:
+    """What of the scenario's ``research_tools`` the policy forbids, with the file's lines."""
+    spec = scenario.research_tools
+    if spec is None or spec.docs is None or policy.docs_roots is None:
+        return []
+    folder = resolve_docs_folder(spec.docs.path, _base_dir(scenario, policy))
+    roots = [r.resolve() for r in policy.docs_roots]
+    if any(folder.is_relative_to(root) for root in roots):
+        return []
+    allowed = ", ".join(str(r) for r in roots) or "none: the server was started without --docs"
+    return [
+        InputFileError(
+            scenario.source or scenario.scenario,
+            _line(scenario, ("research_tools", "docs", "path")),
+            "research_tools.docs.path",
+            f"a folder under one the server serves ({allowed})",
+            got=repr(spec.docs.path),
+        )
+    ]
+
+
+def _line(scenario: Scenario, path: tuple[str, ...]) -> int | None:
+    try:
+        text = Path(scenario.source).read_text(encoding="utf-8")
+        return parse_yaml(text, scenario.source).line_of(path)
+    except (OSError, InputFileError):
+        return None
+
+
+@asynccontextmanager
+async def job_research_tools(
+    scenario: Scenario, store_dir: Path, policy: ResearchPolicy | None = None
+) -> AsyncIterator[ResearchTools | None]:
+    """The scenario's research tools, open for a run (None when it declares none).
+
+    Raises:
+        InputFileErrors: the policy forbids the folder, a key is unset, the folder is missing.
+    """
+    spec = scenario.research_tools
+    if spec is None:
+        yield None
+        return
+    policy = policy or ResearchPolicy()
+    problems = check_research_policy(scenario, policy)
+    if problems:
+        raise InputFileErrors(problems)
+    if not policy.private and spec.web is not None and spec.web.fetch.allow_private:
+        # The place the job runs forbids private addresses, whatever the file says.
+        fetch = spec.web.fetch.model_copy(update={"allow_private": False})
+        spec = spec.model_copy(update={"web": spec.web.model_copy(update={"fetch": fetch})})
+    from subagents.research.tools import open_research_tools
+
+    try:
+        opened = open_research_tools(
+            spec,
+            base_dir=_base_dir(scenario, policy),
+            store_dir=store_dir,
+            env=policy.env,
+            resolver=policy.resolver,
+            dial=policy.dial,
+            transport=policy.transport,
+            guard_search=not policy.private and not _trusted(spec, policy),
+        )
+        async with opened as tools:
+            yield tools
+    except InputFileError as exc:
+        if isinstance(exc, InputFileErrors) or exc.file != "research_tools":
+            raise
+        field = f"research_tools.{exc.field}"
+        where = tuple(field.split("."))
+        raise InputFileErrors(
+            [
+                InputFileError(
+                    scenario.source or scenario.scenario, _line(scenario, where), field,
+                    exc.expected, got=exc.got,
+                )
+            ]
+        ) from None
+
+
+def _trusted(spec: Any, policy: ResearchPolicy) -> bool:
+    web = spec.web
+    url = policy.trusted_search_url
+    return bool(web is not None and url and web.url and web.url.rstrip("/") == url.rstrip("/"))
+
+
+class CombinedTools:
+    """Several tool sources as one: later sources' names win (they never collide: the
+    loader keeps simulated, MCP and research names apart)."""
+
+    def __init__(self, *sources: ToolSource) -> None:
+        self.sources = sources
+
+    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
+        """Every source's tools for ``subtask_id``."""
+        merged: dict[str, Tool] = {}
+        for source in self.sources:
+            merged.update(source.for_subtask(subtask_id))
+        return merged
+
+
+def research_catalogue(tools: Mapping[str, Tool]) -> dict[str, Any]:
+    """Tools' descriptions and schemas, as the store's ``catalogue`` event keeps them (a
+    recording stands simulated tools in for them)."""
+    return {
+        name: {"description": tool.description, "schema": dict(tool.schema)}
+        for name, tool in tools.items()
+    }

@@ -1,0 +1,96 @@
+"""The answer's sources: every page, document and tool result behind the findings, numbered.
+
+The synthesis shows the lead model each source with its number and asks it to cite
+``[n]`` after each claim (DESIGN §10); ``answer.sources`` are the sources its text cites.
+A page (``web.fetch``) or a document (``docs.read``) is a source by its URL or path; a
+search result (``web.search``, ``docs.search``) is one too, by the URL or path it names;
+any other tool's result (simulated, MCP) is a source named by its tool and subtask. The
+model's own words are never a source. Numbers follow the job's subtask order, and one URL
+or path is one source however many subtasks found it (the first names it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from coordinator.report import Section, Source
+from shared.envelope import Finding
+
+__all__ = ["cited_sources", "finding_sources", "number_sources"]
+
+_NOT_SOURCES = frozenset({"model", "finish"})
+_SEARCH_TOOLS = {"web.search": "url", "docs.search": "path"}
+_CITE = re.compile(r"\[([^\[\]\n]{1,200})\]")
+
+
+def finding_sources(finding: Finding) -> list[tuple[str, str | None, str | None, str]]:
+    """``(key, url, path, title)`` of each source one finding holds."""
+    if finding.tool in _NOT_SOURCES or finding.empty:
+        return []
+    if finding.url is not None:
+        return [(f"url:{finding.url}", finding.url, None, finding.title or finding.url)]
+    if finding.path is not None:
+        return [(f"path:{finding.path}", None, finding.path, finding.title or finding.path)]
+    kind = _SEARCH_TOOLS.get(finding.tool)
+    data: Any = finding.data
+    if kind is not None and isinstance(data, dict) and isinstance(data.get("results"), list):
+        out: list[tuple[str, str | None, str | None, str]] = []
+        for item in data["results"]:
+            where = item.get(kind) if isinstance(item, dict) else None
+            if not isinstance(where, str) or not where:
+                continue
+            title = item.get("title")
+            title = title if isinstance(title, str) and title else where
+            if kind == "url":
+                out.append((f"url:{where}", where, None, title))
+            else:
+                out.append((f"path:{where}", None, where, title))
+        return out
+    return [(f"tool:{finding.tool}", None, None, finding.tool)]
+
+
+def number_sources(sections: Sequence[Section]) -> tuple[list[Source], dict[int, list[int]]]:
+    """Every source of the findings, numbered from 1; and, per finding (by ``id()``), the
+    numbers of its sources (for the prompt)."""
+    numbered: dict[tuple[str, str], Source] = {}
+    per_finding: dict[int, list[int]] = {}
+    for section in sections:
+        for finding in section.findings:
+            numbers: list[int] = []
+            for key, url, path, title in finding_sources(finding):
+                # A tool's result is a source per subtask; a URL or path is one source.
+                scoped = (section.subtask_id, key) if key.startswith("tool:") else ("", key)
+                source = numbered.get(scoped)
+                if source is None:
+                    source = Source(
+                        n=len(numbered) + 1, url=url, path=path, title=title,
+                        subtask=section.subtask_id, tool=finding.tool,
+                    )
+                    numbered[scoped] = source
+                if source.n not in numbers:
+                    numbers.append(source.n)
+            per_finding[id(finding)] = numbers
+    return list(numbered.values()), per_finding
+
+
+def cited_sources(text: str, sources: Iterable[Source], subtask_ids: Sequence[str]) -> list[Source]:
+    """The sources ``text`` cites: ``[n]`` (also ``[1, 3]``, ``[2-4]``), or a subtask's id in
+    brackets (``[market]``: every source of that subtask), in number order."""
+    every = list(sources)
+    numbers: set[int] = set()
+    subtasks = set(subtask_ids)
+    for group in _CITE.findall(text):
+        for part in re.split(r"[,;]", group):
+            part = part.strip()
+            span = re.fullmatch(r"(\d+)\s*[-–]\s*(\d+)", part)
+            if span:
+                low, high = int(span.group(1)), int(span.group(2))
+                if 0 < low <= high and high - low <= 50:
+                    numbers.update(range(low, high + 1))
+            elif part.isdigit():
+                numbers.add(int(part))
+            elif part in subtasks:
+                numbers.update(s.n for s in every if s.subtask == part)
+    return [s for s in every if s.n in numbers]

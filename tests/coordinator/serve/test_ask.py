@@ -1,0 +1,182 @@
+"""The service's research: POST /ask on served folders, web.* never private, the Ask box."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.coordinator.serve.conftest import Server, start_server
+from tests.loopback.web_server import LoopbackWeb, article_html, html_reply
+
+MODEL = {
+    "model": {
+        "provider": "scripted", "latency_s": 0.01,
+        "turns": {
+            "lead": [
+                {"subtasks": [{"id": "tandem", "query": "perovskite tandem efficiency",
+                               "tools": ["docs.search", "docs.read"]}]},
+                {"text": "Tandem cells reached 33.9 percent [1]."},
+            ],
+            "tandem": [
+                {"calls": [{"tool": "docs.search", "args": {"query": "perovskite tandem"}}]},
+                {"text": "33.9 percent (perovskite.md)."},
+            ],
+        },
+    }
+}
+TOOLS = yaml.safe_dump(MODEL)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
+    """A server with one served folder of documents."""
+    tmp = tmp_path_factory.mktemp("ask")
+    papers = tmp / "papers"
+    papers.mkdir()
+    (papers / "perovskite.md").write_text(
+        "# Perovskite tandem cells\n\nPerovskite-silicon tandem cells reached 33.9 percent.\n")
+    srv = start_server(tmp, "--docs", str(papers))
+    yield srv, tmp
+    assert srv.stop() == 0, srv.log.read_text()
+
+
+def _ask(srv: Server, body: dict[str, Any]) -> Any:
+    with srv.client() as c:
+        return c.post("/ask", json=body)
+
+
+def test_ask_on_a_served_folder_answers_with_its_sources(served: tuple[Server, Path]) -> None:
+    """POST /ask with docs "." (the served folder) runs; the report's sources name the file."""
+    srv, _ = served
+    r = _ask(srv, {"question": "How efficient are tandem cells?", "docs": ".",
+                   "tools": yaml.safe_dump(MODEL)})
+    assert r.status_code == 201, r.text
+    assert r.headers["location"].endswith(r.json()["run_id"])
+    run_id = r.json()["run_id"]
+    srv.wait_status(run_id, "finished")
+    with srv.client() as c:
+        report = c.get(f"/runs/{run_id}/report").json()
+        html = c.get(f"/runs/{run_id}/report", params={"format": "html"}).text
+    assert report["subtasks"][0]["status"] == "complete"
+    assert [(s["n"], s["path"]) for s in report["answer"]["sources"]] == [(1, "perovskite.md")]
+    assert "<code>perovskite.md</code>" in html
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        pytest.param({"docs": "/etc", "tools": TOOLS}, "research_tools.docs.path",
+                     id="folder-not-served"),
+        pytest.param({"docs": "../..", "tools": TOOLS}, "research_tools.docs.path",
+                     id="relative-escape"),
+        pytest.param({"web": True, "tools": TOOLS}, "web", id="no-search-backend"),
+        pytest.param({"model": "scripted"}, "tools", id="no-tools"),
+        pytest.param({"search": "brave", "tools": TOOLS}, "research_tools.web.search",
+                     id="no-server-key"),
+    ],
+)
+def test_asks_the_server_cannot_serve_are_422(
+    served: tuple[Server, Path], body: dict[str, Any], field: str
+) -> None:
+    """Folders outside --docs, the web without a backend, no tools, a key the server lacks."""
+    srv, _ = served
+    before = len(srv.client().get("/runs").json()["runs"])
+    r = _ask(srv, {"question": "q?", **body})
+    assert r.status_code == 422, r.text
+    assert field in [e["field"] for e in r.json()["errors"]], r.text
+    assert len(srv.client().get("/runs").json()["runs"]) == before  # nothing recorded
+
+
+def test_a_job_cannot_read_the_servers_network(served: tuple[Server, Path]) -> None:
+    """A submitted job asking allow_private for a loopback page gets a refused fetch."""
+    srv, tmp = served
+    web = LoopbackWeb({"/secret": html_reply(article_html("internal", ["internal data " * 20]))})
+    with web.serving():
+        job = {
+            "scenario": "peek",
+            "research_tools": {"web": {"fetch": {"allow_private": True}}},
+            "job": {"query": "peek", "subtasks": [{
+                "id": "peek", "query": "read the internal page", "tools": ["web.fetch"],
+                "plan": [{"call": "web.fetch",
+                          "args": {"url": f"http://127.0.0.1:{web.port}/secret"}}],
+            }]},
+        }
+        path = tmp / "peek.yaml"
+        path.write_text(yaml.safe_dump(job))
+        run_id = srv.submit(path, speed=1)["run_id"]
+        srv.wait_status(run_id, "finished")
+        asked = len(web.requests)
+    with srv.client() as c:
+        gaps = c.get(f"/runs/{run_id}/gaps").json()["gaps"]
+    assert asked == 0
+    assert (gaps[0]["subtask_id"], gaps[0]["errorCategory"]) == ("peek", "validation")
+    assert "loopback address" in gaps[0]["message"] and "refused" in gaps[0]["message"]
+
+
+def test_the_page_has_an_ask_box(served: tuple[Server, Path]) -> None:
+    """GET / carries the Ask form next to the job form."""
+    srv, _ = served
+    with srv.client() as c:
+        page = c.get("/").text
+    assert 'id="ask-form"' in page and 'id="ask-question"' in page and 'id="job-form"' in page
+
+
+def _web_model(url: str) -> str:
+    return yaml.safe_dump({"model": {
+        "provider": "scripted", "latency_s": 0.01,
+        "turns": {
+            "lead": [
+                {"subtasks": [{"id": "web", "query": "sodium-ion news",
+                               "tools": ["web.search", "web.fetch"]}]},
+                {"text": "Sodium-ion cells reached 160 Wh/kg [1]."},
+            ],
+            "web": [
+                {"calls": [{"tool": "web.search", "args": {"query": "sodium-ion"}}]},
+                {"calls": [{"tool": "web.fetch", "args": {"url": url}}]},
+                {"text": "160 Wh/kg (search result)."},
+            ],
+        },
+    }})
+
+
+def test_the_operators_searxng_is_trusted_and_no_other_loopback_is(
+    tmp_path: Path,
+) -> None:
+    """`serve --search searxng:LOOPBACK` answers asks; fetching loopback and another
+    loopback search endpoint named by the ask are refused."""
+    from tests.loopback.web_server import SearxngServer
+
+    hits = [{"title": "Sodium-ion at 160 Wh/kg", "url": "https://example.org/na",
+             "snippet": "160 Wh/kg"}]
+    searx, other = SearxngServer(hits), SearxngServer(hits)
+    web = LoopbackWeb({"/internal": html_reply(article_html("internal", ["secret " * 30]))})
+    with searx.serving(), other.serving(), web.serving():
+        srv = start_server(tmp_path, "--search", f"searxng:{searx.origin}")
+        try:
+            page = f"http://127.0.0.1:{web.port}/internal"
+            r = _ask(srv, {"question": "Sodium-ion news?", "web": True,
+                           "tools": _web_model(page)})
+            assert r.status_code == 201, r.text
+            srv.wait_status(r.json()["run_id"], "finished")
+            with srv.client() as c:
+                report = c.get(f"/runs/{r.json()['run_id']}/report").json()
+                md = c.get(f"/runs/{r.json()['run_id']}/report", params={"format": "md"}).text
+            r2 = _ask(srv, {"question": "again?", "search": f"searxng:{other.origin}",
+                            "tools": _web_model(page)})
+            assert r2.status_code == 201, r2.text
+            srv.wait_status(r2.json()["run_id"], "finished")
+            with srv.client() as c:
+                report2 = c.get(f"/runs/{r2.json()['run_id']}/report").json()
+        finally:
+            assert srv.stop() == 0, srv.log.read_text()
+        searched, other_searched, fetched = len(searx.requests), len(other.requests), len(
+            web.requests)
+    assert searched == 1 and other_searched == 0 and fetched == 0
+    assert report["answer"]["sources"][0]["url"] == "https://example.org/na"
+    assert "<https://example.org/na>" in md
+    findings = report2["answer"]["sections"][0]["findings"]
+    assert all(f["tool"] != "web.search" for f in findings)  # refused: no search finding
