@@ -6,6 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from benchmarks import readme_table, results
 from benchmarks.baseline_tree import BaselineTree
 from benchmarks.registry import REGISTRY, Entry, _missing_fails, failures, keys, run_all
@@ -14,6 +16,9 @@ from benchmarks.stats import BenchResult, Figure, Stats
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# Every benchmark for real, the service and a Temporal dev server included: about a
+# minute on an idle 2-core machine, several on a loaded one (the default is 120 s).
+@pytest.mark.timeout(600)
 def test_every_benchmark_runs_at_a_tiny_size() -> None:
     """Each benchmark produces its figures and the results document is valid JSON."""
     done = run_all(quick=True)
@@ -68,6 +73,7 @@ def test_a_missing_competitor_fails_its_row_in_a_full_run() -> None:
     assert "not installed" in failed.figures[1].note and "bench extra" in failed.figures[1].note
 
 
+@pytest.mark.timeout(300)
 def test_the_baseline_tree_runs_side_by_side_in_the_same_run() -> None:
     """The baseline is the same benchmark of an earlier tree (here HEAD, git archive), run
     now by its own harness: each figure gets that run's median, not a stored one."""
