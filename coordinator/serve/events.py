@@ -33,6 +33,7 @@ from coordinator.serve.records import ServiceRecords
 from coordinator.store.backend import Backend
 from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
+from coordinator.store.writer import LEASE_S
 from subagents.telemetry import record_event_delivery
 
 PING: Final = b": ping\n\n"
@@ -231,6 +232,7 @@ async def _poll(
 ) -> AsyncIterator[bytes]:
     """A run this server does not execute, from the store: polled while it still runs."""
     quiet = 0.0
+    orphaned_at: float | None = None
     while True:
         bell = source.bells.arm(run_id)
         events = await anyio.to_thread.run_sync(source.records.events_after, run_id, last)
@@ -239,7 +241,15 @@ async def _poll(
             quiet = 0.0
             yield b"".join(frame(e) for e in events)
         row = await anyio.to_thread.run_sync(source.store.get, run_id)
-        if row.status not in ("queued", "running"):
+        if row.status == "interrupted" and orphaned_at is None:
+            orphaned_at = anyio.current_time()
+        elif row.status != "interrupted":
+            orphaned_at = None
+        # A holder that died is replaced by another (a server adopts the run, Temporal
+        # gives the rounds to a live worker): the stream waits for that as long as a
+        # lease lasts before it ends with the run `interrupted`.
+        orphaned = orphaned_at is not None and anyio.current_time() - orphaned_at >= LEASE_S
+        if row.status == "finished" or orphaned:
             # Whatever it wrote before it stopped is in the store now.
             tail = await anyio.to_thread.run_sync(source.records.events_after, run_id, last)
             if tail:

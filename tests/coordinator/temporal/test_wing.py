@@ -116,6 +116,19 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _dev_servers(pid: int) -> list[int]:
+    """The children of ``pid`` that are `temporal server start-dev` (not a probe)."""
+    found = []
+    for child in _children(pid):
+        try:
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"start-dev" in argv:
+            found.append(child)
+    return found
+
+
 def _gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
@@ -135,9 +148,9 @@ def test_the_dev_server_dies_with_a_killed_fanout_temporal_dev(tmp_path: Path) -
         cwd=tmp_path,
     )
     try:
-        assert wait_for(lambda: bool(_children(proc.pid)) and _listening(port), 60), \
+        assert wait_for(lambda: bool(_dev_servers(proc.pid)) and _listening(port), 60), \
             "the dev server did not start"
-        [dev] = _children(proc.pid)
+        [dev] = _dev_servers(proc.pid)
         proc.kill()
         proc.wait(10)
         assert wait_for(lambda: _gone(dev), 10), f"dev server {dev} outlived its parent"
