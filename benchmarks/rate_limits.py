@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args(argv)
-    result = run(4, 0.1) if args.quick else run(args.subtasks, args.window)
+    result = run(2, 0.1) if args.quick else run(args.subtasks, args.window)
     if args.json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
         return 0

@@ -91,7 +91,9 @@ REGISTRY: tuple[Entry, ...] = (
     Entry(
         "replay_full", "benchmarks.replay_full",
         full={"sizes": (10, 5_000), "memory_n": 20_000, "repeat": 5},
-        quick={"sizes": (10, 60), "memory_n": 100, "repeat": 1},
+        # The same code as replay_cli's smoke run: three short processes are enough.
+        quick={"sizes": (10, 20), "memory_n": 20, "repeat": 1, "memory_repeat": 1,
+               "warm": False},
     ),
     Entry(
         "model_loop", "benchmarks.model_loop",
@@ -118,7 +120,7 @@ REGISTRY: tuple[Entry, ...] = (
     ),
     Entry(
         "rate_limits", "benchmarks.rate_limits",
-        full={"subtasks": 50, "window_s": 1.0}, quick={"subtasks": 4, "window_s": 0.1},
+        full={"subtasks": 50, "window_s": 1.0}, quick={"subtasks": 2, "window_s": 0.1},
     ),
     Entry(
         "research", "benchmarks.research",

@@ -113,11 +113,13 @@ def run(
     memory_repeat: int = 2,
     tree: Path = ROOT,
     full_fanout: bool = False,
+    warm: bool = True,
 ) -> BenchResult:
     """Replay N = ``sizes`` (small, large) ``repeat`` times, and ``memory_n`` for its peak.
 
     ``full_fanout``: each file at concurrency = N (every subagent alive at once), the
-    shape of ``benchmarks.replay_full``; else the default concurrency.
+    shape of ``benchmarks.replay_full``; else the default concurrency. ``warm``: one
+    replay first, not counted (a smoke run skips it).
     """
     small, large = sizes
     shape = "concurrency = N: every subagent alive at once" if full_fanout else (
@@ -143,8 +145,9 @@ def run(
             files[n] = Path(tmp) / f"one_call_{n}.yaml"
             text = one_call_scenario(n, concurrency=n if full_fanout else None)
             files[n].write_text(text, encoding="utf-8")
-        replay_once(files[small], tree=tree)  # warm the page cache and the bytecode
-        _bare(small)
+        if warm:
+            replay_once(files[small], tree=tree)  # warm the page cache and the bytecode
+            _bare(small)
         for _ in range(repeat):
             for n in (small, large):
                 done = replay_once(files[n], tree=tree)

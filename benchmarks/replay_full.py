@@ -23,6 +23,9 @@ def run(
     repeat: int = 5,
     memory_repeat: int = 2,
     tree: Path = replay_cli.ROOT,
+    warm: bool = True,
 ) -> BenchResult:
     """Replay at concurrency = N (see :func:`benchmarks.replay_cli.run`)."""
-    return replay_cli.run(sizes, memory_n, repeat, memory_repeat, tree, full_fanout=True)
+    return replay_cli.run(
+        sizes, memory_n, repeat, memory_repeat, tree, full_fanout=True, warm=warm
+    )

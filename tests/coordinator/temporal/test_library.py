@@ -39,6 +39,10 @@ def _library(*, deadline: bool) -> list[Path]:
         scenario = load_scenario(path)
         if scenario.mcp_servers:
             continue
+        if scenario.job.budget is not None:
+            # job.budget is metered by the local executor only (issue 22): the Temporal
+            # workflow does not count tokens across its activities yet.
+            continue
         if (scenario.job.deadline_s is not None) == deadline:
             files.append(path)
     return files
