@@ -227,9 +227,12 @@ def replay_view(summary: ReplaySummary) -> RenderableType:
 def print_input_error(console: Console, error: InputFileError) -> None:
     """A bad input file, one problem per line, without a traceback."""
     problems = getattr(error, "errors", [error])
-    # Problems that name a command-line option or argument (`--model`, `QUESTION`), not a
-    # file: "this file" would point at a file the user never gave.
-    from_options = all(p.file.startswith("-") or p.file.isupper() for p in problems)
+    # Problems that name a command-line option or argument (`--model`, `QUESTION`) or the
+    # command itself (`fanout ask` with no tools file), not a file: "this file" would point
+    # at a file the user never gave.
+    from_options = all(
+        p.file.startswith(("-", "fanout ")) or p.file.isupper() for p in problems
+    )
     heading = "error: cannot run this command" if from_options else "error: cannot run this file"
     console.print(Text(heading, style="bold red"))
     for line in error.describe().splitlines():

@@ -68,7 +68,8 @@ def test_ask_without_a_model_names_the_option_not_a_file(
 ) -> None:
     """`fanout ask Q` with no --model and no model block: the error is about the command
     and names --model; it does not say "cannot run this file" when no file was given."""
-    assert main(["ask", "what is new?"]) == 2
+    tools = Path(__file__).resolve().parents[3] / "docs" / "simulated_research_tools.yaml"
+    assert main(["ask", "what is new?", "--tools", str(tools)]) == 2
     err = capsys.readouterr().err
     assert "cannot run this file" not in err
     assert "cannot run this command" in err and "--model PROVIDER:NAME" in err
