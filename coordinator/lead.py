@@ -3,8 +3,10 @@
 Decomposition (a job without subtasks): the lead model gets the query and the tool
 catalogue and answers through the planning tool ``plan_subtasks``. The plan is checked
 like a file's subtasks (ids, queries, known tools, at most ``job.max_subtasks``); a bad
-plan goes back to the model once, with every problem named; a second bad plan, or a
-model call that fails for good, ends the run ``failed`` with one gap for ``lead``.
+plan goes back to the model once, with every problem named. A second bad plan, or a
+model call that fails for good, **degrades** the job instead of ending it: the question
+itself runs as one model-planned subtask ``question`` with every tool of the catalogue,
+and the lead's failure stays visible as a gap of ``lead`` (weight 0, route ``gap``).
 
 Synthesis (every job with a model): after the report is assembled, the lead writes
 ``answer.text`` from the findings and the gaps, naming the subtask behind each claim and
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.job import JobSpec
-from coordinator.report import CoverageReport, assemble_report
+from coordinator.report import CoverageReport, assemble_report, prepend_rows
 from shared.clock import Clock
 from shared.envelope import ToolResult
 from shared.ids import TraceIds
@@ -46,6 +48,8 @@ from subagents.planners.model import model_failure
 from subagents.spec import SubtaskSpec
 
 LEAD = "lead"
+QUESTION = "question"
+"""The one subtask a job runs when its lead could not plan it (DESIGN §7)."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -217,8 +221,27 @@ class LeadContext:
 
 async def decompose(
     job: JobSpec, catalogue: Sequence[ToolSpec], lead: LeadContext
+) -> tuple[list[SubtaskSpec], SubagentResult | None]:
+    """The job's subtasks from the lead model; when it cannot plan, the degraded plan
+    (the question as one subtask with every tool) and the lead's gap."""
+    subtasks, gap = await _plan(job, catalogue, lead)
+    if subtasks is not None:
+        return subtasks, None
+    assert gap is not None
+    return degraded_plan(job, [t.name for t in catalogue]), gap
+
+
+def degraded_plan(job: JobSpec, tools: Sequence[str]) -> list[SubtaskSpec]:
+    """The plan of a lead that could not plan: the question, with every tool (DESIGN §7)."""
+    return planned_subtasks(
+        [{"id": QUESTION, "query": job.query, "weight": 1.0, "tools": list(tools)}], job
+    )
+
+
+async def _plan(
+    job: JobSpec, catalogue: Sequence[ToolSpec], lead: LeadContext
 ) -> tuple[list[SubtaskSpec] | None, SubagentResult | None]:
-    """The job's subtasks from the lead model, or the lead's gap when it cannot plan."""
+    """The lead model's plan, or the lead's gap when it cannot plan."""
     names = [t.name for t in catalogue]
     plan_tool = ToolSpec(
         name=PLAN_TOOL,
@@ -294,9 +317,17 @@ def _lead_gap(
     return run.result()
 
 
-def lead_subtask(job: JobSpec) -> SubtaskSpec:
+def lead_subtask(job: JobSpec, *, weight: float = 1.0) -> SubtaskSpec:
     """The pseudo-subtask a failed decomposition is reported under."""
-    return SubtaskSpec(id=LEAD, query=job.query, planner="model")
+    return SubtaskSpec(id=LEAD, query=job.query, planner="model", weight=weight)
+
+
+def with_lead_gap(report: CoverageReport, job: JobSpec, gap: SubagentResult) -> CoverageReport:
+    """``report`` with the lead's failed plan first: a row of weight 0 and a gap routed
+    ``gap``, whatever its category (the job went on without a plan; coverage is that of
+    what was researched)."""
+    lead_job = job.model_copy(update={"subtasks": [lead_subtask(job, weight=0.0)]})
+    return prepend_rows(report, lead_job, [gap], route_overrides={LEAD: "gap"})
 
 
 def failed_decomposition(job: JobSpec, gap: SubagentResult, elapsed_s: float) -> CoverageReport:

@@ -280,31 +280,18 @@ class ReportBuilder:
         gaps: list[Gap] = []
         escalations: list[Escalation] = []
         sections: list[Section] = []
-        covered_weight = total_weight = 0.0
         for spec in job.subtasks:
             rows = self._rows.pop(spec.id, None)
             if rows is None:
                 rows = self._rows_of(_missing(spec.id, spec.query), spec)
             outcomes.append(rows.outcome)
-            total_weight += spec.weight
-            covered_weight += spec.weight if rows.section.covered else 0.0
             if rows.gap is not None:
                 gaps.append(rows.gap)
                 if rows.escalation is not None:
                     escalations.append(rows.escalation)
             sections.append(rows.section)
         self._rows.clear()
-        if total_weight > 0:
-            coverage = covered_weight / total_weight
-        else:
-            coverage = sum(o.status in ("complete", "empty") for o in outcomes) / len(outcomes)
-        coverage = round(coverage, 12)
-        if coverage == 1:
-            outcome: Outcome = "complete"
-        elif coverage == 0 and not any(o.findings for o in outcomes):
-            outcome = "failed"
-        else:
-            outcome = "partial"
+        coverage, outcome = _coverage(outcomes)
         missing = [_gap_line(g) for g in gaps]
         answer = Answer(
             query=job.query,
@@ -323,6 +310,62 @@ class ReportBuilder:
             escalations=escalations,
             answer=answer,
         )
+
+
+def prepend_rows(
+    report: CoverageReport,
+    job: JobSpec,
+    results: Sequence[SubagentResult],
+    *,
+    route_overrides: Mapping[str, Route] | None = None,
+) -> CoverageReport:
+    """``report`` with the rows of ``job``'s subtasks (built from ``results``) first.
+
+    For rows outside the fan-out (the lead's failed plan): coverage stays the report's
+    when they weigh 0; the summary, ``missing`` and the outcome are recomputed.
+    """
+    extra = assemble_report(
+        job, results, elapsed_s=report.elapsed_s, route_overrides=route_overrides
+    )
+    outcomes = [*extra.subtasks, *report.subtasks]
+    gaps = [*extra.gaps, *report.gaps]
+    coverage, outcome = _coverage(outcomes)
+    answer = report.answer.model_copy(
+        update={
+            "coverage": coverage,
+            "summary": _summary(outcomes, coverage, gaps),
+            "sections": [*extra.answer.sections, *report.answer.sections],
+            "missing": [_gap_line(g) for g in gaps],
+        }
+    )
+    return report.model_copy(
+        update={
+            "outcome": outcome,
+            "coverage": coverage,
+            "subtasks": outcomes,
+            "gaps": gaps,
+            "escalations": [*extra.escalations, *report.escalations],
+            "answer": answer,
+        }
+    )
+
+
+def _coverage(outcomes: Sequence[SubtaskOutcome]) -> tuple[float, Outcome]:
+    """Coverage (the weighted share of complete and empty subtasks) and the outcome."""
+    covered_weight = total_weight = 0.0
+    for o in outcomes:
+        total_weight += o.weight
+        covered_weight += o.weight if o.status in ("complete", "empty") else 0.0
+    if total_weight > 0:
+        coverage = covered_weight / total_weight
+    else:
+        coverage = sum(o.status in ("complete", "empty") for o in outcomes) / len(outcomes)
+    coverage = round(coverage, 12)
+    if coverage == 1:
+        return coverage, "complete"
+    if coverage == 0 and not any(o.findings for o in outcomes):
+        return coverage, "failed"
+    return coverage, "partial"
 
 
 def _missing(subtask_id: str, query: str) -> SubagentResult:

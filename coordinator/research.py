@@ -9,24 +9,30 @@ time (and against its deadline); its model calls are traced as subtask ``lead``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, run_job
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import LEAD, LeadContext, decompose, failed_decomposition
+from coordinator.lead import LEAD, LeadContext, decompose, with_lead_gap
 from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport
 from coordinator.synthesis import synthesize
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
 from subagents.executor import ExecEvent
-from subagents.loop import ProgressEvent, ProgressObserver, SubagentRun
+from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, SubagentRun
 from subagents.models.base import ToolSpec
 from subagents.planners.prompt import tool_specs
 from subagents.spec import SubtaskSpec
 
-PlanHook = Callable[[list[SubtaskSpec], float], None]
-"""Hears the lead's subtasks, and the job time they were decided at."""
+
+class PlanHook(Protocol):
+    """Hears the lead's subtasks, the job time they were decided at, and the lead's gap
+    when it could not plan (the subtasks are then the degraded plan, DESIGN §7)."""
+
+    def __call__(
+        self, subtasks: list[SubtaskSpec], at: float, lead_gap: SubagentResult | None = None
+    ) -> None: ...
 
 
 def catalogue(source: ToolSource) -> list[ToolSpec]:
@@ -56,12 +62,14 @@ async def run_research(
     runs: Mapping[str, SubagentRun] | None = None,
     checkpoint: Callable[[SubagentRun], None] | None = None,
     elapsed_offset: float = 0.0,
+    lead_gap: SubagentResult | None = None,
     **run_job_options: Any,
 ) -> CoverageReport:
     """Run ``scenario``'s job with its lead agent; never raises for a failure inside it.
 
     ``on_plan`` hears the lead's subtasks once they are decided (the run store keeps
-    them, so a resumed run does not plan again).
+    them, so a resumed run does not plan again). ``lead_gap`` is the gap of a lead that
+    could not plan, for a resumed run of its degraded plan.
     """
     job = scenario.job
     model = scenario.model
@@ -93,12 +101,9 @@ async def run_research(
         )
     if not job.subtasks:
         assert lead is not None  # the loader refuses a job with neither
-        subtasks, gap = await decompose(job, catalogue(source), lead)
-        if subtasks is None:
-            assert gap is not None
-            return failed_decomposition(job, gap, job_clock.now())
+        subtasks, lead_gap = await decompose(job, catalogue(source), lead)
         if on_plan is not None:
-            on_plan(subtasks, job_clock.now())
+            on_plan(subtasks, job_clock.now(), lead_gap)
         scenario = with_subtasks(scenario, subtasks)
         job = scenario.job
         planning.scenario = scenario
@@ -117,6 +122,9 @@ async def run_research(
         elapsed_offset=job_clock.now(),
         **run_job_options,
     )
+    if lead_gap is not None:
+        # The plan failed, the job went on (DESIGN §7): the lead's gap stays visible.
+        report = with_lead_gap(report, job, lead_gap)
     if lead is not None and planning.synthesizes:
         report = await synthesize(report, lead)
         report = report.model_copy(update={"elapsed_s": job_clock.now()})

@@ -28,6 +28,8 @@ _TRIGGER_ROUTES: Final[Mapping[Trigger, Route]] = {
     "interrupted": "gap",
     "cancelled": "gap",
     "model_refusal": "escalate",
+    # Words without a tool's evidence are a gap in coverage, not a fault to page about.
+    "no_evidence": "gap",
 }
 
 

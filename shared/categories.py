@@ -35,6 +35,9 @@ Trigger = Literal[
     "interrupted",
     "model_refusal",
     "cancelled",
+    # A model-planned subtask with tools ended without an ok envelope from any of them
+    # (it answered in its own words, or said nothing): coverage is evidence (DESIGN §7).
+    "no_evidence",
 ]
 """The concrete condition that ended a subagent's work; never a self-rated confidence."""
 

@@ -141,6 +141,50 @@ class _FailAfter:
         return suppress
 
 
+def speed_of(clock: Clock) -> float:
+    """How many times faster than real time ``clock`` runs (1 for a virtual clock)."""
+    while isinstance(clock, JobClock | RealTimeClock):
+        clock = clock.base
+    return clock.speed if isinstance(clock, AnyioClock) else 1.0
+
+
+class RealTimeClock:
+    """``base``'s readings, with waits and timeouts in real seconds.
+
+    ``--speed`` scales simulated time only (DESIGN §7): a real model or MCP call keeps
+    its real timeout, and a real server's Retry-After is waited for in real seconds.
+    Readings stay on the base clock, so a job's times mean the same throughout.
+    """
+
+    __slots__ = ("base", "speed")
+
+    def __init__(self, base: Clock, speed: float) -> None:
+        self.base = base
+        self.speed = speed
+
+    def now(self) -> float:
+        """The base clock's reading."""
+        return self.base.now()
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds`` of real time."""
+        await self.base.sleep(seconds * self.speed)
+
+    def fail_after(self, seconds: float | None) -> AbstractContextManager[Any]:
+        """A timeout of ``seconds`` real seconds."""
+        return self.base.fail_after(None if seconds is None else seconds * self.speed)
+
+    def move_on_after(self, seconds: float | None) -> AbstractContextManager[Any]:
+        """A cancel scope of ``seconds`` real seconds."""
+        return self.base.move_on_after(None if seconds is None else seconds * self.speed)
+
+
+def real_time(clock: Clock) -> Clock:
+    """``clock`` with waits and timeouts in real seconds (itself when it is not scaled)."""
+    speed = speed_of(clock)
+    return clock if speed == 1.0 else RealTimeClock(clock, speed)
+
+
 def run_in_virtual_time(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """Run ``fn(*args)`` to completion in virtual time and return its result.
 

@@ -111,6 +111,10 @@ def alternatives_for(
         out.append("submit the job again; the cancelled run keeps what it found")
     elif trigger == "model_refusal":
         out.append(f"rephrase subtask {spec.id!r}'s query, or plan it with another model")
+    elif trigger == "no_evidence":
+        tools = ", ".join(spec.tools[:4])
+        out.append(f"research subtask {spec.id!r} with its tools ({tools}); the model used none")
+        out.append("plan the subtask with a model that calls tools reliably")
     elif trigger == "human_request":
         out.append(f"answer the subagent's question for subtask {spec.id!r}")
     return out

@@ -26,7 +26,7 @@ from shared.wire import COMPACT_JSON
 
 # "system" and "assistant" are a model transcript's: the instructions with the tool
 # schemas (pinned), and the text of the model's turns.
-MessageKind = Literal["query", "call", "result", "summary", "system", "assistant"]
+MessageKind = Literal["query", "call", "result", "summary", "system", "assistant", "user"]
 
 _PINNED_CATEGORIES = frozenset({"validation", "business", "permission"})
 _UNCOUNTED = -1
@@ -186,7 +186,7 @@ class Context:
         message.text, message.tokens = self.counter.fit(text, self.active_tool_budget)
         self.counter.total += message.tokens
 
-    def add_text(self, kind: Literal["system", "assistant"], text: str) -> None:
+    def add_text(self, kind: Literal["system", "assistant", "user"], text: str) -> None:
         """Record a model transcript's text: its instructions (pinned) or a turn's text."""
         self._append(kind, text, pinned=kind == "system")
 

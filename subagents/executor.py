@@ -18,7 +18,7 @@ import pydantic_core
 
 from shared.categories import EFFECT_MAY_HAVE_HAPPENED
 from shared.classify import classify_exception
-from shared.clock import AnyioClock, Clock
+from shared.clock import AnyioClock, Clock, real_time
 from shared.envelope import ToolError, ToolResult
 from shared.ids import new_trace_id
 from shared.wire import is_plain
@@ -104,6 +104,8 @@ async def execute_tool_safely(
         observer: told of every attempt and every wait, for traces and live displays.
     """
     clock = clock or AnyioClock()
+    if tool.real_time:
+        clock = real_time(clock)
     trace_id = trace_id or new_trace_id()
     key = idempotency_key or f"idem_{trace_id}"
     policy = retry or RetryPolicy.no_retry()

@@ -123,10 +123,12 @@ class SubagentRun:
         call: CallAction | None = None,
         detail: dict[str, Any] | None = None,
         alternatives: tuple[str, ...] = (),
+        partial: tuple[Finding, ...] = (),
     ) -> Escalation:
         """Build, record and return this subagent's escalation.
 
         ``alternatives`` (a model's own suggestions) come first, then fanout's.
+        ``partial`` joins the findings in ``partial_results`` without being a finding.
         """
         call = call or self.in_flight or self.last_call
         error = result.error if result is not None else None
@@ -146,7 +148,7 @@ class SubagentRun:
             trigger=trigger,
             message=message,
             attempted_query=self.attempted_query(),
-            partial_results=list(self.findings),
+            partial_results=[*self.findings, *partial],
             alternatives=list(dict.fromkeys([*alternatives, *suggested])),
             attempts=self.attempts,
             trace_ids=list(self.trace_ids),
@@ -299,6 +301,7 @@ async def run_subagent(
                 result=action.result,
                 category=action.category,
                 alternatives=action.alternatives,
+                partial=action.partial,
             )
             break
         if (

@@ -55,6 +55,9 @@ class Tool:
     idempotent: bool = True
     wants_context: bool = False
     is_async: bool = False
+    # A real tool (MCP, a built-in, a Python function, a provider's model) keeps its real
+    # timeouts and waits under --speed; only simulated tools run on scaled time.
+    real_time: bool = True
     _model: type[pydantic.BaseModel] | None = field(default=None, repr=False, compare=False)
     _fields: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
@@ -159,6 +162,7 @@ class Tool:
         side_effects: bool = False,
         idempotent: bool | None = None,
         wants_context: bool | None = None,
+        real_time: bool = True,
     ) -> Tool:
         """A tool with an explicit schema: a JSON Schema, or a scenario ``params`` dict."""
         if schema.get("type") != "object":
@@ -174,6 +178,7 @@ class Tool:
             idempotent=(not side_effects) if idempotent is None else idempotent,
             wants_context=wants_context,
             is_async=_is_async_callable(body),
+            real_time=real_time,
         )
 
 

@@ -25,6 +25,7 @@ from coordinator.report import CoverageReport
 from coordinator.store.runner import (
     elapsed_so_far,
     planned_scenario,
+    recorded_lead_gap,
     restored_runs,
     run_recorded,
 )
@@ -135,11 +136,7 @@ def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if scenarios is None:
         return EXIT_BAD_INPUT
     scenario = scenarios[0]
-    if scenario.mcp_servers and args.speed != 1 and not args.json:
-        err.print(
-            f"[yellow]note:[/] --speed {args.speed:g} also scales the tool timeouts of the "
-            "job's MCP servers, which answer in real time"
-        )
+    # --speed scales simulated time only: MCP and model calls keep their real timeouts.
     spec_text = Path(args.job).read_text(encoding="utf-8")
     return run_live(scenario, file=str(args.job), spec_text=spec_text, args=args, out=out, err=err)
 
@@ -273,6 +270,7 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
             observer=board,
             handler=handler,
             planning=planning,
+            lead_gap=recorded_lead_gap(store, row.id),
         )
 
     report = _execute(main, live, handler, [recorder])

@@ -40,6 +40,7 @@ from coordinator.serve.server import ServeConfig
 from coordinator.store.runner import (
     elapsed_so_far,
     planned_scenario,
+    recorded_lead_gap,
     restored_runs,
     run_recorded,
 )
@@ -269,7 +270,8 @@ class RunManager:
                                      planning)
                 return planned, {"tools": tools, "trace_ids": trace_ids, "runs": runs,
                                  "planning": planning,
-                                 "elapsed_offset": elapsed_so_far(self.store, run_id)}
+                                 "elapsed_offset": elapsed_so_far(self.store, run_id),
+                                 "lead_gap": recorded_lead_gap(self.store, run_id)}
 
             scenario, resume = await anyio.to_thread.run_sync(restore)
         recorder = await anyio.to_thread.run_sync(

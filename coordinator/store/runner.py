@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.fanout import EscalationHandler, ToolSource
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import LEAD
+from coordinator.lead import LEAD, with_lead_gap
 from coordinator.planning import JobPlanning
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.research import PlanHook, run_research, with_subtasks
@@ -152,6 +152,7 @@ async def run_recorded(
     cancel: anyio.Event | None = None,
     planning: JobPlanning | None = None,
     on_plan: PlanHook | None = None,
+    lead_gap: SubagentResult | None = None,
     research: ResearchTools | None = None,
     research_policy: ResearchPolicy | None = None,
 ) -> CoverageReport:
@@ -169,7 +170,8 @@ async def run_recorded(
     a plan); one is made on ``clock`` when none is given. Its client is closed at the end.
     A job without subtasks is planned by its lead agent first: the plan is recorded (a
     ``plan`` event of subtask ``lead``) so a resume runs the same subtasks, and
-    ``on_plan`` hears it too (a live display).
+    ``on_plan`` hears it too (a live display). A lead that could not plan records its
+    gap with the degraded plan; ``lead_gap`` gives it back to a resumed run.
 
     Raises:
         McpServerStartError: a declared server cannot start (nothing ran).
@@ -181,19 +183,19 @@ async def run_recorded(
     runs = runs if runs is not None else planning.fresh_runs()
     wiring = RecordedJob(recorder, scenario.job, tools, trace_ids, runs, also=observer)
 
-    def planned(subtasks: list[SubtaskSpec], at: float) -> None:
+    def planned(
+        subtasks: list[SubtaskSpec], at: float, lead_gap: SubagentResult | None = None
+    ) -> None:
         # Where the lead stands once it has planned: a resume that runs this plan gives
         # the synthesis the lead's next model turn and trace id, not its first ones
         # again. Durable before the plan: without the plan a resume plans again anyway.
         lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD)}
         recorder.checkpoint(LEAD, {"lead": lead}, durable=True)
-        recorder.event(
-            LEAD, "plan", at, {"subtasks": [s.model_dump(mode="json") for s in subtasks]}
-        )
+        recorder.event(LEAD, "plan", at, plan_data(subtasks, lead_gap))
         for spec in subtasks:
             runs[spec.id] = planning.fresh_run(spec)
         if on_plan is not None:
-            on_plan(subtasks, at)
+            on_plan(subtasks, at, lead_gap)
 
     async with AsyncExitStack() as stack:
         stack.push_async_callback(planning.aclose)
@@ -243,6 +245,7 @@ async def run_recorded(
             checkpoint=wiring.checkpoint,
             elapsed_offset=elapsed_offset,
             cancel=cancel,
+            lead_gap=lead_gap,
         )
     table = RoutingTable(scenario.job.routing)
     escalations = [
@@ -262,6 +265,23 @@ def planned_scenario(scenario: Scenario, store: RunStore, run_id: str) -> Scenar
             subtasks = [SubtaskSpec.model_validate(s) for s in event["subtasks"]]
             return with_subtasks(scenario, subtasks)
     return scenario
+
+
+def plan_data(subtasks: list[SubtaskSpec], gap: SubagentResult | None) -> dict[str, Any]:
+    """The ``plan`` event's data: the subtasks, and the lead's gap of a degraded plan."""
+    data: dict[str, Any] = {"subtasks": [s.model_dump(mode="json") for s in subtasks]}
+    if gap is not None:
+        data["lead_gap"] = gap.model_dump(mode="json")
+    return data
+
+
+def recorded_lead_gap(store: RunStore, run_id: str) -> SubagentResult | None:
+    """The gap of a lead that could not plan run ``run_id`` (its plan was degraded)."""
+    for event in store.events(run_id):
+        if event["subtask_id"] == LEAD and event["kind"] == "plan":
+            gap = event.get("lead_gap")
+            return None if gap is None else SubagentResult.model_validate(gap)
+    return None
 
 
 def elapsed_so_far(store: RunStore, run_id: str) -> float:
@@ -289,4 +309,6 @@ def interrupted_report(
             run = SubagentRun.for_subtask(spec, seed=scenario.seed)
         run.escalate("interrupted", resume_hint)
         out.append(run.result())
-    return assemble_report(scenario.job, out, elapsed_s=elapsed_so_far(store, run_id))
+    report = assemble_report(scenario.job, out, elapsed_s=elapsed_so_far(store, run_id))
+    lead_gap = recorded_lead_gap(store, run_id)
+    return report if lead_gap is None else with_lead_gap(report, scenario.job, lead_gap)

@@ -25,7 +25,7 @@ from coordinator.fanout import StaticTools
 from coordinator.job import JobSpec
 from coordinator.lead import LEAD, LeadContext, decompose, lead_subtask
 from coordinator.research import catalogue
-from coordinator.store.runner import event_data
+from coordinator.store.runner import event_data, plan_data
 from coordinator.temporal.payloads import Decomposition, DecompositionInput, LeadPosition
 from coordinator.temporal.resources import WorkerResources
 from coordinator.temporal.rounds import job_clock, job_tools, simulated_tools
@@ -129,16 +129,14 @@ async def decompose_job(
         tools = await job_tools(LEAD, sim, inp.mcp_servers, inp.source, resources)
         subtasks, gap = await decompose(inp.job, catalogue(StaticTools(tools)), lead.context)
         out = Decomposition(subtasks=subtasks, gap=gap, lead=lead.position())
-        if subtasks is not None:
-            beat({"decided": out.model_dump(mode="json")})
+        beat({"decided": out.model_dump(mode="json")})
     if writer is not None and out.subtasks is not None:
         at = job_clock(inp.speed, inp.started_at).now()
         # As run_recorded's planned(): where the lead stands, then the plan.
         assert out.lead is not None
         position = {"model_attempts": out.lead.model_attempts, "trace": out.lead.trace}
         writer.checkpoint(inp.run_id, LEAD, {"lead": position})
-        plan = [s.model_dump(mode="json") for s in out.subtasks]
-        writer.event(inp.run_id, session, LEAD, "plan", at, {"subtasks": plan})
+        writer.event(inp.run_id, session, LEAD, "plan", at, plan_data(out.subtasks, out.gap))
         await writer.flush()
     return out
 

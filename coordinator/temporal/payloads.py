@@ -211,14 +211,15 @@ class DecompositionInput(BaseModel):
 
 
 class Decomposition(BaseModel):
-    """The lead's plan, or the gap of a lead that could not plan; never both."""
+    """The lead's plan; with the lead's gap beside it when the plan is the degraded one
+    (DESIGN §7); only a decomposition lost on Temporal has a gap and no subtasks."""
 
     model_config = _FROZEN
 
     subtasks: list[SubtaskSpec] | None = None
     """The planned subtasks (each planned by the model), in the lead's order."""
     gap: SubagentResult | None = None
-    """The lead's result when it could not plan: the run ends ``failed`` with it."""
+    """The lead's result when it could not plan: reported as a gap of ``lead``."""
     lead: LeadPosition | None = None
     """Where the lead stands after planning (None for a decomposition lost on Temporal)."""
 

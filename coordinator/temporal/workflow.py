@@ -43,7 +43,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from coordinator.lead import failed_decomposition
+    from coordinator.lead import failed_decomposition, with_lead_gap
     from coordinator.report import CoverageReport, assemble_report
     from coordinator.routing import RoutingTable
     from coordinator.temporal.activities import FanoutActivities
@@ -107,6 +107,7 @@ class FanoutWorkflow:
         self._table = RoutingTable(inp.job.routing)
         self._job = job = inp.job
         lead: LeadPosition | None = None
+        lead_gap: SubagentResult | None = None
         if not job.subtasks:
             plan = await self._decompose()
             if plan.subtasks is None:
@@ -114,6 +115,7 @@ class FanoutWorkflow:
                 return await self._record(failed_decomposition(job, plan.gap, self._job_now()))
             self._job = job = job.model_copy(update={"subtasks": plan.subtasks})
             lead = plan.lead
+            lead_gap = plan.gap
         self._queued = {s.id for s in job.subtasks}
         await self._round(list(job.subtasks), 1)
         retry = [
@@ -127,6 +129,9 @@ class FanoutWorkflow:
             [r for s in job.subtasks if (r := self._results.get(s.id)) is not None],
             elapsed_s=self._job_now(),
         )
+        if lead_gap is not None:
+            # A degraded plan (DESIGN §7): the lead's failure stays visible.
+            report = with_lead_gap(report, job, lead_gap)
         if inp.synthesize and inp.model is not None:
             report = await self._synthesize(report, lead)
         return await self._record(report)

@@ -50,8 +50,10 @@ class LiveBoard:
         self.rows = {s.id: _Row() for s in job.subtasks}
         self.started = time.monotonic()
 
-    def plan(self, subtasks: Sequence[SubtaskSpec], at: float = 0.0) -> None:
-        """The lead agent decided the subtasks: show a row for each."""
+    def plan(
+        self, subtasks: Sequence[SubtaskSpec], at: float = 0.0, lead_gap: object = None
+    ) -> None:
+        """The lead agent decided the subtasks (or degraded its plan): a row for each."""
         self.job = self.job.model_copy(update={"subtasks": list(subtasks)})
         for spec in subtasks:
             self.rows.setdefault(spec.id, _Row())

@@ -67,7 +67,9 @@ async def call_model(
         turns.append(turn)
         return turn_data(turn)
 
-    tool = Tool(name=MODEL_TOOL, body=body, schema=_NO_ARGS, is_async=True)
+    # A provider's model keeps its real timeout under --speed; the scripted one is simulated.
+    real = not getattr(client, "simulated", False)
+    tool = Tool(name=MODEL_TOOL, body=body, schema=_NO_ARGS, is_async=True, real_time=real)
     result = await execute_tool_safely(
         tool,
         {},

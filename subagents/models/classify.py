@@ -70,6 +70,20 @@ _CONTEXT_WORDS = (
     "maximum context",
     "too many tokens",
 )
+# ... and when a server refuses the request for its shape, whatever status it chose: a
+# schema validation error on the body (llama-cpp-python answers those with a 500), a chat
+# template that rejects the roles. That is fanout's bug (internal), never transient.
+_SHAPE_WORDS = (
+    "'loc': ('body'",
+    '"loc": ["body"',
+    "validation error for",
+    "input should be a valid",
+    "extra inputs are not permitted",
+    "field required",
+    "roles must alternate",
+    "system role not supported",
+    "jinja2.exceptions",
+)
 _TIMEOUTS = (anthropic.APITimeoutError, openai.APITimeoutError)
 _STATUS_ERRORS = (anthropic.APIStatusError, openai.APIStatusError)
 _HTTP_STATUS_ERRORS = (httpx.HTTPStatusError, httpx2.HTTPStatusError)
@@ -124,6 +138,8 @@ def classify_model_error(
         kind, category = "quota", "business"
     elif status in (400, 413) and _says(said, _CONTEXT_WORDS):
         kind, category = "context_length", "validation"
+    elif status >= 400 and status not in (401, 403, 404, 408, 429) and _says(said, _SHAPE_WORDS):
+        kind, category = "bad_request", "internal"
     elif status in (500, 503) and "overloaded" in said:
         kind, category = "overloaded", "transient"
     elif status in _BY_STATUS:

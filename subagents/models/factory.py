@@ -69,4 +69,5 @@ def build_client(
         api_key=key.strip(),
         base_url=spec.base_url,
         timeout_s=spec.timeout_s,
+        profile=spec.profile,
     )

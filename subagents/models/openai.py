@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 from urllib.parse import urlsplit
 
+import anyio
 import openai
 from openai.types.chat import (
     ChatCompletion,
@@ -26,6 +28,14 @@ from subagents.models.base import (
     UserMessage,
 )
 from subagents.models.classify import MODEL_ERRORS, classify_model_error
+from subagents.models.profiles import (
+    PROFILES,
+    ServerProfile,
+    ask_in_words,
+    profile_for_owner,
+    text_tool_calls,
+    tools_text,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -43,6 +53,13 @@ class OpenAIClient:
 
     The SDK's retries are off. The key lives only inside the SDK client, never in this
     object's repr, and is cut out of every error message.
+
+    ``profile`` (DESIGN §7, :mod:`subagents.models.profiles`) says what the server
+    accepts. ``auto`` asks the server once what it is (``GET /models``: its
+    ``owned_by``) and, on a request the server refuses for its shape, sends that one
+    request again in the strictest form and keeps that form: a profile found out, not a
+    retry (the same refused request is never sent twice). A request refused in the
+    strictest form too is fanout's bug: ``internal``, never retried.
     """
 
     provider = "openai"
@@ -54,14 +71,23 @@ class OpenAIClient:
         api_key: str,
         base_url: str | None = None,
         timeout_s: float = 120.0,
+        profile: str = "auto",
     ) -> None:
         self.name = name
         self.base_url = base_url or DEFAULT_BASE_URL
         self.timeout_s = timeout_s
         # OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse
         # `max_tokens`); the compatible servers know `max_tokens`, some nothing else.
-        official = urlsplit(self.base_url).hostname == "api.openai.com"
-        self.max_tokens_param = "max_completion_tokens" if official else "max_tokens"
+        self.official = urlsplit(self.base_url).hostname == "api.openai.com"
+        self.max_tokens_param = "max_completion_tokens" if self.official else "max_tokens"
+        self.profile_choice = profile
+        self._profile: ServerProfile | None = None
+        if profile != "auto":
+            self._profile = PROFILES[profile]
+        elif self.official:
+            self._profile = PROFILES["openai"]
+        self._probing: anyio.Lock | None = None
+        self._minted = itertools.count(1)
         self._sdk = openai.AsyncOpenAI(
             api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout_s
         )
@@ -69,8 +95,65 @@ class OpenAIClient:
     def __repr__(self) -> str:
         return f"OpenAIClient(name={self.name!r}, base_url={self.base_url!r})"
 
+    async def server_profile(self) -> ServerProfile:
+        """The profile in use: the one asked for, else found out once from the server."""
+        if self._profile is None:
+            if self._probing is None:
+                self._probing = anyio.Lock()
+            async with self._probing:
+                if self._profile is None:
+                    self._profile = profile_for_owner(await self._owner())
+        return self._profile
+
+    async def _owner(self) -> str | None:
+        """What ``GET {base_url}/models`` says owns the model (None: it would not say)."""
+        try:
+            page = await self._sdk.models.list(timeout=min(30.0, self.timeout_s))
+        except (*MODEL_ERRORS, ValueError, TypeError):  # type: ignore[misc]  # a tuple of classes
+            # No model list (a gateway, a stand-in): the strictest common form will do.
+            return None
+        models = list(page.data)
+        chosen = next((m for m in models if m.id == self.name), models[0] if models else None)
+        owner = getattr(chosen, "owned_by", None)
+        return owner if isinstance(owner, str) else None
+
     async def complete(self, request: ModelRequest) -> ModelTurn:
         """One ``POST {base_url}/chat/completions``; a failure raises ModelCallFailed."""
+        profile = await self.server_profile()
+        try:
+            completion = await self._create(request, profile)
+        except MODEL_ERRORS as exc:
+            failed = classify_model_error(
+                exc, provider=self.provider, model=self.name, secrets=self._secrets()
+            )
+            if not self._may_fall_back(failed.kind, profile):
+                raise failed from None if self._leaks(exc) else exc
+            # Refused for its shape: this server wants the strictest form (kept from now).
+            profile = self._profile = PROFILES["strict"]
+            try:
+                completion = await self._create(request, profile)
+            except MODEL_ERRORS as again:
+                raise classify_model_error(
+                    again, provider=self.provider, model=self.name, secrets=self._secrets()
+                ) from None if self._leaks(again) else again
+        return to_turn(
+            completion,
+            profile=profile,
+            offered=[t.name for t in request.tools],
+            used=_call_ids(request.messages),
+            mint=self._mint,
+        )
+
+    def _may_fall_back(self, kind: str, profile: ServerProfile) -> bool:
+        return (
+            kind == "bad_request"
+            and self.profile_choice == "auto"
+            and not self.official
+            # The official API's form is the reference: its refusal is fanout's bug.
+            and profile.name not in ("openai", "strict")
+        )
+
+    async def _create(self, request: ModelRequest, profile: ServerProfile) -> ChatCompletion:
         options: dict[str, Any] = {self.max_tokens_param: request.max_tokens}
         tools: list[ChatCompletionToolUnionParam] = [
             {
@@ -85,20 +168,31 @@ class OpenAIClient:
         ]
         if tools:
             options["tools"] = tools
-        if request.force_tool is not None:
-            options["tool_choice"] = {"type": "function", "function": {"name": request.force_tool}}
-        try:
-            completion = await self._sdk.chat.completions.create(
-                model=self.name,
-                messages=to_messages(request.system, request.messages),
-                temperature=request.temperature,
-                **options,
+        system = request.system
+        if profile.tools_in_prompt and request.tools:
+            system = f"{system}\n\n{tools_text(request.tools)}" if system else tools_text(
+                request.tools
             )
-        except MODEL_ERRORS as exc:
-            raise classify_model_error(
-                exc, provider=self.provider, model=self.name, secrets=self._secrets()
-            ) from None if self._leaks(exc) else exc
-        return to_turn(completion)
+        ask = None
+        if request.force_tool is not None:
+            if profile.named_tool_choice:
+                options["tool_choice"] = {
+                    "type": "function",
+                    "function": {"name": request.force_tool},
+                }
+            else:
+                ask = ask_in_words(request.force_tool)
+        completion: ChatCompletion = await self._sdk.chat.completions.create(
+            model=self.name,
+            messages=to_messages(system, request.messages, profile, ask=ask),
+            temperature=request.temperature,
+            **options,
+        )
+        return completion
+
+    def _mint(self) -> str:
+        """A tool-call id fanout owns, unique for this client's life."""
+        return f"fo_call_{next(self._minted)}"
 
     async def aclose(self) -> None:
         """Close the SDK's connection pool."""
@@ -112,30 +206,62 @@ class OpenAIClient:
         return any(secret in f"{exc} {getattr(exc, 'body', '')}" for secret in self._secrets())
 
 
+def _call_ids(transcript: Iterable[TranscriptMessage]) -> set[str]:
+    """The tool-call ids already used in a transcript (a repeated one is minted anew)."""
+    return {
+        call.id
+        for message in transcript
+        if isinstance(message, AssistantMessage)
+        for call in message.turn.calls
+    }
+
+
 def to_messages(
-    system: str, transcript: Sequence[TranscriptMessage]
+    system: str,
+    transcript: Sequence[TranscriptMessage],
+    profile: ServerProfile = PROFILES["openai"],
+    *,
+    ask: str | None = None,
 ) -> list[ChatCompletionMessageParam]:
     """The system prompt first, then the transcript as chat messages.
 
     OpenAI has no ``is_error`` on a tool result: the content is the envelope's JSON,
-    whose ``isError`` says it.
+    whose ``isError`` says it. A profile without the system role gets the instructions
+    at the head of the first user message; ``ask`` (a tool asked for in words) ends the
+    conversation as a user message.
     """
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    out: list[dict[str, Any]] = []
+    fold = system if system and not profile.system_role else ""
+    if system and profile.system_role:
+        out.append({"role": "system", "content": system})
     for message in transcript:
         if isinstance(message, UserMessage):
-            out.append({"role": "user", "content": message.text})
+            text = f"{fold}\n\n{message.text}" if fold else message.text
+            fold = ""
+            out.append({"role": "user", "content": text})
         elif isinstance(message, ToolResultMessage):
             out.append(
                 {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
             )
         else:
-            out.append(_assistant(message))
+            out.append(_assistant(message, profile))
+    if fold:
+        out.insert(0, {"role": "user", "content": fold})
+    if ask:
+        last = out[-1] if out else None
+        if last is not None and last["role"] == "user":
+            last["content"] = f"{last['content']}{ask}"
+        else:
+            out.append({"role": "user", "content": ask.strip()})
     return cast(list[ChatCompletionMessageParam], out)
 
 
-def _assistant(message: AssistantMessage) -> dict[str, Any]:
+def _assistant(message: AssistantMessage, profile: ServerProfile) -> dict[str, Any]:
     turn = message.turn
-    out: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+    # Some servers refuse `content: null` beside tool calls (llama-cpp-python's schema
+    # wants a string): those get "", which every server takes.
+    empty = None if profile.null_content else ""
+    out: dict[str, Any] = {"role": "assistant", "content": turn.text or empty}
     if turn.calls:
         out["tool_calls"] = [
             {
@@ -156,51 +282,97 @@ def _assistant(message: AssistantMessage) -> dict[str, Any]:
     return out
 
 
-def to_turn(completion: ChatCompletion) -> ModelTurn:
-    """A chat completion (its first choice) as a :class:`ModelTurn`."""
+def to_turn(
+    completion: ChatCompletion,
+    *,
+    profile: ServerProfile = PROFILES["openai"],
+    offered: Sequence[str] = (),
+    used: set[str] | None = None,
+    mint: Callable[[], str] | None = None,
+) -> ModelTurn:
+    """A chat completion (its first choice) as a :class:`ModelTurn`, normalised.
+
+    Tool-call ids that are missing, empty, repeated in the turn or already used in the
+    transcript are replaced by minted ones; tool calls written as text are read as calls
+    when the profile allows it; ``finish_reason`` beside tool calls is ``tool_use``.
+    """
     usage = None
     if completion.usage is not None:
         usage = Usage(
-            input_tokens=completion.usage.prompt_tokens,
-            output_tokens=completion.usage.completion_tokens,
+            input_tokens=completion.usage.prompt_tokens or 0,
+            output_tokens=completion.usage.completion_tokens or 0,
         )
     if not completion.choices:
         return ModelTurn(usage=usage, model=completion.model)
     choice = completion.choices[0]
     message = choice.message
-    calls = tuple(_call(call) for call in message.tool_calls or ())
-    stop = _STOP.get(choice.finish_reason, "end_turn")
+    text = message.content or message.refusal or ""
+    calls = [_call(call) for call in message.tool_calls or ()]
+    if not calls and profile.text_tool_calls and text and not message.refusal:
+        written = text_tool_calls(text, offered)
+        if written:
+            calls = [_written(c.name, c.arguments) for c in written]
+            text = ""
+    taken = set(used or ())
+    fresh = mint or _default_mint()
+    normalised: list[ToolCall] = []
+    for call in calls:
+        if not call.id or call.id in taken:
+            call = ToolCall(fresh(), call.name, call.arguments, call.raw_arguments)
+        taken.add(call.id)
+        normalised.append(call)
+    stop = _STOP.get(choice.finish_reason or "", "end_turn")
     if message.refusal:
         stop = "refusal"
-    elif calls and stop == "end_turn":
-        # Some compatible servers answer tool calls with finish_reason "stop".
+    elif normalised:
+        # Servers answer tool calls with finish_reason "stop", null, or their own word.
         stop = "tool_use"
     return ModelTurn(
-        text=message.content or message.refusal or "",
-        calls=calls,
+        text=text,
+        calls=tuple(normalised),
         stop_reason=stop,
         usage=usage,
         model=completion.model,
     )
 
 
+def _default_mint() -> Callable[[], str]:
+    counter = itertools.count(1)
+    return lambda: f"fo_call_{next(counter)}"
+
+
+def _written(name: str, arguments: object) -> ToolCall:
+    """A call written as text: arguments as an object, as JSON text, or raw."""
+    if isinstance(arguments, dict):
+        return ToolCall(id="", name=name, arguments=arguments)
+    if isinstance(arguments, str):
+        return _parsed("", name, arguments)
+    return ToolCall(id="", name=name, arguments=None, raw_arguments=json.dumps(arguments))
+
+
 def _call(call: Any) -> ToolCall:
     """One tool call; arguments that are not a JSON object come back raw, never raise."""
-    if call.type == "custom":
+    call_id = str(getattr(call, "id", None) or "")
+    if getattr(call, "type", "function") == "custom":
         return ToolCall(
-            id=call.id, name=call.custom.name, arguments=None, raw_arguments=call.custom.input
+            id=call_id, name=call.custom.name, arguments=None, raw_arguments=call.custom.input
         )
-    raw: object = call.function.arguments
+    function = call.function
+    raw: object = function.arguments
+    name = str(function.name or "")
     if isinstance(raw, dict):  # a lax server sent the object itself, not its JSON text
-        return ToolCall(id=call.id, name=call.function.name, arguments=raw)
-    text = str(raw) if raw is not None else ""
+        return ToolCall(id=call_id, name=name, arguments=raw)
+    return _parsed(call_id, name, str(raw) if raw is not None else "")
+
+
+def _parsed(call_id: str, name: str, text: str) -> ToolCall:
     if not text.strip():
         # An empty string is how some servers spell "no arguments" for a tool without any.
-        return ToolCall(id=call.id, name=call.function.name, arguments={})
+        return ToolCall(id=call_id, name=name, arguments={})
     try:
         decoded = json.loads(text)
     except ValueError:
         decoded = None
     if isinstance(decoded, dict):
-        return ToolCall(id=call.id, name=call.function.name, arguments=decoded)
-    return ToolCall(id=call.id, name=call.function.name, arguments=None, raw_arguments=text)
+        return ToolCall(id=call_id, name=name, arguments=decoded)
+    return ToolCall(id=call_id, name=name, arguments=None, raw_arguments=text)

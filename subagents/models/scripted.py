@@ -49,6 +49,7 @@ class ScriptedModel:
     """
 
     provider = "scripted"
+    simulated = True  # its latency is simulated time: --speed scales it
 
     def __init__(self, spec: ModelSpec, *, clock: Clock | None = None) -> None:
         self.name = spec.model_name

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from subagents.models.base import StopReason
+from subagents.models.profiles import ProfileName
 from subagents.retry import RetryPolicy
 
 _SPEC = ConfigDict(frozen=True, extra="forbid")
@@ -99,6 +100,8 @@ class ModelSpec(BaseModel):
     max_tokens: int = Field(default=2048, gt=0)
     temperature: float = Field(default=0.0, ge=0, le=2)
     timeout_s: float = Field(default=120.0, gt=0)
+    # provider: openai only: what the server accepts (subagents/models/profiles.py).
+    profile: ProfileName = "auto"
     retry: RetryPolicy = Field(
         default_factory=lambda: RetryPolicy(
             max_attempts=4, initial_backoff_s=1.0, multiplier=2.0, max_backoff_s=30.0
@@ -107,6 +110,15 @@ class ModelSpec(BaseModel):
     # provider: scripted only.
     latency_s: float = Field(default=0.0, ge=0)
     turns: dict[str, list[ScriptedTurn]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _profile_for_openai(self) -> ModelSpec:
+        if self.profile != "auto" and self.provider != "openai":
+            raise ValueError(
+                f"profile {self.profile!r} applies to provider openai only "
+                "(OpenAI-compatible servers); leave it out"
+            )
+        return self
 
     @property
     def model_name(self) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from shared.categories import ErrorCategory, Trigger
 from shared.clock import Clock
-from shared.envelope import ToolError, ToolResult
+from shared.envelope import Finding, ToolError, ToolResult
 from shared.ids import TraceIds
 
 if TYPE_CHECKING:
@@ -52,7 +52,9 @@ class EscalateAction:
 
     ``result`` is the failed envelope behind it (a model call that failed for good),
     ``alternatives`` what the planner suggests instead (a model's own list), and
-    ``category`` the error category when there is no envelope.
+    ``category`` the error category when there is no envelope. ``partial`` is handed up
+    in ``partial_results`` without becoming a finding (a model's words that no tool
+    backed: kept for a person to read, never counted as coverage).
     """
 
     trigger: Trigger
@@ -60,6 +62,7 @@ class EscalateAction:
     alternatives: tuple[str, ...] = ()
     result: ToolResult | None = field(default=None, compare=False)
     category: ErrorCategory | None = None
+    partial: tuple[Finding, ...] = field(default=(), compare=False)
 
 
 Action = CallAction | FinishAction | EscalateAction

@@ -16,12 +16,13 @@ compaction shortens them while every tool call keeps its result.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from shared.categories import Trigger
-from shared.envelope import ToolError, ToolResult
+from shared.envelope import Finding, ToolError, ToolResult
 from subagents.executor import ExecEvent
 from subagents.models.base import (
     AssistantMessage,
@@ -76,6 +77,18 @@ class _Result:
 
 Entry = UserMessage | AssistantMessage | _Result
 
+REMINDER = (
+    "No tool has answered this subtask yet: a claim counts only when one of your tools "
+    "returned it. Call one of your tools now, or call `escalate` saying why you cannot."
+)
+"""The one reminder a model gets when it ends its turn without evidence (DESIGN §7)."""
+
+SILENCE_REMINDER = "You answered nothing. Answer the subtask, or call `escalate` saying why."
+"""The reminder of a subtask without tools whose model said nothing."""
+
+REPEATS = 2
+"""How many times the same call may return ok: a third identical call is no progress."""
+
 
 @dataclass
 class ModelPlanner:
@@ -90,6 +103,13 @@ class ModelPlanner:
     awaiting: CallAction | None = None
     calls_made: int = 0
     model_attempts: int = 0
+    # Coverage is evidence (DESIGN §7): ok envelopes of real tools, whether the model was
+    # reminded to use them, and how often each exact call returned ok.
+    evidence: int = 0
+    reminded: bool = False
+    ok_calls: dict[str, int] = field(default_factory=dict)
+    refused_last: bool = False
+    said: str = ""  # what the model wrote before its reminder
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -102,6 +122,11 @@ class ModelPlanner:
             self._start(env)
         if last is not None and self.awaiting is not None:
             if last.action.call_id == self.awaiting.call_id:
+                self.refused_last = last.result.category == "validation"
+                if last.result.ok:
+                    self.evidence += 1
+                    key = _signature(last.action.tool, last.action.args)
+                    self.ok_calls[key] = self.ok_calls.get(key, 0) + 1
                 self.entries.append(
                     _Result(
                         call_id=self.awaiting.call_id or "",
@@ -169,7 +194,9 @@ class ModelPlanner:
         if turn.usage is not None:
             # The provider's own tokenizer counted what was sent (DESIGN §7).
             env.context.calibrate(turn.usage.input_tokens)
-        self.entries.append(AssistantMessage(turn))
+        if turn.text or turn.calls:
+            # An empty turn is not sent back: some APIs refuse an empty assistant message.
+            self.entries.append(AssistantMessage(turn))
         if turn.text:
             env.context.add_text("assistant", turn.text)
         if turn.stop_reason == "refusal":
@@ -177,13 +204,64 @@ class ModelPlanner:
                 "model_refusal", turn.text or f"the model refused subtask {self.subtask_id!r}"
             )
         if not turn.calls:
-            return FinishAction(
-                turn.text, tool=MODEL_TOOL, complete=turn.stop_reason != "max_tokens"
-            )
+            if turn.stop_reason == "max_tokens":
+                # Cut off: kept as partial data (incomplete_data); it claims no coverage.
+                return FinishAction(turn.text, tool=MODEL_TOOL, complete=False)
+            return await self._ended(turn, env)
         self.queue = list(turn.calls)
         return self._propose(self.queue.pop(0))
 
+    async def _ended(self, turn: ModelTurn, env: PlanEnv) -> Action | None:
+        """A turn without a tool call: the answer, if the subtask's tools backed it.
+
+        A subtask with tools is covered only by an ok envelope of one of them; a model that
+        ends without one (its own words, or silence) is reminded once, then the subtask is
+        a gap with trigger ``no_evidence`` and its text in ``partial_results``. A subtask
+        without tools is covered by its text; its silence is reminded, then a gap too.
+        """
+        needs_tools = bool(env.spec.tools)
+        if self.refused_last:
+            # Answering instead of correcting a refused call: the loop escalates it as
+            # no_progress, naming the field (DESIGN §3); a reminder would hide that.
+            return FinishAction(turn.text, tool=MODEL_TOOL)
+        if (not needs_tools or self.evidence) and turn.text.strip():
+            return FinishAction(turn.text, tool=MODEL_TOOL)
+        if needs_tools and self.evidence:
+            # It has evidence and nothing to add: its findings speak for it.
+            return FinishAction("", tool=MODEL_TOOL)
+        if not self.reminded:
+            self.reminded = True
+            self.said = turn.text.strip()
+            reminder = REMINDER if needs_tools else SILENCE_REMINDER
+            self.entries.append(UserMessage(reminder))
+            env.context.add_text("user", reminder)
+            return await self._ask(env)
+        said = turn.text.strip() or self.said
+        partial = (Finding(tool=MODEL_TOOL, data={"text": said}, complete=False),) if said else ()
+        if needs_tools:
+            how = "answered in its own words" if said else "said nothing"
+            message = (
+                f"the model {how} without calling any of its tools "
+                f"({', '.join(env.spec.tools)}), even after a reminder"
+            )
+        else:
+            message = "the model said nothing, even after a reminder"
+        return EscalateAction("no_evidence", message, partial=partial)
+
     def _propose(self, call: ToolCall) -> Action:
+        if (
+            call.arguments is not None
+            and self.ok_calls.get(_signature(call.name, call.arguments), 0) >= REPEATS
+        ):
+            # The same call answered ok twice already: a third adds nothing (DESIGN §7).
+            self.queue.clear()
+            shown = json.dumps(call.arguments, separators=(",", ":"), ensure_ascii=False)
+            return EscalateAction(
+                "no_progress",
+                f"{call.name} {shown[:200]} was called a third time after two ok answers",
+                category="validation",  # the same input again: routed as a gap
+                alternatives=(f"answer from the {call.name} results already found",),
+            )
         self.calls_made += 1
         step = self.calls_made - 1
         invalid: ToolError | None = None
@@ -227,6 +305,11 @@ class ModelPlanner:
             "calls_made": self.calls_made,
             "model_attempts": self.model_attempts,
             "rng": [version, list(internal), gauss],
+            "evidence": self.evidence,
+            "reminded": self.reminded,
+            "ok_calls": dict(self.ok_calls),
+            "refused_last": self.refused_last,
+            "said": self.said,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -236,10 +319,20 @@ class ModelPlanner:
         self.awaiting = None if state["awaiting"] is None else _action_in(state["awaiting"])
         self.calls_made = int(state["calls_made"])
         self.model_attempts = int(state["model_attempts"])
+        self.evidence = int(state.get("evidence", 0))
+        self.reminded = bool(state.get("reminded", False))
+        self.ok_calls = {str(k): int(v) for k, v in (state.get("ok_calls") or {}).items()}
+        self.refused_last = bool(state.get("refused_last", False))
+        self.said = str(state.get("said", ""))
         version, internal, gauss = state["rng"]
         self.rng.setstate((version, tuple(internal), gauss))
         if isinstance(self.client, Seekable):
             self.client.seek(self.subtask_id, self.model_attempts)
+
+
+def _signature(tool: str, args: dict[str, Any]) -> str:
+    """One call's identity: the tool and its arguments, key order ignored."""
+    return tool + json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _trigger(value: str) -> Trigger:

@@ -92,6 +92,7 @@ class SimulatedTools:
             side_effects=spec.side_effects,
             idempotent=spec.is_idempotent,
             wants_context=True,
+            real_time=False,  # its latency is simulated: --speed scales it
         )
 
     def _tool(self, name: str, spec: SimToolSpec, subtask_id: str) -> Tool:

@@ -14,7 +14,14 @@ from coordinator.replay import run_scenario
 from coordinator.report import CoverageReport
 from shared import AnyioClock
 from subagents.loop import ProgressEvent
-from subagents.models.base import ModelRequest, ModelTurn, ToolCall, ToolResultMessage, UserMessage
+from subagents.models.base import (
+    ModelCallFailed,
+    ModelRequest,
+    ModelTurn,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -119,13 +126,45 @@ async def test_a_bad_plan_is_corrected_and_the_second_request_names_what_was_wro
     assert [s.subtask for s in report.answer.sources or []] == ["market"]  # cited by subtask id
 
 
-async def test_a_plan_that_never_becomes_valid_fails_the_run_with_a_lead_gap() -> None:
-    """Two bad plans: outcome failed, one gap for lead, no subagent runs."""
-    report, client = await _run(lambda request, n: plan([{"id": "x", "query": "", "tools": []}]))
-    assert report.outcome == "failed"
-    assert [(g.subtask_id, g.trigger) for g in report.gaps] == [("lead", "no_progress")]
-    assert {r.subtask_id for r in client.requests} == {"lead"}
-    assert len(client.requests) == 2
+async def test_a_plan_that_never_becomes_valid_degrades_to_the_question() -> None:
+    """Two bad plans: the question runs as one subtask with every tool, the lead's gap
+    stays visible with weight 0, and coverage is that of what was researched."""
+
+    def answer(request: ModelRequest, n: int) -> ModelTurn:
+        if request.subtask_id == "lead":
+            if n <= 2:
+                return plan([{"id": "x", "query": "", "tools": []}])
+            return ModelTurn(text="The market is known [question].")
+        if n == 1:
+            return ModelTurn(calls=(ToolCall("t1", "web_search", {"query": "q"}),))
+        return ModelTurn(text="answer of the question")
+
+    report, client = await _run(answer)
+    assert [(s.id, s.weight, s.status) for s in report.subtasks] == [
+        ("lead", 0.0, "gap"),
+        ("question", 1.0, "complete"),
+    ]
+    assert [(g.subtask_id, g.trigger, g.route) for g in report.gaps] == [
+        ("lead", "no_progress", "gap")
+    ]
+    asked = [r for r in client.requests if r.subtask_id == "question"]
+    assert {t.name for t in asked[0].tools} == {"web_search", "patent_db", "escalate"}
+    assert report.coverage == 1.0 and report.answer.missing[0].startswith("lead:")
+
+
+async def test_a_lead_that_cannot_reach_its_model_fails_the_run() -> None:
+    """Only a job that could research nothing at all ends failed: the question's model
+    fails as the lead's did, and both gaps say so."""
+
+    def answer(request: ModelRequest, n: int) -> ModelTurn:
+        raise ModelCallFailed("401 invalid key", kind="auth", category="permission")
+
+    report, _ = await _run(answer)
+    assert report.outcome == "failed" and report.coverage == 0
+    assert [(g.subtask_id, g.trigger, g.route) for g in report.gaps] == [
+        ("lead", "permission_denied", "gap"),
+        ("question", "permission_denied", "escalate"),
+    ]
 
 
 async def test_the_synthesis_request_shows_every_gap_and_the_answer_is_the_models() -> None:

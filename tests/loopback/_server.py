@@ -85,6 +85,7 @@ class LoopbackServer:
     def __init__(self, *, api_key: str | None = None) -> None:
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
+        self.side_requests: list[RecordedRequest] = []
         self._queue: deque[Responder] = deque()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -105,6 +106,10 @@ class LoopbackServer:
     def default_reply(self, request: RecordedRequest) -> Reply:
         """The answer when the queue is empty."""
         return Reply(200, {})
+
+    def side_route(self, request: RecordedRequest) -> Reply | None:
+        """An answer for a request besides ``POST {path}`` (kept out of ``requests``)."""
+        return None
 
     def error_reply(self, status: int, message: str) -> Reply:
         """An error in the provider's shape (unknown path, wrong key)."""
@@ -131,6 +136,7 @@ class LoopbackServer:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.side_requests.clear()
 
     @property
     def pending(self) -> int:
@@ -203,6 +209,10 @@ class LoopbackServer:
 
     def _answer(self, request: RecordedRequest) -> Reply:
         with self._lock:
+            side = self.side_route(request)
+            if side is not None:
+                self.side_requests.append(request)
+                return side
             self.requests.append(request)
             if request.method != "POST" or request.path.split("?")[0] != self.path:
                 return self.error_reply(404, f"no route for {request.method} {request.path}")

@@ -92,6 +92,26 @@ class OpenAIServer(LoopbackServer):
 
     path = "/v1/chat/completions"
 
+    def __init__(self, *, api_key: str | None = None, owned_by: str | None = "openai") -> None:
+        super().__init__(api_key=api_key)
+        # What `GET /v1/models` says owns the models: the client's `auto` profile reads it
+        # ("openai": the official API's behaviour; None: no model list, a 404).
+        self.owned_by = owned_by
+
+    def clear(self) -> None:
+        """Forget queued replies and requests; the model list says "openai" again."""
+        super().clear()
+        self.owned_by = "openai"
+
+    def side_route(self, request: RecordedRequest) -> Reply | None:
+        """``GET /v1/models``: one model, owned by :attr:`owned_by`."""
+        if request.method != "GET" or request.path.split("?")[0] != "/v1/models":
+            return None
+        if self.owned_by is None:
+            return error(404, f"no route for GET {request.path}")
+        model = {"id": "gpt-loopback", "object": "model", "created": 0, "owned_by": self.owned_by}
+        return Reply(200, {"object": "list", "data": [model]})
+
     @property
     def base_url(self) -> str:
         """The origin plus ``/v1``, as for any OpenAI-compatible server."""

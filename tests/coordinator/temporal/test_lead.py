@@ -108,9 +108,9 @@ async def test_a_retried_decomposition_returns_the_plan_it_heartbeat() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_plan_never_valid_is_the_leads_gap_and_is_not_recorded(tmp_path: Path) -> None:
-    """A lead that cannot plan returns its gap (data, not an exception), beats nothing,
-    and records no plan: the run has no subtasks but the lead."""
+async def test_a_plan_never_valid_degrades_to_the_question(tmp_path: Path) -> None:
+    """A lead that cannot plan returns the degraded plan (the question with every tool)
+    and its gap (data, not an exception), beats and records both for a resume."""
     store = RunStore(tmp_path / "runs.sqlite")
     recorder = store.create_run(job="j", query="q", file=str(NEVER_VALID), spec_text="",
                                 seed="12", speed=SPEED)
@@ -118,11 +118,14 @@ async def test_a_plan_never_valid_is_the_leads_gap_and_is_not_recorded(tmp_path:
     inp = _input(NEVER_VALID, store=str(store.path), run_id=recorder.run_id)
     async with WorkerResources() as resources:
         out, beats = await _decompose(inp, resources)
-    assert out.subtasks is None and out.gap is not None and beats == []
-    assert out.gap.subtask_id == LEAD and out.gap.escalation is not None
-    assert out.gap.escalation.trigger == "no_progress"
+    assert out.subtasks is not None and [s.id for s in out.subtasks] == ["question"]
+    assert out.subtasks[0].tools == ["web_search"] and out.subtasks[0].planner == "model"
+    assert out.gap is not None and out.gap.subtask_id == LEAD
+    assert out.gap.escalation is not None and out.gap.escalation.trigger == "no_progress"
+    assert len(beats) == 1
     events = store.events(recorder.run_id)
-    assert not [e for e in events if e["kind"] == "plan"]
+    plans = [e for e in events if e["kind"] == "plan"]
+    assert len(plans) == 1 and plans[0]["lead_gap"]["subtask_id"] == LEAD
     assert sum(e["kind"] == "attempt" and e["subtask_id"] == LEAD for e in events) == 2
 
 

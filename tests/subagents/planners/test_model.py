@@ -230,7 +230,8 @@ async def test_compaction_keeps_every_call_paired_with_its_result() -> None:
 
 async def test_the_context_budget_stops_before_the_call() -> None:
     """When compaction cannot restore the margin the tool is not called."""
-    client = FunctionModel(lambda request, n: call("web_search", {"query": "x" * 3000}, n))
+    # Each query differs: the same ok call a third time would be no_progress first.
+    client = FunctionModel(lambda request, n: call("web_search", {"query": f"{n}" + "x" * 3000}, n))
     spec = _spec(context_window=4000, active_tool_budget=2000)
     result, _, _tools = await _run(client, spec)
     assert result.escalation is not None

@@ -1,0 +1,180 @@
+"""fanout on a real model on a real server (llama-cpp-python, Gemma 3 270M, CPU).
+
+The model is not scripted, so these tests assert invariants, never outputs: the run ends
+(exit 0, no traceback), the server accepted every request fanout sent, every subtask has
+one status, coverage comes only from a tool's evidence, every call the model got wrong
+went back to it as a validation envelope, a failed plan ran ``question``, and the run's
+recording replays offline to the same statuses, byte for byte twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.live.conftest import LiveServer
+
+DATA = Path(__file__).parent / "data"
+STATUSES = {"complete", "empty", "partial", "gap"}
+RUN_TIMEOUT_S = 1800
+
+
+# A real model on 2 CPU cores: minutes, not the suite's 120 s per test.
+pytestmark = pytest.mark.timeout(3 * RUN_TIMEOUT_S)
+
+
+def fanout(
+    *args: str, cwd: Path, timeout: float = RUN_TIMEOUT_S
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would (its own process), with a key for a local server."""
+    env = {**os.environ, "OPENAI_API_KEY": "sk-local-llama", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator.cli", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False,
+    )
+
+
+def trace(store: Path, cwd: Path) -> list[dict[str, Any]]:
+    """Every attempt of the latest run, model calls included."""
+    done = fanout("trace", "latest", "--json", "--store", str(store), cwd=cwd, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def check_invariants(report: dict[str, Any], attempts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The invariants a real, unscripted model run must keep; returns its figures."""
+    ids = [s["id"] for s in report["subtasks"]]
+    assert len(ids) == len(set(ids)), "one row per subtask"
+    assert all(s["status"] in STATUSES for s in report["subtasks"])
+    gaps = {g["subtask_id"]: g for g in report["gaps"]}
+    for row in report["subtasks"]:
+        evidence = [
+            a for a in attempts
+            if a["subtask_id"] == row["id"] and a["tool"] != "model" and a["envelope"]["ok"]
+        ]
+        if row["status"] in ("complete", "empty") and row["id"] != "lead":
+            # Coverage is evidence: an ok envelope of a real tool, never the model's words.
+            assert evidence, f"{row['id']} is {row['status']} without a tool's evidence"
+        if row["status"] in ("partial", "gap"):
+            assert row["id"] in gaps, f"{row['id']} is {row['status']} without a gap"
+    refused = [
+        a for a in attempts
+        if a["tool"] != "model" and a["envelope"].get("errorCategory") == "validation"
+    ]
+    for a in refused:
+        # Every call the model got wrong was answered with a validation envelope that
+        # names what to fix; the model was asked again, or the subtask ended on it.
+        assert a["envelope"]["field"], a
+        later = [
+            b for b in attempts
+            if b["subtask_id"] == a["subtask_id"] and b["tool"] == "model" and b["at"] >= a["at"]
+        ]
+        assert later or a["subtask_id"] in gaps, a
+    if "lead" in gaps:
+        # A failed plan degrades: the question ran with every tool.
+        question = [s for s in report["subtasks"] if s["id"] == "question"]
+        assert question and question[0]["attempts"] >= 1
+    model_calls = [a for a in attempts if a["tool"] == "model"]
+    return {
+        "outcome": report["outcome"],
+        "coverage": report["coverage"],
+        "statuses": {s["id"]: s["status"] for s in report["subtasks"]},
+        "triggers": {g["subtask_id"]: g["trigger"] for g in report["gaps"]},
+        "model_calls": len(model_calls),
+        "model_failures": dict(Counter(
+            a["envelope"].get("error_type") for a in model_calls if not a["envelope"]["ok"]
+        )),
+        "tool_calls": len(attempts) - len(model_calls),
+        "validation_envelopes_sent_back": len(refused),
+    }
+
+
+def accepted_everything(server: LiveServer, before: int) -> int:
+    """The server accepted every chat request since ``before`` (no 4xx/5xx in its log)."""
+    lines = server.accesses()[before:]
+    refused = [line for line in lines if '" 200' not in line]
+    assert not refused, refused
+    return len(lines)
+
+
+def keep_figures(name: str, figures: dict[str, Any]) -> None:
+    """Append the run's figures where CI collects them (FANOUT_LIVE_FIGURES)."""
+    target = os.environ.get("FANOUT_LIVE_FIGURES")
+    if target:
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"test": name, **figures}) + "\n")
+
+
+def replays_identically(recording: Path, live: dict[str, Any], cwd: Path) -> None:
+    """The recording replays offline twice, byte for byte, with the live statuses.
+
+    ``FANOUT_LIVE_KEEP`` names a folder to keep the recording in (how
+    ``scenarios/recorded/gemma_*.yaml`` were made).
+    """
+    keep = os.environ.get("FANOUT_LIVE_KEEP")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        (Path(keep) / f"{cwd.name}.yaml").write_text(recording.read_text())
+    runs = [fanout("replay", str(recording), "--json", cwd=cwd, timeout=300) for _ in range(2)]
+    for done in runs:
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert runs[0].stdout == runs[1].stdout
+    replayed = json.loads(runs[0].stdout)["scenarios"][0]["report"]
+    assert {s["id"]: s["status"] for s in replayed["subtasks"]} == {
+        s["id"]: s["status"] for s in live["subtasks"]
+    }
+
+
+def test_ask_on_a_tools_file(live_server: LiveServer, tmp_path: Path) -> None:
+    """`fanout ask` decomposes, fans out and synthesizes on the real model, and every
+    invariant holds; its recording replays offline."""
+    store, recording = tmp_path / "runs.sqlite", tmp_path / "recorded.yaml"
+    before = len(live_server.accesses())
+    started = time.monotonic()
+    done = fanout(
+        "ask", "Where do solid-state batteries stand?",
+        "--tools", str(DATA / "tools.yaml"), "--model", "openai:gemma",
+        "--base-url", live_server.base_url, "--max-subtasks", "2",
+        "--json", "--store", str(store), "--speed", "20",
+        cwd=tmp_path,
+    )
+    wall = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    report = json.loads(done.stdout)
+    requests = accepted_everything(live_server, before)
+    figures = check_invariants(report, trace(store, tmp_path))
+    recorded = fanout("record", "latest", "--output", str(recording), "--store", str(store),
+                      cwd=tmp_path, timeout=120)
+    assert recorded.returncode == 0, recorded.stderr
+    replays_identically(recording, report, tmp_path)
+    keep_figures("ask", {**figures, "requests": requests, "wall_s": round(wall, 1)})
+
+
+def test_a_job_of_model_planned_subtasks(live_server: LiveServer, tmp_path: Path) -> None:
+    """Three subtasks planned by the real model: each ends with one status, covered only
+    by evidence; the recording replays offline to the same statuses."""
+    job = tmp_path / "job.yaml"
+    job.write_text((DATA / "job.yaml").read_text().replace("BASE_URL", live_server.base_url))
+    store, recording = tmp_path / "runs.sqlite", tmp_path / "recorded.yaml"
+    before = len(live_server.accesses())
+    started = time.monotonic()
+    done = fanout("run", str(job), "--json", "--store", str(store), "--record", str(recording),
+                  cwd=tmp_path)
+    wall = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    report = json.loads(done.stdout)
+    assert {s["id"] for s in report["subtasks"]} == {"leaders", "news", "outlook"}
+    requests = accepted_everything(live_server, before)
+    figures = check_invariants(report, trace(store, tmp_path))
+    replays_identically(recording, report, tmp_path)
+    keep_figures("model-planned job", {**figures, "requests": requests, "wall_s": round(wall, 1)})
