@@ -152,8 +152,9 @@ async def execute(
         send.send_nowait(event)
 
     async def deliver() -> None:
+        assert on_event is not None  # started only with a callback
         try:
-            await _deliver(receive, on_event)  # type: ignore[arg-type]
+            await _deliver(receive, on_event)
         except Exception as exc:
             # A bug in the caller's callback: the job runs on (its events are dropped
             # now); the error is raised once the job has ended.
@@ -287,7 +288,7 @@ def prepare_ask(
 
 def prepare_file(path: str | PathLike[str]) -> Prepared:
     """The job file at ``path``, validated (file, line, field in every error)."""
-    scenario = load_scenario(path)
+    scenario = load_scenario(Path(path))
     return Prepared(scenario, Path(path).read_text(encoding="utf-8"), {})
 
 
@@ -341,9 +342,7 @@ async def ask(
         deadline_s=deadline_s,
         seed=seed,
     )
-    return await execute(
-        job, on_event=on_event, on_escalation=on_escalation, store=store
-    )
+    return await execute(job, on_event=on_event, on_escalation=on_escalation, store=store)
 
 
 async def run_file(

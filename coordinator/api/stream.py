@@ -17,8 +17,8 @@ the way cancelling ``ask()`` does: subagents hand up with trigger ``cancelled`` 
 
 from __future__ import annotations
 
-import math
 import contextlib
+import math
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from os import PathLike
@@ -49,15 +49,19 @@ class JobEvents:
         self._report: CoverageReport | None = None
         self._error: BaseException | None = None
 
-    def __aiter__(self) -> AsyncIterator[ProgressEvent]:
-        return self._events()
+    def __aiter__(self) -> JobEvents:
+        return self
 
-    async def _events(self) -> AsyncIterator[ProgressEvent]:
-        async with self._receive:
-            async for event in self._receive:
-                yield event
-        if self._error is not None:
-            raise self._error
+    async def __anext__(self) -> ProgressEvent:
+        # A plain iterator, not an async generator: a caller that breaks out of the loop
+        # leaves nothing to be finalised later.
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._receive.close()
+            if self._error is not None:
+                raise self._error from None
+            raise StopAsyncIteration from None
 
     @property
     def report(self) -> CoverageReport:
@@ -109,6 +113,7 @@ async def _stream(
         try:
             yield events
         finally:
+            receive.close()
             if events._report is None and events._error is None:
                 # Left before the job ended: cancel it; it still hands up its report.
                 tg.cancel_scope.cancel()

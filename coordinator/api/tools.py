@@ -60,11 +60,16 @@ def _server_name(index: int, entry: Mapping[str, Any], block: Mapping[str, Any])
     if name is None:
         command = block.get("command")
         program = command[0] if isinstance(command, list) and command else ""
-        # "mcp-server-time" → "mcp-server-time"; "/usr/bin/x.py" → "x"; a leading python
-        # names the script or module after it.
-        if isinstance(command, list) and program == "python" and len(command) > 1:
-            program = command[-1]
-        name = re.sub(r"[^A-Za-z0-9_-]+", "_", Path(str(program)).stem) or f"server{index}"
+        # "mcp-server-time" → "mcp-server-time"; "/usr/bin/x.py" → "x"; for a leading
+        # python, the module after -m or the script.
+        if isinstance(command, list) and Path(str(program)).name.startswith("python"):
+            rest = [str(a) for a in command[1:]]
+            if "-m" in rest and rest.index("-m") + 1 < len(rest):
+                program = rest[rest.index("-m") + 1]
+            elif rest:
+                program = rest[0]
+        name = re.sub(r"[^A-Za-z0-9_-]+", "_", Path(str(program)).stem)
+        name = name or f"server{index}"
     if not isinstance(name, str) or not re.match(SERVER_NAME_PATTERN, name):
         raise ValueError(
             f"tools[{index}].name: expected a server name of letters, digits, _ and - "

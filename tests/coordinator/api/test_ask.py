@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,10 @@ def one_call(tool: str, args: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"calls": [{"tool": tool, "args": args}]}, {"text": f"found with {tool}"}]
 
 
-FAILING = {
+FAILING: dict[str, tuple[Callable[..., Any], dict[str, Any], str]] = {
     "transient": (flaky, {"query": "x"}, "retries_exhausted"),
     "validation": (strict, {"date": "2024-13-01"}, "no_progress"),
-    "business": (quota, {"amount": 50}, "business_rule"),
+    "business": (quota, {"amount": 50}, "threshold_breach"),
     "permission": (locked, {"path": "/secret"}, "permission_denied"),
     "internal": (buggy, {"x": 1}, "internal_error"),
 }
@@ -81,6 +82,7 @@ async def test_each_error_category_of_a_python_tool_becomes_its_gap() -> None:
     assert set(gaps) == set(FAILING)
     for category, gap in gaps.items():
         assert gap.category == category, gap
+        assert gap.trigger == FAILING[category][2], gap
 
 
 async def test_scripted_model_decomposes_calls_python_tools_and_synthesizes() -> None:

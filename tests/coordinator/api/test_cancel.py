@@ -32,9 +32,24 @@ def job() -> dict[str, Any]:
         "model": "scripted",
         "concurrency": 1,
         "subtasks": [
-            {"id": "fast", "query": "f", "tools": ["quick"], "plan": [{"call": "quick", "args": {"query": "f"}}]},
-            {"id": "long", "query": "l", "tools": ["slow"], "plan": [{"call": "slow", "args": {"query": "l"}}]},
-            {"id": "queued", "query": "q", "tools": ["quick"], "plan": [{"call": "quick", "args": {"query": "q"}}]},
+            {
+                "id": "fast",
+                "query": "f",
+                "tools": ["quick"],
+                "plan": [{"call": "quick", "args": {"query": "f"}}],
+            },
+            {
+                "id": "long",
+                "query": "l",
+                "tools": ["slow"],
+                "plan": [{"call": "slow", "args": {"query": "l"}}],
+            },
+            {
+                "id": "queued",
+                "query": "q",
+                "tools": ["quick"],
+                "plan": [{"call": "quick", "args": {"query": "q"}}],
+            },
         ],
     }
 
@@ -75,7 +90,14 @@ async def test_leaving_an_event_stream_early_cancels_the_job_with_its_report() -
 async def test_event_stream_to_the_end_gives_the_report() -> None:
     """Iterating ask_events to the end yields every event, then run.report is set."""
     tools = [quick]
-    subtasks = [{"id": "a", "query": "a", "tools": ["quick"], "plan": [{"call": "quick", "args": {"query": "a"}}]}]
+    subtasks = [
+        {
+            "id": "a",
+            "query": "a",
+            "tools": ["quick"],
+            "plan": [{"call": "quick", "args": {"query": "a"}}],
+        }
+    ]
     async with ask_events("q", tools=tools, model="scripted", subtasks=subtasks) as run:
         with pytest.raises(RuntimeError, match="has not ended"):
             _ = run.report
