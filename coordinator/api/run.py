@@ -16,6 +16,7 @@ the tools' own handling of cancellation.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -149,7 +150,9 @@ async def execute(
     failures: list[Exception] = []
 
     def observer(event: ProgressEvent) -> None:
-        send.send_nowait(event)
+        # Once a failing callback has closed the stream, the job runs on unheard.
+        with contextlib.suppress(anyio.BrokenResourceError):
+            send.send_nowait(event)
 
     async def deliver() -> None:
         assert on_event is not None  # started only with a callback
