@@ -1,5 +1,12 @@
 """Fan-out, routing on errorCategory, coverage gaps, answer assembly, run store and CLI."""
 
+from coordinator.api import (
+    JobEvents,
+    ask,
+    ask_events,
+    run_file,
+    run_file_events,
+)
 from coordinator.fanout import (
     EscalationHandler,
     RecordingHandler,
@@ -32,6 +39,7 @@ __all__ = [
     "EscalationHandler",
     "Expect",
     "Gap",
+    "JobEvents",
     "JobSpec",
     "RecordingHandler",
     "Route",
@@ -42,6 +50,8 @@ __all__ = [
     "StaticTools",
     "SubtaskOutcome",
     "ToolSource",
+    "ask",
+    "ask_events",
     "assemble_report",
     "load_scenario",
     "load_scenario_text",
@@ -49,6 +59,8 @@ __all__ = [
     "render_markdown",
     "replay",
     "replay_all",
+    "run_file",
+    "run_file_events",
     "run_job",
     "run_scenario",
     "scenario_json_schema",

@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from trio.testing import MockClock
 
+# The pytest plugin of scenario files is tested through pytest's own pytester.
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:

@@ -11,6 +11,7 @@ import shared
 import subagents
 
 WINGS = [
+    "coordinator.api",
     "coordinator.cli",
     "coordinator.jobfile",
     "coordinator.serve",
@@ -50,6 +51,13 @@ def test_the_issue_two_contract_is_exported() -> None:
 def test_the_coordinator_entry_points_are_exported() -> None:
     """run_job, the report and the scenario loader are the coordinator's public API."""
     assert {"run_job", "CoverageReport", "load_scenario", "replay", "RunStore"} <= set(
+        coordinator.__all__
+    )
+
+
+def test_the_python_api_is_exported() -> None:
+    """ask, run_file and their event streams are what a Python user imports (DESIGN §14)."""
+    assert {"ask", "run_file", "ask_events", "run_file_events", "JobEvents"} <= set(
         coordinator.__all__
     )
 

@@ -12,6 +12,7 @@ resume starts them here (MCP tools keep no counters: resuming just reconnects).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, Suba
 from subagents.planners.model import Seekable
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
+from subagents.tool import Tool
 
 if TYPE_CHECKING:
     import anyio
@@ -157,6 +159,7 @@ async def run_recorded(
     tracer_provider: TracerProvider | None = None,
     research: ResearchTools | None = None,
     research_policy: ResearchPolicy | None = None,
+    extra_tools: Mapping[str, Tool] | None = None,
 ) -> CoverageReport:
     """Run (or continue) ``scenario`` with everything recorded; close the run at the end.
 
@@ -174,6 +177,8 @@ async def run_recorded(
     ``plan`` event of subtask ``lead``) so a resume runs the same subtasks, and
     ``on_plan`` hears it too (a live display). A lead that could not plan records its
     gap with the degraded plan; ``lead_gap`` gives it back to a resumed run.
+    ``extra_tools`` are served to every subtask beside the job's own (the Python API's
+    functions); they win a name clash.
 
     Raises:
         McpServerStartError: a declared server cannot start (nothing ran).
@@ -233,6 +238,10 @@ async def run_recorded(
                 listed.update(research_catalogue(research.tools))
         if listed:
             recorder.event(LEAD, "catalogue", elapsed_offset, {"tools": listed})
+        if extra_tools:
+            from coordinator.api.tools import WithTools
+
+            source = WithTools(source, extra_tools)
         report = await run_research(
             scenario,
             source,

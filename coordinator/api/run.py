@@ -1,0 +1,375 @@
+"""Running a job from Python: ``ask()`` and ``run_file()`` (DESIGN §14).
+
+Both end in :func:`execute`: the job's MCP servers are started, its Python tools served
+beside its simulated ones, every progress event handed to ``on_event`` in order, every
+escalation routed ``escalate`` to ``on_escalation``, and the run recorded when a store is
+given. The result is the :class:`~coordinator.report.CoverageReport` the CLI prints.
+
+Cancellation: cancelling the caller's task cancels the job the way a person cancels a run
+of the service (``run_job``'s cancel): running subagents hand up what they found with
+trigger ``cancelled``, queued ones become gaps, the whole report is built, recorded in the
+store when one was given, and heard by an event stream; then the cancellation propagates
+(it is never turned into a return value: an asyncio caller that cancels a task expects
+``CancelledError``). Waiting for the job to wind down is shielded, so it is as quick as
+the tools' own handling of cancellation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from os import PathLike
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import anyio
+
+from coordinator.api.job import compose_ask_job
+from coordinator.api.tools import ToolLike, WithTools, sort_tools
+from coordinator.fanout import EscalationHandler, ToolSource
+from coordinator.jobfile.loader import load_scenario
+from coordinator.jobfile.scenario import Scenario
+from coordinator.planning import JobPlanning
+from coordinator.report import CoverageReport
+from coordinator.research import run_research
+from coordinator.store.runner import run_recorded
+from coordinator.store.runs import RunRecorder, RunStore, store_path
+from shared.clock import AnyioClock
+from shared.escalation import Escalation
+from shared.ids import SeededTraceIds
+from shared.tokens import TokenCounter
+from subagents.loop import ProgressEvent
+from subagents.simulated.tools import SimulatedTools
+from subagents.tool import Tool
+
+__all__ = [
+    "EscalationCallback",
+    "EventCallback",
+    "Prepared",
+    "StoreLike",
+    "ask",
+    "execute",
+    "prepare_ask",
+    "prepare_file",
+    "run_file",
+]
+
+EventCallback = Callable[[ProgressEvent], Awaitable[None] | None]
+"""``on_event``: hears every progress event, as the live view sees it (sync or async)."""
+EscalationCallback = Callable[[Escalation], Awaitable[str | None] | str | None]
+"""``on_escalation``: takes an escalation, returns the alternative chosen or None."""
+StoreLike = str | PathLike[str] | RunStore
+"""``store``: a run store path (SQLite), or an open :class:`RunStore`."""
+
+
+class CallbackHandler:
+    """An escalation handler calling the user's ``on_escalation``; its choices become
+    the report's ``decisions``."""
+
+    def __init__(self, callback: EscalationCallback) -> None:
+        self.callback = callback
+
+    async def handle(self, escalation: Escalation) -> str | None:
+        """Ask the callback; await it when it is a coroutine function."""
+        choice = self.callback(escalation)
+        if inspect.isawaitable(choice):
+            choice = await choice
+        if choice is not None and not isinstance(choice, str):
+            raise TypeError(
+                f"on_escalation returned {choice!r}: expected one of the escalation's "
+                "alternatives (a string) or None"
+            )
+        return choice
+
+
+def open_store(store: StoreLike) -> RunStore:
+    """The run store ``store`` names.
+
+    Raises:
+        ValueError: a URL: only SQLite paths are opened by this build (the Postgres
+            store, DESIGN §12, is wired here once merged).
+    """
+    if isinstance(store, RunStore):
+        return store
+    text = str(store)
+    if "://" in text:
+        raise ValueError(f"store: {text.split('://')[0]}:// stores are not in this build")
+    return RunStore(store_path(text))
+
+
+async def _deliver(
+    receive: anyio.abc.ObjectReceiveStream[ProgressEvent], on_event: EventCallback
+) -> None:
+    """Hand each event to ``on_event`` in order; an async callback is awaited."""
+    # Shielded like the job: the events of a cancelled job winding down are heard too;
+    # the loop ends when the job closes its end of the stream.
+    with anyio.CancelScope(shield=True):
+        async with receive:
+            async for event in receive:
+                outcome = on_event(event)
+                if inspect.isawaitable(outcome):
+                    await outcome
+
+
+async def execute(
+    job: Prepared,
+    *,
+    on_event: EventCallback | None = None,
+    on_escalation: EscalationCallback | None = None,
+    store: StoreLike | None = None,
+    speed: float = 1.0,
+    on_report: Callable[[CoverageReport], None] | None = None,
+) -> CoverageReport:
+    """Run ``job`` in real time with its MCP servers and Python tools.
+
+    ``on_report`` hears the report before the call returns or, when the caller is
+    cancelled, before the cancellation propagates (an event stream keeps it).
+
+    Raises:
+        MissingModelKey: the model's key variable is not set (nothing ran).
+        McpServerStartError: an MCP server cannot start (nothing ran).
+        InputFileErrors: the job calls a tool its MCP server does not offer.
+    """
+    scenario, spec_text, python_tools = job
+    TokenCounter()  # load the encoding now, not on the job's clock
+    clock = AnyioClock(speed=speed)
+    planning = JobPlanning(scenario, clock=clock)
+    planning.open()  # a missing key fails here, before anything runs or is recorded
+    handler: EscalationHandler | None = (
+        CallbackHandler(on_escalation) if on_escalation is not None else None
+    )
+    cancel = anyio.Event()
+    finished = anyio.Event()
+    box: list[CoverageReport] = []
+    recorders: list[RunRecorder] = []
+    send, receive = anyio.create_memory_object_stream[ProgressEvent](math.inf)
+
+    failures: list[Exception] = []
+
+    def observer(event: ProgressEvent) -> None:
+        # Once a failing callback has closed the stream, the job runs on unheard.
+        with contextlib.suppress(anyio.BrokenResourceError):
+            send.send_nowait(event)
+
+    async def deliver() -> None:
+        assert on_event is not None  # started only with a callback
+        try:
+            await _deliver(receive, on_event)
+        except Exception as exc:
+            # A bug in the caller's callback: the job runs on (its events are dropped
+            # now); the error is raised once the job has ended.
+            failures.append(exc)
+            receive.close()
+
+    async def run() -> None:
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(planning.aclose)
+            mcp = None
+            if scenario.mcp_servers:
+                from coordinator.jobfile.mcp import JobTools, job_servers
+
+                mcp = await stack.enter_async_context(job_servers(scenario))
+            sim = SimulatedTools(scenario.tools, clock)
+            if store is not None:
+                recorder = open_store(store).create_run(
+                    job=scenario.scenario,
+                    query=scenario.job.query,
+                    file=scenario.source,
+                    spec_text=spec_text,
+                    seed=str(scenario.seed),
+                    speed=speed,
+                )
+                recorders.append(recorder)
+                box.append(
+                    await run_recorded(
+                        scenario,
+                        recorder,
+                        clock=clock,
+                        tools=sim,
+                        mcp=mcp,
+                        observer=observer if on_event is not None else None,
+                        handler=handler,
+                        cancel=cancel,
+                        planning=planning,
+                        extra_tools=python_tools,
+                    )
+                )
+                return
+            base: ToolSource = sim if mcp is None else JobTools(sim, mcp)
+            box.append(
+                await run_research(
+                    scenario,
+                    WithTools(base, python_tools or {}),
+                    planning=planning,
+                    clock=clock,
+                    trace_ids=SeededTraceIds(f"{scenario.seed}"),
+                    observer=observer if on_event is not None else None,
+                    handler=handler,
+                    cancel=cancel,
+                )
+            )
+
+    async def shielded() -> None:
+        # The job winds down on `cancel`, never by the caller's cancel scope: it then
+        # still hands up, builds and records its whole report.
+        try:
+            with anyio.CancelScope(shield=True):
+                async with send:
+                    await run()
+        except Exception as exc:
+            # Raised as itself once the task group has ended, not in an exception group.
+            failures.append(exc)
+        finally:
+            finished.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            if on_event is not None:
+                tg.start_soon(deliver)
+            else:
+                receive.close()
+            tg.start_soon(shielded)
+            try:
+                await finished.wait()
+            except anyio.get_cancelled_exc_class():
+                cancel.set()
+                with anyio.CancelScope(shield=True):
+                    await finished.wait()
+                if box and on_report is not None:
+                    on_report(box[0])
+                raise
+    finally:
+        for recorder in recorders:
+            recorder.close()
+    if failures:
+        raise failures[0]
+    report = box[0]
+    if on_report is not None:
+        on_report(report)
+    return report
+
+
+class Prepared(NamedTuple):
+    """A job ready for :func:`execute`: the scenario, its stored text, its Python tools."""
+
+    scenario: Scenario
+    spec_text: str
+    python_tools: dict[str, Tool]
+
+
+def prepare_ask(
+    question: str,
+    *,
+    tools: Iterable[ToolLike] = (),
+    model: str | Mapping[str, Any],
+    base_url: str | None = None,
+    subtasks: Sequence[Mapping[str, Any]] | None = None,
+    max_subtasks: int = 6,
+    concurrency: int = 4,
+    deadline_s: float | None = None,
+    seed: int | str = 0,
+) -> Prepared:
+    """The job ``ask()`` runs, validated (see :func:`ask` for the arguments)."""
+    sorted_tools = sort_tools(tools)
+    scenario, text = compose_ask_job(
+        question,
+        model=model,
+        base_url=base_url,
+        python_tools=sorted_tools.tools,
+        mcp_servers=sorted_tools.mcp_servers,
+        subtasks=subtasks,
+        max_subtasks=max_subtasks,
+        concurrency=concurrency,
+        deadline_s=deadline_s,
+        seed=seed,
+    )
+    return Prepared(scenario, text, sorted_tools.tools)
+
+
+def prepare_file(path: str | PathLike[str]) -> Prepared:
+    """The job file at ``path``, validated (file, line, field in every error)."""
+    scenario = load_scenario(Path(path))
+    return Prepared(scenario, Path(path).read_text(encoding="utf-8"), {})
+
+
+async def ask(
+    question: str,
+    *,
+    tools: Iterable[ToolLike] = (),
+    model: str | Mapping[str, Any],
+    base_url: str | None = None,
+    subtasks: Sequence[Mapping[str, Any]] | None = None,
+    max_subtasks: int = 6,
+    concurrency: int = 4,
+    deadline_s: float | None = None,
+    on_event: EventCallback | None = None,
+    on_escalation: EscalationCallback | None = None,
+    store: StoreLike | None = None,
+    seed: int | str = 0,
+) -> CoverageReport:
+    """Research ``question`` with ``tools`` and ``model``; the report the CLI prints.
+
+    Args:
+        question: what to research; the lead decomposes it unless ``subtasks`` are given.
+        tools: functions (type hints → schema, docstring → description), ``Tool``s,
+            ``{"mcp": {"command": [...]}}`` server specs, ``"web"``, ``"docs:DIR"``.
+        model: ``"PROVIDER:NAME"`` (anthropic, openai, scripted) or a model block as a
+            dict, validated as a job file's (``{"provider": "scripted", "turns": ...}``).
+        base_url: another endpoint for the model (a gateway, vLLM, Ollama).
+        subtasks: the job's subtasks as dicts, as in a job file; None: the lead plans.
+        max_subtasks: the most subtasks the lead may plan.
+        concurrency: how many subagents run at once.
+        deadline_s: the job's deadline; what still runs then hands up what it found.
+        on_event: hears every progress event (sync or async callable).
+        on_escalation: receives each escalation routed ``escalate``; a returned
+            alternative is recorded in the report's ``decisions``.
+        store: a run store path to record the run in; None: not recorded.
+        seed: seeds retry jitter and trace ids (same seed, same schedule).
+
+    Raises:
+        ValueError: a tool, the question or the model is not usable as given.
+        InputFileErrors: the composed job is invalid; each error names its field.
+        MissingModelKey: the provider's key variable is not set (nothing ran).
+    """
+    job = prepare_ask(
+        question,
+        tools=tools,
+        model=model,
+        base_url=base_url,
+        subtasks=subtasks,
+        max_subtasks=max_subtasks,
+        concurrency=concurrency,
+        deadline_s=deadline_s,
+        seed=seed,
+    )
+    return await execute(job, on_event=on_event, on_escalation=on_escalation, store=store)
+
+
+async def run_file(
+    path: str | PathLike[str],
+    *,
+    on_event: EventCallback | None = None,
+    on_escalation: EscalationCallback | None = None,
+    store: StoreLike | None = None,
+    speed: float = 1.0,
+) -> CoverageReport:
+    """Run the job file at ``path`` in real time (what ``fanout run`` does, without a view).
+
+    ``speed`` runs simulated latencies faster; real tools and models keep real time.
+
+    Raises:
+        InputFileErrors: the file is invalid (file, line, field, expected).
+        MissingModelKey: the provider's key variable is not set (nothing ran).
+    """
+    if speed <= 0:
+        raise ValueError(f"speed: expected a positive number, got {speed!r}")
+    return await execute(
+        prepare_file(path),
+        on_event=on_event,
+        on_escalation=on_escalation,
+        store=store,
+        speed=speed,
+    )

@@ -1,0 +1,132 @@
+"""What ``ask(tools=[...])`` accepts, sorted into Python tools and MCP servers (DESIGN §14).
+
+A tool is a Python function (sync or async: its type hints become the schema, its
+docstring the description), a :class:`~subagents.tool.Tool`, an MCP server spec
+``{"mcp": {"command": [...]}}`` (optionally ``"name"`` beside ``"mcp"``: its tools are
+called ``NAME.TOOL``), or one of the strings ``"web"`` and ``"docs:DIR"`` for the
+built-in research tools. Every string goes through :func:`research_tools`, the one place
+those built-in tools are wired.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coordinator.fanout import ToolSource
+from subagents.mcp.spec import SERVER_NAME_PATTERN
+from subagents.tool import Tool
+
+__all__ = ["ToolLike", "ToolSet", "WithTools", "research_tools", "sort_tools"]
+
+ToolLike = Callable[..., Any] | Tool | str | Mapping[str, Any]
+"""One entry of ``tools=``: a function, a Tool, ``"web"``, ``"docs:DIR"`` or an MCP spec."""
+
+_EXPECTED = "a function, a Tool, 'web', 'docs:DIR' or {'mcp': {'command': [...]}}"
+
+
+@dataclass
+class ToolSet:
+    """``tools=`` sorted: Python tools by name, and MCP server blocks by server name."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def research_tools(spec: str) -> list[Tool]:
+    """The built-in research tools a string names: ``"web"`` or ``"docs:DIR"``.
+
+    Raises:
+        ValueError: the built-in research tools (DESIGN §10) are not wired into the
+            Python API yet, or the string names none of them.
+    """
+    kind, colon, rest = spec.partition(":")
+    if spec == "web" or (kind == "docs" and colon and rest):
+        # The research tools wing (subagents/research/, issue 20) lands separately; it
+        # is wired here, and only here, once merged.
+        raise ValueError(
+            f"tools: {spec!r} needs the built-in research tools (web search, documents), "
+            "which this build of fanout does not include yet (issue 20)"
+        )
+    raise ValueError(f"tools: expected {_EXPECTED}, got {spec!r}")
+
+
+def _server_name(index: int, entry: Mapping[str, Any], block: Mapping[str, Any]) -> str:
+    """The server's name: ``name`` beside ``mcp``, else the command's program name."""
+    name = entry.get("name")
+    if name is None:
+        command = block.get("command")
+        program = command[0] if isinstance(command, list) and command else ""
+        # "mcp-server-time" → "mcp-server-time"; "/usr/bin/x.py" → "x"; for a leading
+        # python, the module after -m or the script.
+        if isinstance(command, list) and Path(str(program)).name.startswith("python"):
+            rest = [str(a) for a in command[1:]]
+            if "-m" in rest and rest.index("-m") + 1 < len(rest):
+                program = rest[rest.index("-m") + 1]
+            elif rest:
+                program = rest[0]
+        name = re.sub(r"[^A-Za-z0-9_-]+", "_", Path(str(program)).stem)
+        name = name or f"server{index}"
+    if not isinstance(name, str) or not re.match(SERVER_NAME_PATTERN, name):
+        raise ValueError(
+            f"tools[{index}].name: expected a server name of letters, digits, _ and - "
+            f"(its tools are NAME.TOOL), got {name!r}"
+        )
+    return name
+
+
+def sort_tools(tools: Iterable[ToolLike]) -> ToolSet:
+    """Sort ``tools=`` into Python tools and MCP server blocks.
+
+    Raises:
+        ValueError: an entry of no known kind, a duplicate name, or ``"web"`` /
+            ``"docs:DIR"`` while the research tools are not available.
+        TypeError: a function whose signature cannot be described (``*args``).
+    """
+    out = ToolSet()
+    if isinstance(tools, str | Mapping) or callable(tools):
+        # ask(tools=search) instead of tools=[search]: a mistake worth naming.
+        raise ValueError(f"tools: expected a list of tools, got {tools!r}")
+    for index, entry in enumerate(tools):
+        found: list[Tool] = []
+        if isinstance(entry, Tool):
+            found = [entry]
+        elif isinstance(entry, str):
+            found = research_tools(entry)
+        elif isinstance(entry, Mapping):
+            block = entry.get("mcp")
+            if not isinstance(block, Mapping) or set(entry) - {"mcp", "name"}:
+                raise ValueError(
+                    f"tools[{index}]: expected {{'mcp': {{'command': [...]}}}} "
+                    f"(and optionally 'name'), got {dict(entry)!r}"
+                )
+            name = _server_name(index, entry, block)
+            if name in out.mcp_servers:
+                raise ValueError(f"tools[{index}]: a second MCP server named {name!r}")
+            out.mcp_servers[name] = dict(block)
+        elif callable(entry):
+            found = [Tool.from_function(entry)]
+        else:
+            raise ValueError(f"tools[{index}]: expected {_EXPECTED}, got {entry!r}")
+        for tool in found:
+            if tool.name in out.tools:
+                raise ValueError(f"tools[{index}]: a second tool named {tool.name!r}")
+            out.tools[tool.name] = tool
+    return out
+
+
+class WithTools:
+    """A tool source with the caller's Python tools added for every subtask."""
+
+    def __init__(self, base: ToolSource, tools: Mapping[str, Tool]) -> None:
+        self.base = base
+        self.tools = dict(tools)
+
+    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
+        """The base source's tools and the Python tools (these win a name clash)."""
+        if not self.tools:
+            return self.base.for_subtask(subtask_id)
+        return {**self.base.for_subtask(subtask_id), **self.tools}

@@ -1,0 +1,224 @@
+"""ask() with Python tools, a scripted model, on_event, on_escalation and a run store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator import CoverageReport, ask
+from coordinator.store.runs import RunStore
+from shared.errors import (
+    BusinessRuleViolation,
+    InputFileErrors,
+    InvalidToolInput,
+    ToolPermissionDenied,
+    TransientToolError,
+)
+from shared.escalation import Escalation
+from subagents.loop import ProgressEvent
+
+pytestmark = pytest.mark.anyio
+
+
+async def flaky(query: str) -> dict[str, Any]:
+    """Search a service that is down."""
+    raise TransientToolError("search backend overloaded")
+
+
+def strict(date: str) -> dict[str, Any]:
+    """Look up filings since a date."""
+    raise InvalidToolInput("date", "YYYY-MM-DD")
+
+
+async def quota(amount: int) -> dict[str, Any]:
+    """Spend from a quota."""
+    raise BusinessRuleViolation("daily_quota", limit=10, requested=amount)
+
+
+def locked(path: str) -> str:
+    """Read a locked document."""
+    raise ToolPermissionDenied("role analyst lacks docs:read", scope="docs:read")
+
+
+async def buggy(x: int) -> int:
+    """A tool with a bug in it."""
+    return x // 0
+
+
+async def search(query: str, limit: int = 5) -> dict[str, Any]:
+    """Search the web; returns result titles."""
+    return {"results": [f"{query} #{i}" for i in range(min(limit, 2))]}
+
+
+def one_call(tool: str, args: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"calls": [{"tool": tool, "args": args}]}, {"text": f"found with {tool}"}]
+
+
+FAILING: dict[str, tuple[Callable[..., Any], dict[str, Any], str]] = {
+    "transient": (flaky, {"query": "x"}, "retries_exhausted"),
+    "validation": (strict, {"date": "2024-13-01"}, "no_progress"),
+    "business": (quota, {"amount": 50}, "threshold_breach"),
+    "permission": (locked, {"path": "/secret"}, "permission_denied"),
+    "internal": (buggy, {"x": 1}, "internal_error"),
+}
+
+
+async def test_each_error_category_of_a_python_tool_becomes_its_gap() -> None:
+    """A Python tool failing in each category is a gap of that category, never a crash."""
+    turns = {cat: one_call(fn.__name__, args) for cat, (fn, args, _) in FAILING.items()}
+    report = await ask(
+        "Which tools fail how?",
+        tools=[fn for fn, _, _ in FAILING.values()],
+        model={"provider": "scripted", "turns": turns},
+        subtasks=[
+            {"id": cat, "query": f"use {fn.__name__}", "tools": [fn.__name__]}
+            for cat, (fn, _, _) in FAILING.items()
+        ],
+    )
+    gaps = {g.subtask_id: g for g in report.gaps}
+    assert set(gaps) == set(FAILING)
+    for category, gap in gaps.items():
+        assert gap.category == category, gap
+        assert gap.trigger == FAILING[category][2], gap
+
+
+async def test_scripted_model_decomposes_calls_python_tools_and_synthesizes() -> None:
+    """The lead plans from the question, subtasks call a Python tool, the lead answers."""
+    events: list[ProgressEvent] = []
+    report = await ask(
+        "State of solid-state batteries",
+        tools=[search],
+        model={
+            "provider": "scripted",
+            "turns": {
+                "lead": [
+                    {"subtasks": [{"id": "market", "query": "market size", "tools": ["search"]}]},
+                    {"text": "The market is growing [market]."},
+                ],
+                "market": one_call("search", {"query": "solid-state market"}),
+            },
+        },
+        on_event=events.append,
+    )
+    assert isinstance(report, CoverageReport)
+    assert report.outcome == "complete"
+    assert report.answer.text is not None and "[market]" in report.answer.text
+    assert [s.id for s in report.subtasks] == ["market"]
+    calls = [e for e in events if e.subtask_id == "market" and e.kind == "call"]
+    assert calls and calls[0].tool == "search"
+    assert any(e.subtask_id == "lead" for e in events)
+
+
+async def test_async_on_event_hears_every_event_in_order() -> None:
+    """An async on_event is awaited for each event, in the order they happened."""
+    seen: list[tuple[str, str, float]] = []
+
+    async def hear(event: ProgressEvent) -> None:
+        seen.append((event.subtask_id, event.kind, event.at))
+
+    await ask(
+        "q",
+        tools=[search],
+        model={"provider": "scripted", "turns": {"a": one_call("search", {"query": "a"})}},
+        subtasks=[{"id": "a", "query": "a", "tools": ["search"]}],
+        on_event=hear,
+    )
+    kinds = [k for sid, k, _ in seen if sid == "a"]
+    assert kinds[0] == "state" and "call" in kinds
+    assert [at for _, _, at in seen] == sorted(at for _, _, at in seen)
+
+
+async def test_on_escalation_choice_is_recorded_in_decisions(tmp_path: Path) -> None:
+    """An alternative returned by on_escalation is in the report's decisions and the store."""
+    received: list[Escalation] = []
+
+    async def choose(escalation: Escalation) -> str:
+        received.append(escalation)
+        return "ask the data owner for access"
+
+    store = tmp_path / "runs.sqlite"
+    report = await ask(
+        "read the locked file",
+        tools=[locked],
+        model={"provider": "scripted", "turns": {"doc": one_call("locked", {"path": "/a"})}},
+        subtasks=[{"id": "doc", "query": "read it", "tools": ["locked"]}],
+        on_escalation=choose,
+        store=store,
+    )
+    assert [e.subtask_id for e in received] == ["doc"]
+    assert [(d.subtask_id, d.choice) for d in report.decisions] == [
+        ("doc", "ask the data owner for access")
+    ]
+    [row] = RunStore(store).runs()
+    assert row.status == "finished"
+    assert row.report is not None
+    assert row.report["decisions"] == [
+        {"subtask_id": "doc", "choice": "ask the data owner for access"}
+    ]
+    assert any(e["kind"] == "call" for e in RunStore(store).events(row.id))
+
+
+async def test_scripted_plans_as_in_files_need_no_model_turns() -> None:
+    """Subtasks with a scripted plan run as in a job file, calling the Python tool."""
+    report = await ask(
+        "q",
+        tools=[search],
+        model="scripted",
+        subtasks=[
+            {
+                "id": "a",
+                "query": "a",
+                "tools": ["search"],
+                "plan": [{"call": "search", "args": {"query": "x"}}],
+            }
+        ],
+    )
+    assert report.outcome == "complete", report.gaps
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        pytest.param({"model": {"provider": "scripted", "turns": 3}}, "model.turns", id="turns"),
+        pytest.param({"model": "nosuch:model"}, "model.provider", id="provider"),
+        pytest.param(
+            {"model": {"provider": "openai", "api_key": "sk-abcdefghijklmnopqrstuvwxyz"}},
+            "model.api_key",
+            id="inline-key",
+        ),
+        pytest.param(
+            {"model": "scripted", "subtasks": [{"id": "a", "query": "a", "tools": ["serch"]}]},
+            "job.subtasks[0].tools[0]",
+            id="unknown-tool",
+        ),
+    ],
+)
+async def test_a_bad_job_names_its_field(options: dict[str, Any], field: str) -> None:
+    """A model block or subtask that a file could not hold is refused, naming the field."""
+    with pytest.raises(InputFileErrors) as info:
+        await ask("q", tools=[search], **options)
+    assert any(e.field == field and e.file == "ask()" for e in info.value.errors), (
+        info.value.describe()
+    )
+    assert "sk-abcdefghij" not in info.value.describe()
+
+
+@pytest.mark.parametrize(
+    ("tools", "words"),
+    [
+        pytest.param([42], "tools[0]: expected a function", id="number"),
+        pytest.param(search, "expected a list of tools", id="not-a-list"),
+        pytest.param(["web"], "research tools", id="web"),
+        pytest.param(["docs:./papers"], "research tools", id="docs"),
+        pytest.param(["nonsense"], "tools: expected", id="string"),
+        pytest.param([search, search], "a second tool named 'search'", id="duplicate"),
+        pytest.param([{"mcp": {"command": ["x"]}, "extra": 1}], "tools[0]", id="mcp-shape"),
+    ],
+)
+async def test_a_bad_tool_is_a_clear_value_error(tools: Any, words: str) -> None:
+    """Each unusable tools= entry raises a ValueError saying which and why."""
+    with pytest.raises(ValueError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        await ask("q", tools=tools, model="scripted")
