@@ -17,7 +17,8 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def _python_snippet() -> str:
-    section = README.split("## Using it from Python", 1)[1]
+    """The section's complete script (the one-tool example after "One tool, by hand")."""
+    section = README.split("## Using it from Python", 1)[1].split("One tool, by hand", 1)[1]
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 

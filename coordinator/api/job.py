@@ -73,6 +73,7 @@ def compose_ask_job(
     python_tools: Mapping[str, Tool],
     mcp_servers: Mapping[str, Mapping[str, Any]],
     subtasks: Sequence[Mapping[str, Any]] | None,
+    research: Mapping[str, Any] | None = None,
     max_subtasks: int,
     concurrency: int,
     deadline_s: float | None,
@@ -102,6 +103,8 @@ def compose_ask_job(
     doc: dict[str, Any] = {"scenario": _slug(question), "seed": seed, "job": job}
     if mcp_servers:
         doc["mcp_servers"] = {k: dict(v) for k, v in mcp_servers.items()}
+    if research:
+        doc["research_tools"] = dict(research)
     doc["model"] = model_block(model, base_url)
     try:
         stored = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)

@@ -86,18 +86,14 @@ class CallbackHandler:
 
 
 def open_store(store: StoreLike) -> RunStore:
-    """The run store ``store`` names.
+    """The run store ``store`` names: a RunStore, a SQLite path or a ``postgresql://`` URL.
 
     Raises:
-        ValueError: a URL: only SQLite paths are opened by this build (the Postgres
-            store, DESIGN §12, is wired here once merged).
+        StoreError: a store fanout cannot open (another kind of URL, Postgres missing).
     """
     if isinstance(store, RunStore):
         return store
-    text = str(store)
-    if "://" in text:
-        raise ValueError(f"store: {text.split('://')[0]}:// stores are not in this build")
-    return RunStore(store_path(text))
+    return RunStore(store_path(str(store)))
 
 
 async def _deliver(
@@ -199,6 +195,15 @@ async def execute(
                 )
                 return
             base: ToolSource = sim if mcp is None else JobTools(sim, mcp)
+            if scenario.research_tools is not None:
+                from coordinator.jobfile.research import CombinedTools, job_research_tools
+
+                # Not recorded: the index goes where a default store would keep it.
+                research = await stack.enter_async_context(
+                    job_research_tools(scenario, Path(".fanout"))
+                )
+                if research is not None:
+                    base = CombinedTools(base, research)
             box.append(
                 await run_research(
                     scenario,
@@ -280,6 +285,7 @@ def prepare_ask(
         base_url=base_url,
         python_tools=sorted_tools.tools,
         mcp_servers=sorted_tools.mcp_servers,
+        research=sorted_tools.research,
         subtasks=subtasks,
         max_subtasks=max_subtasks,
         concurrency=concurrency,

@@ -4,8 +4,8 @@ A tool is a Python function (sync or async: its type hints become the schema, it
 docstring the description), a :class:`~subagents.tool.Tool`, an MCP server spec
 ``{"mcp": {"command": [...]}}`` (optionally ``"name"`` beside ``"mcp"``: its tools are
 called ``NAME.TOOL``), or one of the strings ``"web"`` and ``"docs:DIR"`` for the
-built-in research tools. Every string goes through :func:`research_tools`, the one place
-those built-in tools are wired.
+built-in research tools. Every string goes through :func:`research_tools`: it becomes the
+job's ``research_tools`` block, opened and recorded like a job file's.
 """
 
 from __future__ import annotations
@@ -34,23 +34,41 @@ class ToolSet:
 
     tools: dict[str, Tool] = field(default_factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The built-in research tools (DESIGN §10) as a job's `research_tools` block.
+    research: dict[str, Any] = field(default_factory=dict)
 
 
-def research_tools(spec: str) -> list[Tool]:
-    """The built-in research tools a string names: ``"web"`` or ``"docs:DIR"``.
+def research_tools(spec: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``research_tools`` block a string names (DESIGN §10).
+
+    ``"web"`` searches with ``FANOUT_SEARCH`` (``searxng:URL``, ``brave`` or ``tavily``),
+    ``"web:BACKEND"`` with the one named (``"web:searxng:http://127.0.0.1:8888"``);
+    ``"docs:DIR"`` searches and reads the documents of folder DIR (indexed first).
 
     Raises:
-        ValueError: the built-in research tools (DESIGN §10) are not wired into the
-            Python API yet, or the string names none of them.
+        ValueError: the string names no research tool, or ``"web"`` has no backend.
     """
+    import os
+
+    from coordinator.jobfile.ask import parse_search_flag
+    from shared.errors import InputFileError
+
     kind, colon, rest = spec.partition(":")
-    if spec == "web" or (kind == "docs" and colon and rest):
-        # The research tools wing (subagents/research/, issue 20) lands separately; it
-        # is wired here, and only here, once merged.
-        raise ValueError(
-            f"tools: {spec!r} needs the built-in research tools (web search, documents), "
-            "which this build of fanout does not include yet (issue 20)"
+    if kind == "docs" and colon and rest:
+        return {"docs": {"path": str(Path(rest).expanduser().resolve())}}
+    if kind == "web":
+        backend = rest if colon else (environ if environ is not None else os.environ).get(
+            "FANOUT_SEARCH", ""
         )
+        if not backend:
+            raise ValueError(
+                "tools: 'web' needs a search backend: set FANOUT_SEARCH (searxng:URL, brave "
+                "or tavily), or write 'web:searxng:URL', 'web:brave' or 'web:tavily'"
+            )
+        try:
+            return {"web": parse_search_flag(backend, option="tools")}
+        except InputFileError as exc:
+            raise ValueError(f"tools: {spec!r}: expected {exc.expected}") from None
     raise ValueError(f"tools: expected {_EXPECTED}, got {spec!r}")
 
 
@@ -95,7 +113,11 @@ def sort_tools(tools: Iterable[ToolLike]) -> ToolSet:
         if isinstance(entry, Tool):
             found = [entry]
         elif isinstance(entry, str):
-            found = research_tools(entry)
+            research = research_tools(entry)
+            clash = set(research) & set(out.research)
+            if clash:
+                raise ValueError(f"tools[{index}]: a second {clash.pop()!r} research tool")
+            out.research.update(research)
         elif isinstance(entry, Mapping):
             block = entry.get("mcp")
             if not isinstance(block, Mapping) or set(entry) - {"mcp", "name"}:

@@ -211,14 +211,48 @@ async def test_a_bad_job_names_its_field(options: dict[str, Any], field: str) ->
     [
         pytest.param([42], "tools[0]: expected a function", id="number"),
         pytest.param(search, "expected a list of tools", id="not-a-list"),
-        pytest.param(["web"], "research tools", id="web"),
-        pytest.param(["docs:./papers"], "research tools", id="docs"),
+        pytest.param(["web"], "'web' needs a search backend", id="web-without-backend"),
+        pytest.param(["web:bing"], "'web:bing'", id="web-unknown-backend"),
         pytest.param(["nonsense"], "tools: expected", id="string"),
         pytest.param([search, search], "a second tool named 'search'", id="duplicate"),
         pytest.param([{"mcp": {"command": ["x"]}, "extra": 1}], "tools[0]", id="mcp-shape"),
     ],
 )
-async def test_a_bad_tool_is_a_clear_value_error(tools: Any, words: str) -> None:
+async def test_a_bad_tool_is_a_clear_value_error(
+    tools: Any, words: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each unusable tools= entry raises a ValueError saying which and why."""
+    monkeypatch.delenv("FANOUT_SEARCH", raising=False)
     with pytest.raises(ValueError, match=words.replace("[", r"\[").replace("]", r"\]")):
         await ask("q", tools=tools, model="scripted")
+
+
+async def test_docs_from_python_search_and_read_your_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tools=["docs:DIR"]: the folder is indexed, docs.search finds the document, the
+    subtask is covered by that evidence and the answer cites the document as a source."""
+    monkeypatch.chdir(tmp_path)
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    (papers / "toyota.md").write_text("# Toyota\n\nToyota targets 2027 for solid-state cars.\n")
+    (papers / "other.md").write_text("# Other\n\nNothing about batteries here.\n")
+    report = await ask(
+        "When do solid-state batteries reach cars?",
+        tools=[f"docs:{papers}"],
+        model={
+            "provider": "scripted",
+            "turns": {
+                "lead": [
+                    {"subtasks": [{"id": "cars", "query": "solid-state cars",
+                                   "tools": ["docs.search"]}]},
+                    {"text": "Toyota targets 2027 [1]."},
+                ],
+                "cars": one_call("docs.search", {"query": "Toyota solid-state"}),
+            },
+        },
+    )
+    assert [(s.id, s.status) for s in report.subtasks] == [("cars", "complete")]
+    found = report.answer.sections[0].findings[0].data
+    assert found["results"][0]["path"] == "toyota.md"
+    assert report.answer.sources and report.answer.sources[0].path == "toyota.md"

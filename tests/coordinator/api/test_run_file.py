@@ -8,7 +8,7 @@ import pytest
 
 from coordinator import ask, run_file, run_file_events
 from coordinator.jobfile.loader import load_scenario
-from coordinator.store.runs import RunStore
+from coordinator.store.runs import RunStore, StoreError
 from shared.errors import InputFileErrors
 from subagents.loop import ProgressEvent
 from subagents.models.factory import MissingModelKey
@@ -67,10 +67,10 @@ async def test_a_missing_key_fails_before_anything_runs(
     assert not store.exists() or RunStore(store).runs() == []
 
 
-async def test_a_store_url_this_build_cannot_open_is_a_clear_error() -> None:
-    """A URL store is refused with a ValueError naming its scheme."""
-    with pytest.raises(ValueError, match="postgresql://"):
-        await run_file(JOB, store="postgresql://localhost/fanout")
+async def test_a_store_url_fanout_cannot_open_is_a_clear_error() -> None:
+    """A store URL of a database fanout cannot use is refused, naming it; nothing runs."""
+    with pytest.raises(StoreError, match="mysql"):
+        await run_file(JOB, store="mysql://localhost/fanout")
 
 
 async def test_an_on_event_that_raises_fails_the_call_after_the_job() -> None:
