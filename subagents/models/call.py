@@ -19,12 +19,21 @@ from subagents.executor import ExecObserver, execute_tool_safely
 from subagents.jitter import Jitter
 from subagents.models.base import ModelCallFailed, ModelClient, ModelRequest, ModelTurn
 from subagents.models.limiter import EndpointLimiter, Permit, estimate_tokens, limiter_of
+from subagents.models.names import WireNames
 from subagents.models.spec import ModelSpec
 from subagents.tool import Tool
 
 MODEL_TOOL = "model"
 _NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 _MAX_TRACE_TEXT = 2000  # characters of a turn's text kept in its envelope (the trace)
+
+
+_NAMED_APIS = ("anthropic", "openai")
+"""The providers whose APIs restrict tool names (see subagents/models/names.py)."""
+
+
+def _named(turn: ModelTurn, names: WireNames | None) -> ModelTurn:
+    return turn if names is None else names.decode(turn)
 
 
 def turn_data(turn: ModelTurn) -> dict[str, Any]:
@@ -70,15 +79,23 @@ async def call_model(
     turns: list[ModelTurn] = []
     limiter = limiter_of(client)
     permits: list[Permit] = []
+    sent = request
+    names = WireNames.of(request) if client.provider in _NAMED_APIS else None
+    if names is not None and names.needed:
+        # `time.get_current_time` is not a name these APIs take: sent as one they do,
+        # and the model's calls named back (DESIGN §7: the loop sees fanout's names).
+        sent = names.encode(request)
+    else:
+        names = None
 
     async def body() -> dict[str, Any]:
         if not permits:
-            turn = await client.complete(request)
+            turn = _named(await client.complete(sent), names)
             turns.append(turn)
             return turn_data(turn)
         permit = permits[-1]
         try:
-            turn = await client.complete(request)
+            turn = _named(await client.complete(sent), names)
         except ModelCallFailed as exc:
             permit.refused(status=exc.status, report=exc.rate)
             raise

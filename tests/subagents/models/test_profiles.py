@@ -312,3 +312,28 @@ def test_text_calls_with_arguments_that_are_not_an_object_stay_raw() -> None:
                             ["web_search"])
     assert [(c.name, c.arguments) for c in calls] == [("web_search", [1])]
     assert json.dumps(calls[0].arguments) == "[1]"
+
+
+async def test_dotted_tool_names_go_out_as_names_the_api_takes_and_come_back(
+    client: OpenAIClient, openai_server: OpenAIServer
+) -> None:
+    """`web.search` is sent as `web__search` (the APIs take letters, digits, _ and -)
+    and the model's call of `web__search` reaches the loop as `web.search`."""
+    dotted = ToolSpec("web.search", "Search the web.", SEARCH.input_schema)
+    earlier = ModelTurn(calls=(ToolCall("c0", "web.search", {"query": "a"}),))
+    request = ModelRequest(
+        system="", tools=[dotted], force_tool="web.search",
+        messages=[UserMessage("q"), AssistantMessage(earlier),
+                  ToolResultMessage("c0", "web.search", "{}")],
+    )
+    openai_server.push(completion(None, tool_calls=[tool_call("web__search", {"query": "b"})]))
+    spec = ModelSpec(provider="openai", name="gpt-4.1")
+    result, turn = await call_model(
+        client, request, spec=spec, clock=AnyioClock(), rng=random.Random(0), trace_id="tr_1"
+    )
+    body = openai_server.requests[0].json()
+    assert [t["function"]["name"] for t in body["tools"]] == ["web__search"]
+    assert body["tool_choice"]["function"]["name"] == "web__search"
+    assert body["messages"][1]["tool_calls"][0]["function"]["name"] == "web__search"
+    assert turn is not None and [c.name for c in turn.calls] == ["web.search"]
+    assert result.data["calls"][0]["name"] == "web.search"
