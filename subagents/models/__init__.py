@@ -19,7 +19,7 @@ from subagents.models.base import (
     model_failure_error,
 )
 from subagents.models.factory import MissingModelKey, build_client
-from subagents.models.scripted import PLAN_TOOL, ScriptedModel
+from subagents.models.scripted import FOLLOWUP_TOOL, PLAN_TOOL, ScriptedModel
 from subagents.models.spec import (
     ModelSpec,
     PlannedSubtask,
@@ -30,6 +30,7 @@ from subagents.models.spec import (
 )
 
 __all__ = [
+    "FOLLOWUP_TOOL",
     "MODEL_ERRORS",
     "PLAN_TOOL",
     "AnthropicClient",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from coordinator.jobfile.loader import load_scenario_text
-from coordinator.planning import JobPlanning
+from coordinator.lead import JobPlanning
 from coordinator.replay import run_scenario
 from coordinator.report import CoverageReport
 from shared import AnyioClock

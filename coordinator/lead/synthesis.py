@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from coordinator.lead import LeadContext
+from coordinator.lead.decompose import LeadContext
 from coordinator.report import CoverageReport
 from subagents.models.base import UserMessage
 
@@ -40,8 +40,11 @@ def synthesis_prompt(report: CoverageReport) -> str:
     answer = report.answer
     lines = [f"Question: {answer.query}", f"Coverage: {answer.coverage:.0%}", "", "Findings:"]
     budget = _TOTAL_CHARS
+    followup_of = {o.id: o.followup_of for o in report.subtasks if o.followup_of}
     for section in answer.sections:
         mark = "covered" if section.covered else f"{section.status}, not covered"
+        if section.subtask_id in followup_of:
+            mark += f", follow-up of {followup_of[section.subtask_id]}"
         lines.append(f"[{section.subtask_id}] ({mark}) {section.query}")
         if not section.findings:
             lines.append("  (no findings)")
@@ -62,6 +65,8 @@ def synthesis_prompt(report: CoverageReport) -> str:
         lines.append(f"  tried: {gap.attempted_query}")
         if gap.alternatives:
             lines.append("  alternatives: " + "; ".join(gap.alternatives))
+        if gap.filled_by:
+            lines.append("  filled by the follow-up " + ", ".join(gap.filled_by))
     return "\n".join(lines)
 
 
