@@ -130,8 +130,10 @@ def test_temporal_runs_are_recorded_like_local_ones(
             assert set(store.results(row.id)) == ran
             assert set(store.checkpoints(row.id)) == ran | {LEAD}
             planned = planned_scenario(scenario, store, row.id).job.subtasks
+            # The lead's follow-ups (DESIGN §11) follow its plan: not part of it.
             assert [s.id for s in planned] == [
-                s["id"] for s in line["report"]["subtasks"] if s["id"] != LEAD
+                s["id"] for s in line["report"]["subtasks"]
+                if s["id"] != LEAD and not s.get("followup_of")
             ]
         # The lead's model calls are traced too (subtask "lead"), as in a local run.
         attempts = [e for e in store.events(row.id)
