@@ -4,6 +4,7 @@ a gap only with evidence, seen by the synthesis and named in every view."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,10 +40,15 @@ def followups(items: list[dict[str, object]]) -> ModelTurn:
     )
 
 
-WEB = {"for": "patents", "id": "patents_web", "query": "patents on the web", "tools": ["web_search"]}
+WEB: dict[str, object] = {
+    "for": "patents",
+    "id": "patents_web",
+    "query": "patents on the web",
+    "tools": ["web_search"],
+}
 
 
-def lead_answers(*followup_turns: ModelTurn):  # type: ignore[no-untyped-def]
+def lead_answers(*followup_turns: ModelTurn) -> Callable[[ModelRequest, int], ModelTurn]:
     """The lead plans GOOD, answers the follow-up calls in turn, then writes the answer."""
 
     def answer(request: ModelRequest, n: int) -> ModelTurn:
@@ -64,7 +70,9 @@ def lead_answers(*followup_turns: ModelTurn):  # type: ignore[no-untyped-def]
     return answer
 
 
-async def _run(answer, job: str = JOB):  # type: ignore[no-untyped-def]
+async def _run(
+    answer: Callable[[ModelRequest, int], ModelTurn], job: str = JOB
+) -> tuple[CoverageReport, FunctionModel]:
     client = FunctionModel(answer)
     planning = JobPlanning(load_scenario_text(job, "lead.yaml"), client=client)
     report = await run_scenario(planning.scenario, clock=AnyioClock(), planning=planning)
@@ -131,7 +139,8 @@ async def test_a_job_with_subtasks_follows_up_only_when_its_file_says_so() -> No
 
     _, client = await _run(answer, with_subtasks)
     assert not any(r.force_tool == "plan_followups" for r in client.requests)
-    report, client = await _run(answer, with_subtasks.replace("  max_subtasks", "  followups: 1\n  max_subtasks"))
+    asked = with_subtasks.replace("  max_subtasks", "  followups: 1\n  max_subtasks")
+    report, client = await _run(answer, asked)
     assert sum(r.force_tool == "plan_followups" for r in client.requests) == 1
     assert report.gaps[0].filled_by == ["patents_web"]
 
