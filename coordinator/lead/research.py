@@ -145,7 +145,14 @@ async def run_research(
         elapsed_offset=job_clock.now(),
         **run_job_options,
     )
-    if lead is not None and job.followup_rounds() > 0 and planning.plans_followups:
+    # A lead that could not plan (its degraded plan ran instead) is not asked again: its
+    # model already failed for good, and the question itself was researched.
+    if (
+        lead is not None
+        and lead_gap is None
+        and job.followup_rounds() > 0
+        and planning.plans_followups
+    ):
         report = await _follow_up(
             report,
             job,

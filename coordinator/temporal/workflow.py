@@ -135,6 +135,7 @@ class FanoutWorkflow:
         if (
             inp.followups
             and inp.model is not None
+            and lead_gap is None  # as run_research: a lead that could not plan is not asked
             and job.followup_rounds() > 0
             and open_gaps(report)
             and not self._past_deadline()

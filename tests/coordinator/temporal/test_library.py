@@ -91,8 +91,11 @@ def test_the_library_has_scenarios_for_both_tests() -> None:
     assert len(WITHOUT_DEADLINE) >= 20
     assert {p.name for p in WITH_DEADLINE} >= {"deadline.yaml", "deadline_retry_round.yaml"}
     assert {p.name for p in DECOMPOSED} >= {
-        "lead_decomposes.yaml", "lead_plan_never_valid.yaml", "research_lead.yaml"
+        "lead_decomposes.yaml", "lead_plan_never_valid.yaml", "research_lead.yaml",
+        # The lead's follow-ups (DESIGN §11): Temporal equals local for them too.
+        "followup_fills_gap.yaml", "followup_fails_too.yaml", "followup_plan_refused.yaml",
     }
+    assert "followup_no_time.yaml" in {p.name for p in WITH_DEADLINE}
 
 
 @pytest.mark.parametrize("path", WITHOUT_DEADLINE, ids=lambda p: p.stem)
