@@ -17,7 +17,7 @@ from coordinator.report import CoverageReport
 from coordinator.views import render_html, render_markdown, report_view
 from shared import AnyioClock
 from subagents.models.base import ModelRequest, ModelTurn, ToolCall, ToolResultMessage, UserMessage
-from tests.coordinator.test_lead import GOOD, JOB, FunctionModel, plan, subagent
+from tests.coordinator.lead.test_lead import GOOD, JOB, FunctionModel, plan, subagent
 
 pytestmark = pytest.mark.anyio
 
