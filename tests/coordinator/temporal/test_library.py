@@ -131,7 +131,9 @@ def test_temporal_runs_are_recorded_like_local_ones(
         else:
             ran = ids - {LEAD}  # the lead's row is there only when it could not plan
             assert set(store.results(row.id)) == ran
-            assert set(store.checkpoints(row.id)) == ran | {LEAD}
+            # A decomposition lost on Temporal (no key on the workers) ran nothing and
+            # left no lead position; one that planned, or degraded, did.
+            assert set(store.checkpoints(row.id)) == ran | ({LEAD} if ran else set())
             planned = planned_scenario(scenario, store, row.id).job.subtasks
             # The lead's follow-ups (DESIGN §11) follow its plan: not part of it.
             assert [s.id for s in planned] == [
