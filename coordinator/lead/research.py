@@ -17,7 +17,7 @@ from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, run_jo
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead.decompose import LEAD, LeadContext, decompose, with_lead_gap
-from coordinator.lead.followups import plan_followups, with_followups
+from coordinator.lead.followups import open_gaps, plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.synthesis import synthesize
 from coordinator.report import CoverageReport
@@ -193,11 +193,14 @@ async def _follow_up(
     **run_job_options: Any,
 ) -> CoverageReport:
     """``report`` after one round of follow-ups planned from its gaps (DESIGN §11)."""
+    cancel = run_job_options.get("cancel")
+    if cancel is not None and cancel.is_set():
+        return report  # a cancelled run starts nothing more, follow-ups included
     if followups is None:
         # Nothing to follow up, or no time left before the deadline: the lead is not
         # asked (a call past the deadline could not run its follow-ups anyway).
         deadline = job.deadline_s
-        if not report.gaps or (deadline is not None and job_clock.now() >= deadline):
+        if not open_gaps(report) or (deadline is not None and job_clock.now() >= deadline):
             return report
         followups = await plan_followups(report, job, catalogue(source), lead)
         if on_followups is not None:
