@@ -149,11 +149,13 @@ def speed_of(clock: Clock) -> float:
 
 
 class RealTimeClock:
-    """``base``'s readings, with waits and timeouts in real seconds.
+    """``base`` in real seconds: readings, waits and timeouts.
 
     ``--speed`` scales simulated time only (DESIGN §7): a real model or MCP call keeps
-    its real timeout, and a real server's Retry-After is waited for in real seconds.
-    Readings stay on the base clock, so a job's times mean the same throughout.
+    its real timeout, a real server's Retry-After is waited for in real seconds, and a
+    real call's envelope says how long it really took (``elapsed_s``), so a recording
+    replays it with its real latency against its real timeout. Job times (deadlines, the
+    trace's ``at``) stay on the job's clock.
     """
 
     __slots__ = ("base", "speed")
@@ -163,8 +165,8 @@ class RealTimeClock:
         self.speed = speed
 
     def now(self) -> float:
-        """The base clock's reading."""
-        return self.base.now()
+        """The base clock's reading, in real seconds."""
+        return self.base.now() / self.speed
 
     async def sleep(self, seconds: float) -> None:
         """Sleep ``seconds`` of real time."""

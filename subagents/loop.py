@@ -125,11 +125,8 @@ class SubagentRun:
         alternatives: tuple[str, ...] = (),
         partial: tuple[Finding, ...] = (),
     ) -> Escalation:
-        """Build, record and return this subagent's escalation.
-
-        ``alternatives`` (a model's own suggestions) come first, then fanout's.
-        ``partial`` joins the findings in ``partial_results`` without being a finding.
-        """
+        """Build, record and return this subagent's escalation: ``alternatives`` (a model's
+        own) come first, then fanout's; ``partial`` joins ``partial_results`` unfound."""
         call = call or self.in_flight or self.last_call
         error = result.error if result is not None else None
         suggested = alternatives_for(

@@ -24,7 +24,7 @@ import yaml
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import LEAD
-from coordinator.store.runner import planned_scenario
+from coordinator.store.runner import planned_scenario, recorded_lead_gap
 from coordinator.store.runs import RunStore
 from subagents.models.scripted import FOLLOWUP_TOOL, PLAN_TOOL
 
@@ -156,11 +156,17 @@ def recording(store: RunStore, run_id: str) -> dict[str, Any]:
     row = store.get(run_id)
     if row.report is None:
         raise ValueError(f"run {run_id} has not finished: only a finished run can be recorded")
-    scenario: Scenario = planned_scenario(
-        load_scenario_text(row.spec_text, row.file), store, run_id
-    )
+    written = load_scenario_text(row.spec_text, row.file)
     events = store.events(run_id)
-    decomposed = any(e["subtask_id"] == LEAD and e["kind"] == "plan" for e in events)
+    # A lead that could not plan degraded the job (DESIGN §7): the job is written to
+    # decompose, with the lead's failed plans as its turns, so the replay degrades the
+    # same way and its report has the lead's row. Otherwise the plan is written as the
+    # job's subtasks and the replay does not decompose.
+    degraded = recorded_lead_gap(store, run_id) is not None
+    scenario: Scenario = written if degraded else planned_scenario(written, store, run_id)
+    decomposed = not degraded and any(
+        e["subtask_id"] == LEAD and e["kind"] == "plan" for e in events
+    )
     turns: dict[str, list[dict[str, Any]]] = defaultdict(list)
     responses: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     catalogue: dict[str, Any] = {}
@@ -229,7 +235,8 @@ def _scenario_data(
             # A decomposed job followed up by default; written with its plan it would not.
             **({"followups": job.followups} if job.followups is not None else {}),
             **({"max_followups": job.max_followups} if job.max_followups != 3 else {}),
-            "subtasks": subtasks,
+            # A job written to decompose keeps the lead's bound on its plan.
+            **({"subtasks": subtasks} if subtasks else {"max_subtasks": job.max_subtasks}),
         },
         "tools": tools,
     }

@@ -34,6 +34,7 @@ from subagents.models.profiles import (
     ask_in_words,
     profile_for_owner,
     text_tool_calls,
+    tools_text,
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -167,6 +168,11 @@ class OpenAIClient:
         ]
         if tools:
             options["tools"] = tools
+        system = request.system
+        if profile.tools_in_prompt and request.tools:
+            system = f"{system}\n\n{tools_text(request.tools)}" if system else tools_text(
+                request.tools
+            )
         ask = None
         if request.force_tool is not None:
             if profile.named_tool_choice:
@@ -178,7 +184,7 @@ class OpenAIClient:
                 ask = ask_in_words(request.force_tool)
         completion: ChatCompletion = await self._sdk.chat.completions.create(
             model=self.name,
-            messages=to_messages(request.system, request.messages, profile, ask=ask),
+            messages=to_messages(system, request.messages, profile, ask=ask),
             temperature=request.temperature,
             **options,
         )

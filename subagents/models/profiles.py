@@ -10,7 +10,7 @@ profile         content null  system      named        text tool     chosen by `
 ==============  ============  ==========  ===========  ============  =================
 ``openai``      sent          sent        sent         never         api.openai.com
 ``vllm``        sent          sent        sent         yes           ``owned_by: vllm``
-``llama-cpp-    ``""``        sent        sent         yes           ``owned_by: me``
+``llama-cpp-    ``""``        folded      sent         yes           ``owned_by: me``
 python``
 ``llama.cpp``   ``""``        sent        in words     yes           ``owned_by: llamacpp``
 ``ollama``      ``""``        sent        in words     yes           ``owned_by: library``
@@ -66,6 +66,9 @@ class ServerProfile:
     """A ``tool_choice`` naming a function is honoured (else the request asks in words)."""
     text_tool_calls: bool = True
     """Tool calls the model wrote as text are read as calls (never for official APIs)."""
+    tools_in_prompt: bool = False
+    """The chat template does not render ``tools``: the instructions describe them and
+    how to call one in text (Hermes tags), so the model knows they exist."""
 
 
 PROFILES: Final[dict[str, ServerProfile]] = {
@@ -74,8 +77,12 @@ PROFILES: Final[dict[str, ServerProfile]] = {
     ),
     "vllm": ServerProfile("vllm", null_content=True, named_tool_choice=True),
     # llama-cpp-python's schema refuses `content: null`; it honours a named tool_choice
-    # (a grammar constrains the answer to that tool's arguments).
-    "llama-cpp-python": ServerProfile("llama-cpp-python", named_tool_choice=True),
+    # (a grammar constrains the answer to that tool's arguments). Its chat formats for
+    # most models (gemma, llama-2, ...) render neither the system role (dropped without a
+    # word) nor `tools`: both go into the first user message.
+    "llama-cpp-python": ServerProfile(
+        "llama-cpp-python", system_role=False, named_tool_choice=True, tools_in_prompt=True
+    ),
     "llama.cpp": ServerProfile("llama.cpp"),
     "ollama": ServerProfile("ollama"),
     "lmstudio": ServerProfile("lmstudio"),
@@ -100,6 +107,18 @@ _OWNERS: Final[dict[str, str]] = {
 def profile_for_owner(owned_by: str | None) -> ServerProfile:
     """The profile of a server whose model list says ``owned_by`` (None: unknown)."""
     return PROFILES[_OWNERS.get((owned_by or "").lower(), "compatible")]
+
+
+def tools_text(tools: Sequence[Any]) -> str:
+    """The tools described in words, with the format to call one in text."""
+    lines = [
+        "You can call these tools. To call one, answer with only "
+        '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>',
+    ]
+    for tool in tools:
+        schema = json.dumps(tool.input_schema, separators=(",", ":"), ensure_ascii=False)
+        lines.append(f"- {tool.name}: {tool.description} Arguments (JSON Schema): {schema}")
+    return "\n".join(lines)
 
 
 def ask_in_words(tool: str) -> str:

@@ -32,7 +32,6 @@ from subagents.models.base import (
     ToolCall,
     ToolResultMessage,
     TranscriptMessage,
-    Usage,
     UserMessage,
 )
 from subagents.models.call import MODEL_TOOL, call_model
@@ -53,6 +52,16 @@ from subagents.planners.prompt import (
     system_prompt,
     tool_specs,
 )
+from subagents.planners.transcript import (
+    Entry,
+    ResultEntry,
+    action_in,
+    action_out,
+    call_in,
+    call_out,
+    entry_in,
+    entry_out,
+)
 from subagents.schema import validate
 
 
@@ -65,17 +74,6 @@ class Seekable(Protocol):
         ...
 
 
-@dataclass
-class _Result:
-    """A tool result in the transcript: its content is the context message at ``index``."""
-
-    call_id: str
-    name: str
-    index: int
-    is_error: bool
-
-
-Entry = UserMessage | AssistantMessage | _Result
 
 REMINDER = (
     "No tool has answered this subtask yet: a claim counts only when one of your tools "
@@ -128,7 +126,7 @@ class ModelPlanner:
                     key = _signature(last.action.tool, last.action.args)
                     self.ok_calls[key] = self.ok_calls.get(key, 0) + 1
                 self.entries.append(
-                    _Result(
+                    ResultEntry(
                         call_id=self.awaiting.call_id or "",
                         name=self.awaiting.tool,
                         index=len(env.context.messages) - 1,
@@ -154,7 +152,7 @@ class ModelPlanner:
         messages = env.context.messages
         out: list[TranscriptMessage] = []
         for entry in self.entries:
-            if isinstance(entry, _Result):
+            if isinstance(entry, ResultEntry):
                 text = messages[entry.index].text if entry.index < len(messages) else ""
                 out.append(ToolResultMessage(entry.call_id, entry.name, text, entry.is_error))
             else:
@@ -299,9 +297,9 @@ class ModelPlanner:
         """The transcript and position, for a run store to resume from."""
         version, internal, gauss = self.rng.getstate()
         return {
-            "entries": [_entry_out(e) for e in self.entries],
-            "queue": [_call_out(c) for c in self.queue],
-            "awaiting": None if self.awaiting is None else _action_out(self.awaiting),
+            "entries": [entry_out(e) for e in self.entries],
+            "queue": [call_out(c) for c in self.queue],
+            "awaiting": None if self.awaiting is None else action_out(self.awaiting),
             "calls_made": self.calls_made,
             "model_attempts": self.model_attempts,
             "rng": [version, list(internal), gauss],
@@ -314,9 +312,9 @@ class ModelPlanner:
 
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from a :meth:`snapshot`."""
-        self.entries = [_entry_in(e) for e in state["entries"]]
-        self.queue = [_call_in(c) for c in state["queue"]]
-        self.awaiting = None if state["awaiting"] is None else _action_in(state["awaiting"])
+        self.entries = [entry_in(e) for e in state["entries"]]
+        self.queue = [call_in(c) for c in state["queue"]]
+        self.awaiting = None if state["awaiting"] is None else action_in(state["awaiting"])
         self.calls_made = int(state["calls_made"])
         self.model_attempts = int(state["model_attempts"])
         self.evidence = int(state.get("evidence", 0))
@@ -397,62 +395,3 @@ def model_failure(result: ToolResult, model: ModelSpec) -> EscalateAction:
         result=result,
         alternatives=(f"report a bug in fanout's {provider} request: {result.message}",),
     )
-
-
-def _call_out(c: ToolCall) -> dict[str, Any]:
-    return {"id": c.id, "name": c.name, "arguments": c.arguments, "raw": c.raw_arguments}
-
-
-def _call_in(d: dict[str, Any]) -> ToolCall:
-    return ToolCall(d["id"], d["name"], d["arguments"], d.get("raw"))
-
-
-def _action_out(a: CallAction) -> dict[str, Any]:
-    return {
-        "tool": a.tool,
-        "args": a.args,
-        "step": a.step,
-        "call_id": a.call_id,
-        "invalid": None if a.invalid is None else a.invalid.model_dump(mode="json", by_alias=True),
-    }
-
-
-def _action_in(d: dict[str, Any]) -> CallAction:
-    invalid = None if d["invalid"] is None else ToolError.model_validate(d["invalid"])
-    return CallAction(d["tool"], dict(d["args"]), int(d["step"]), d["call_id"], invalid)
-
-
-def _entry_out(e: Entry) -> dict[str, Any]:
-    if isinstance(e, UserMessage):
-        return {"user": e.text}
-    if isinstance(e, _Result):
-        return {"result": [e.call_id, e.name, e.index, e.is_error]}
-    t = e.turn
-    usage = None if t.usage is None else [t.usage.input_tokens, t.usage.output_tokens]
-    return {
-        "assistant": {
-            "text": t.text,
-            "calls": [_call_out(c) for c in t.calls],
-            "stop": t.stop_reason,
-            "usage": usage,
-            "model": t.model,
-        }
-    }
-
-
-def _entry_in(d: dict[str, Any]) -> Entry:
-    if "user" in d:
-        return UserMessage(d["user"])
-    if "result" in d:
-        call_id, name, index, is_error = d["result"]
-        return _Result(call_id, name, int(index), bool(is_error))
-    a = d["assistant"]
-    usage = None if a["usage"] is None else Usage(*a["usage"])
-    turn = ModelTurn(
-        text=a["text"],
-        calls=tuple(_call_in(c) for c in a["calls"]),
-        stop_reason=a["stop"],
-        usage=usage,
-        model=a["model"],
-    )
-    return AssistantMessage(turn)

@@ -169,3 +169,25 @@ def test_a_recorded_run_with_follow_ups_replays_them(tmp_path: Path) -> None:
     report = json.loads(replayed.stdout)["scenarios"][0]["report"]
     assert _outcome(report) == _outcome(live)
     assert report["gaps"][0]["filled_by"] == ["patents_web"]
+
+
+def test_a_run_whose_plan_degraded_records_a_job_that_degrades_again(tmp_path: Path) -> None:
+    """A lead that could not plan is recorded as a job to decompose with its failed plans
+    as turns: the replay degrades the same way, the lead's row and gap included."""
+    env = {**os.environ, "FANOUT_STORE": str(tmp_path / "s.db")}
+    out = tmp_path / "recorded.yaml"
+    source = Path(__file__).resolve().parents[2] / "scenarios" / "lead_plan_never_valid.yaml"
+    live = _fanout("run", str(source), "--json", "--speed", "50", "--record", str(out),
+                   env=env, cwd=tmp_path)
+    assert live.returncode == 0, live.stderr
+    live_report = json.loads(live.stdout)
+    assert [s["id"] for s in live_report["subtasks"]] == ["lead", "question"]
+    recorded = yaml.safe_load(out.read_text())
+    assert "subtasks" not in recorded["job"] and recorded["job"]["max_subtasks"] == 6
+    assert [list(t) for t in recorded["model"]["turns"]["lead"][:2]] == [
+        ["subtasks", "latency_s"], ["subtasks", "latency_s"],
+    ]
+    replayed = _fanout("replay", str(out), "--json", env=env, cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    report = json.loads(replayed.stdout)["scenarios"][0]["report"]
+    assert _outcome(report) == _outcome(live_report)

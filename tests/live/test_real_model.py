@@ -114,7 +114,15 @@ def keep_figures(name: str, figures: dict[str, Any]) -> None:
 
 
 def replays_identically(recording: Path, live: dict[str, Any], cwd: Path) -> None:
-    """The recording replays offline twice, byte for byte, with the live statuses."""
+    """The recording replays offline twice, byte for byte, with the live statuses.
+
+    ``FANOUT_LIVE_KEEP`` names a folder to keep the recording in (how
+    ``scenarios/recorded/gemma_*.yaml`` were made).
+    """
+    keep = os.environ.get("FANOUT_LIVE_KEEP")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        (Path(keep) / f"{cwd.name}.yaml").write_text(recording.read_text())
     runs = [fanout("replay", str(recording), "--json", cwd=cwd, timeout=300) for _ in range(2)]
     for done in runs:
         assert done.returncode == 0, done.stdout + done.stderr

@@ -99,8 +99,22 @@ async def test_content_null_is_never_sent_where_it_is_refused(
     openai_server.push(_like_llama_cpp_python)
     turn = await client.complete(FOLLOW_UP)
     assert turn.text == "fine" and len(openai_server.requests) == 1
-    assistant = _messages(openai_server.requests[0])[2]
+    assistant = next(m for m in _messages(openai_server.requests[0]) if m["role"] == "assistant")
     assert assistant["content"] == "" and assistant["tool_calls"][0]["id"] == "call_1"
+
+
+async def test_llama_cpp_python_gets_instructions_and_tools_in_the_first_user_message(
+    client: OpenAIClient, openai_server: OpenAIServer
+) -> None:
+    """Its chat formats drop the system role and render no tools: both are folded into
+    the first user message, tools with the text format fanout reads back as calls."""
+    openai_server.owned_by = "me"
+    await client.complete(FOLLOW_UP)
+    messages = _messages(openai_server.requests[0])
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+    first = messages[0]["content"]
+    assert first.startswith("You research.\n\nYou can call these tools.")
+    assert "- web_search: Search the web." in first and first.endswith("battery market?")
 
 
 async def test_the_official_form_keeps_content_null(
