@@ -44,7 +44,7 @@ import yaml
 
 from benchmarks.stats import BenchResult, Figure, Stats, Target
 from coordinator.jobfile.loader import load_scenario_text
-from coordinator.planning import JobPlanning
+from coordinator.lead import JobPlanning
 from coordinator.replay import run_scenario
 from shared.clock import AnyioClock
 from subagents.models.limiter import forget_shared_limiters

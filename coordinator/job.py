@@ -35,6 +35,16 @@ class JobSpec(BaseModel):
         default=None,
         description="The most tokens the job's model calls may spend (subagents and lead).",
     )
+    # Follow-ups (DESIGN §11): rounds of follow-ups the lead may plan from the gaps. None
+    # is the default, decided when the lead plans: 1 for a job it decomposed, else 0.
+    followups: int | None = Field(default=None, ge=0, le=1)
+    max_followups: int = Field(
+        default=3, ge=1, description="At most this many follow-ups in the lead's plan."
+    )
+
+    def followup_rounds(self) -> int:
+        """Rounds of follow-ups this job runs (0 or 1; a file's subtasks default to 0)."""
+        return 0 if self.followups is None else self.followups
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JobSpec:

@@ -13,9 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from coordinator.fanout import EscalationHandler
 from coordinator.jobfile.expect import Mismatch, check_expect
 from coordinator.jobfile.scenario import Scenario
-from coordinator.planning import JobPlanning
+from coordinator.lead import JobPlanning, run_research
 from coordinator.report import CoverageReport
-from coordinator.research import run_research
 from shared.clock import AnyioClock, Clock, run_in_virtual_time
 from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter

@@ -64,6 +64,8 @@ class SubtaskOutcome(BaseModel):
     # The tokens of this subtask's model calls; left out of the wire for a job whose
     # model reported no usage and that has no budget, so such reports stay as they were.
     tokens: TokenCount | None = Field(default=None, exclude_if=lambda v: v is None)
+    # A follow-up's row names the gap it was planned for (DESIGN §11).
+    followup_of: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Gap(BaseModel):
@@ -80,6 +82,9 @@ class Gap(BaseModel):
     alternatives: list[str] = Field(default_factory=list)
     message: str
     original_trigger: Trigger | None = None
+    # The follow-ups that covered this gap, with evidence (DESIGN §11): the gap stays
+    # listed, its subtask's weight counts as covered.
+    filled_by: list[str] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Section(BaseModel):
@@ -276,6 +281,7 @@ class ReportBuilder:
                 "ended_s": result.ended_s,
                 "compactions": result.compactions,
                 "tokens": None,
+                "followup_of": spec.followup_of,
             }
         )
         section = _SECTION(
@@ -313,14 +319,13 @@ class ReportBuilder:
                     escalations.append(rows.escalation)
             sections.append(rows.section)
         self._rows.clear()
-        coverage, outcome = _coverage(outcomes)
-        missing = [_gap_line(g) for g in gaps]
+        coverage, outcome = coverage_of(outcomes, gaps)
         answer = Answer(
             query=job.query,
             coverage=coverage,
-            summary=_summary(outcomes, coverage, gaps),
+            summary=summary_of(outcomes, coverage, gaps),
             sections=sections,
-            missing=missing,
+            missing=missing_of(gaps),
         )
         return CoverageReport(
             query=job.query,
@@ -351,13 +356,13 @@ def prepend_rows(
     )
     outcomes = [*extra.subtasks, *report.subtasks]
     gaps = [*extra.gaps, *report.gaps]
-    coverage, outcome = _coverage(outcomes)
+    coverage, outcome = coverage_of(outcomes, gaps)
     answer = report.answer.model_copy(
         update={
             "coverage": coverage,
-            "summary": _summary(outcomes, coverage, gaps),
+            "summary": summary_of(outcomes, coverage, gaps),
             "sections": [*extra.answer.sections, *report.answer.sections],
-            "missing": [_gap_line(g) for g in gaps],
+            "missing": missing_of(gaps),
         }
     )
     return report.model_copy(
@@ -372,16 +377,24 @@ def prepend_rows(
     )
 
 
-def _coverage(outcomes: Sequence[SubtaskOutcome]) -> tuple[float, Outcome]:
-    """Coverage (the weighted share of complete and empty subtasks) and the outcome."""
+def coverage_of(
+    outcomes: Sequence[SubtaskOutcome], gaps: Sequence[Gap] = ()
+) -> tuple[float, Outcome]:
+    """Coverage (the weighted share of complete and empty subtasks, and of gaps a
+    follow-up filled with evidence, DESIGN §11) and the outcome."""
+    filled = {g.subtask_id for g in gaps if g.filled_by}
+
+    def covered(o: SubtaskOutcome) -> bool:
+        return o.status in ("complete", "empty") or o.id in filled
+
     covered_weight = total_weight = 0.0
     for o in outcomes:
         total_weight += o.weight
-        covered_weight += o.weight if o.status in ("complete", "empty") else 0.0
+        covered_weight += o.weight if covered(o) else 0.0
     if total_weight > 0:
         coverage = covered_weight / total_weight
     else:
-        coverage = sum(o.status in ("complete", "empty") for o in outcomes) / len(outcomes)
+        coverage = sum(covered(o) for o in outcomes) / len(outcomes)
     coverage = round(coverage, 12)
     if coverage == 1:
         return coverage, "complete"
@@ -429,6 +442,11 @@ def _missing(subtask_id: str, query: str) -> SubagentResult:
     )
 
 
+def missing_of(gaps: Sequence[Gap]) -> list[str]:
+    """``answer.missing``: a line per gap still open (a gap a follow-up filled is not)."""
+    return [_gap_line(g) for g in gaps if not g.filled_by]
+
+
 def _gap_line(gap: Gap) -> str:
     category = gap.category or "no category"
     return (
@@ -438,12 +456,14 @@ def _gap_line(gap: Gap) -> str:
     )
 
 
-def _summary(outcomes: Sequence[SubtaskOutcome], coverage: float, gaps: Sequence[Gap]) -> str:
+def summary_of(outcomes: Sequence[SubtaskOutcome], coverage: float, gaps: Sequence[Gap]) -> str:
+    """The answer's one-line summary: coverage, statuses, the gaps still open."""
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
     parts = ", ".join(f"{n} {status}" for status, n in counts.items())
     text = f"{coverage:.0%} covered ({parts} of {len(outcomes)} subtasks)"
-    if gaps:
-        text += f"; missing: {', '.join(g.subtask_id for g in gaps)}"
+    open_gaps = [g.subtask_id for g in gaps if not g.filled_by]
+    if open_gaps:
+        text += f"; missing: {', '.join(open_gaps)}"
     return text

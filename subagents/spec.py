@@ -72,3 +72,6 @@ class SubtaskSpec(SubtaskSettings):
     # it from whether the file gives a plan (DESIGN §7: a subtask without plan is planned
     # by the job's model).
     planner: Literal["scripted", "model"] = "scripted"
+    # The gap a lead's follow-up was planned for (DESIGN §11); left out of dumps when
+    # absent, so plans and recordings without follow-ups stay as they were.
+    followup_of: str | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -32,9 +32,8 @@ from coordinator.api.tools import ToolLike, WithTools, sort_tools
 from coordinator.fanout import EscalationHandler, ToolSource
 from coordinator.jobfile.loader import load_scenario
 from coordinator.jobfile.scenario import Scenario
-from coordinator.planning import JobPlanning
+from coordinator.lead import JobPlanning, run_research
 from coordinator.report import CoverageReport
-from coordinator.research import run_research
 from coordinator.store.runner import run_recorded
 from coordinator.store.runs import RunRecorder, RunStore, store_path
 from shared.clock import AnyioClock

@@ -17,6 +17,7 @@ from coordinator.store.runs import (
     RunRow,
     RunStore,
 )
+from coordinator.views.followups import followup_lines
 from coordinator.views.terminal import (
     gaps_view,
     header,
@@ -89,7 +90,8 @@ def cmd_gaps(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.write("\n")
         return EXIT_OK
     out.print(header(report))
-    out.print(gaps_view(report.gaps) if report.gaps else "[green]No coverage gaps.[/]")
+    followed = followup_lines(report.to_wire())
+    out.print(gaps_view(report.gaps, followed) if report.gaps else "[green]No coverage gaps.[/]")
     return EXIT_OK
 
 

@@ -20,11 +20,12 @@ from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump, load_all, open
 from coordinator.job import JobSpec
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
-from coordinator.planning import JobPlanning
+from coordinator.lead import JobPlanning
 from coordinator.report import CoverageReport
 from coordinator.store.runner import (
     elapsed_so_far,
     planned_scenario,
+    recorded_followups,
     recorded_lead_gap,
     restored_runs,
     run_recorded,
@@ -291,7 +292,10 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
     tools = SimulatedTools(scenario.tools, clock)
     trace_ids = SeededTraceIds(f"{scenario.seed}/{row.id}")
     planning = JobPlanning(scenario, clock=clock)
-    runs = restored_runs(scenario, store.checkpoints(row.id), tools, trace_ids, planning)
+    followups = recorded_followups(store, row.id)
+    runs = restored_runs(
+        scenario, store.checkpoints(row.id), tools, trace_ids, planning, followups
+    )
     offset = elapsed_so_far(store, row.id)
     kept = sum(r.finished for r in runs.values())
     if not args.json:
@@ -314,6 +318,7 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
             handler=handler,
             planning=planning,
             lead_gap=recorded_lead_gap(store, row.id),
+            followups=followups,
         )
 
     try:

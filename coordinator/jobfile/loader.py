@@ -19,7 +19,12 @@ from pydantic import ValidationError
 
 from coordinator.jobfile.errors import STEP_KINDS, Suggestions, listing, suggest, translate
 from coordinator.jobfile.limits import check_values
-from coordinator.jobfile.model_block import check_model_block, mark_planners, without_keys
+from coordinator.jobfile.model_block import (
+    check_model_block,
+    followup_ids,
+    mark_planners,
+    without_keys,
+)
 from coordinator.jobfile.scenario import Scenario, scenario_json_schema
 from coordinator.jobfile.yamlpos import (
     ParsedYaml,
@@ -318,5 +323,8 @@ def _check_references(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
     subtasks = job.get("subtasks") if isinstance(job, dict) else None
     if isinstance(subtasks, list):
         ids = checker.subtasks(subtasks)
-        checker.expect(data.get("expect"), ids)
+        # The scripted lead's follow-ups (DESIGN §11) are subtasks of the report too.
+        planned = sorted(followup_ids(data.get("model")) - set(ids))
+        more = {f: len(ids) + i for i, f in enumerate(planned)}
+        checker.expect(data.get("expect"), {**ids, **more})
     return checker.problems

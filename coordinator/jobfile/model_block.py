@@ -107,6 +107,7 @@ def check_model_block(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
                     got="a subtask with neither",
                 )
     if isinstance(model, dict) and isinstance(model.get("turns"), dict) and ids:
+        ids |= followup_ids(model)
         for key in model["turns"]:
             if str(key) != _LEAD and str(key) not in ids:
                 shown = sorted(ids)[:10]
@@ -117,6 +118,20 @@ def check_model_block(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
                     got=repr(key),
                 )
     return problems
+
+
+def followup_ids(model: Any) -> set[str]:
+    """The ids of the follow-ups a scripted lead plans (its ``followups`` turns, §11):
+    they run as subtasks too, so their turns and expectations name them."""
+    turns = model.get("turns") if isinstance(model, dict) else None
+    lead = turns.get(_LEAD) if isinstance(turns, dict) else None
+    out: set[str] = set()
+    for turn in lead if isinstance(lead, list) else ():
+        items = turn.get("followups") if isinstance(turn, dict) else None
+        for item in items if isinstance(items, list) else ():
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                out.add(item["id"])
+    return out
 
 
 def without_keys(data: dict[Any, Any]) -> dict[Any, Any]:

@@ -37,7 +37,7 @@ from anyio.abc import TaskGroup
 
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
-from coordinator.planning import JobPlanning
+from coordinator.lead import JobPlanning
 from coordinator.serve.events import Bells, EventLog, PublishHook, ServedRecorder, end_frame
 from coordinator.serve.intake import SUBMITTED
 from coordinator.serve.records import KeyReused, ServiceRecords
@@ -46,6 +46,7 @@ from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL
 from coordinator.store.runner import (
     elapsed_so_far,
     planned_scenario,
+    recorded_followups,
     recorded_lead_gap,
     restored_runs,
     run_recorded,
@@ -365,12 +366,14 @@ class RunManager:
                 tools = SimulatedTools(planned.tools, clock)
                 trace_ids = SeededTraceIds(f"{planned.seed}/{run_id}")
                 planning = JobPlanning(planned, clock=clock)
+                followups = recorded_followups(self.store, run_id)
                 runs = restored_runs(planned, self.store.checkpoints(run_id), tools, trace_ids,
-                                     planning)
+                                     planning, followups)
                 return planned, {"tools": tools, "trace_ids": trace_ids, "runs": runs,
                                  "planning": planning,
                                  "elapsed_offset": elapsed_so_far(self.store, run_id),
-                                 "lead_gap": recorded_lead_gap(self.store, run_id)}
+                                 "lead_gap": recorded_lead_gap(self.store, run_id),
+                                 "followups": followups}
 
             scenario, resume = await anyio.to_thread.run_sync(restore)
         recorder = await anyio.to_thread.run_sync(

@@ -32,7 +32,7 @@ from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import LEAD
 from coordinator.store.runner import planned_scenario, recorded_lead_gap
 from coordinator.store.runs import RunStore
-from subagents.models.scripted import PLAN_TOOL
+from subagents.models.scripted import FOLLOWUP_TOOL, PLAN_TOOL
 
 # Error types of envelopes made before a call ran: they used no response.
 _REFUSED = frozenset({"invalid_argument", "invalid_arguments", "unknown_tool", "not_allowed"})
@@ -121,6 +121,10 @@ def model_turn(envelope: dict[str, Any], *, decomposition: bool) -> dict[str, An
         plan = next((c for c in calls if c.get("name") == PLAN_TOOL), None)
         if plan is not None and isinstance(plan.get("arguments"), dict):
             return {"subtasks": plan["arguments"].get("subtasks"), "latency_s": latency}
+    # The lead's follow-up plan (DESIGN §11) replays as a followups turn.
+    planned = next((c for c in calls if c.get("name") == FOLLOWUP_TOOL), None)
+    if planned is not None and isinstance(planned.get("arguments"), dict):
+        return {"followups": planned["arguments"].get("followups"), "latency_s": latency}
     turn: dict[str, Any] = {"latency_s": latency}
     if calls:
         turn["calls"] = [
@@ -275,7 +279,10 @@ def _scenario_data(
             **({"routing": dict(job.routing)} if job.routing else {}),
             # The budget replays with the recorded usage: the same subagents hand up.
             **({"budget": job.budget.model_dump(exclude_none=True)} if job.budget else {}),
-            # A job written to decompose (a lead that could not plan) keeps its bound.
+            # A decomposed job followed up by default; written with its plan it would not.
+            **({"followups": job.followups} if job.followups is not None else {}),
+            **({"max_followups": job.max_followups} if job.max_followups != 3 else {}),
+            # A job written to decompose keeps the lead's bound on its plan.
             **({"subtasks": subtasks} if subtasks else {"max_subtasks": job.max_subtasks}),
         },
         "tools": tools,
@@ -317,6 +324,7 @@ def _expect(report: dict[str, Any]) -> dict[str, Any]:
                 "attempts": s["attempts"],
                 "rounds": s["rounds"],
                 "findings": s["findings"],
+                **({"followup_of": s["followup_of"]} if s.get("followup_of") else {}),
             }
             for s in report["subtasks"]
         },
@@ -325,6 +333,7 @@ def _expect(report: dict[str, Any]) -> dict[str, Any]:
                 "errorCategory": g["errorCategory"],
                 "trigger": g["trigger"],
                 "route": g["route"],
+                **({"filled_by": g["filled_by"]} if g.get("filled_by") else {}),
             }
             for g in report["gaps"]
         },

@@ -19,10 +19,17 @@ from typing import TYPE_CHECKING, Any
 from coordinator.fanout import EscalationHandler, ToolSource
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import LEAD, with_lead_gap
-from coordinator.planning import JobPlanning
+from coordinator.lead import (
+    LEAD,
+    FollowupHook,
+    JobPlanning,
+    PlanHook,
+    run_research,
+    with_followups,
+    with_lead_gap,
+    with_subtasks,
+)
 from coordinator.report import CoverageReport, assemble_report
-from coordinator.research import PlanHook, run_research, with_subtasks
 from coordinator.routing import RoutingTable
 from coordinator.store.runs import RunRecorder, RunStore
 from shared.clock import Clock
@@ -119,18 +126,28 @@ def restored_runs(
     tools: SimulatedTools,
     trace_ids: SeededTraceIds,
     planning: JobPlanning | None = None,
+    followups: list[SubtaskSpec] | None = None,
 ) -> dict[str, SubagentRun]:
-    """SubagentRuns continued from the store's checkpoints (fresh where there is none)."""
+    """SubagentRuns continued from the store's checkpoints (fresh where there is none).
+
+    ``followups`` are the follow-ups the lead planned before the run stopped (None: it
+    had not planned them yet); their runs continue too.
+    """
     planning = planning or JobPlanning(scenario)
     runs = planning.fresh_runs()
-    lead = checkpoints.get(LEAD, {}).get("lead")
+    saved_lead = checkpoints.get(LEAD, {})
+    # After its follow-up plan the lead continues from there; else after its first plan.
+    lead = saved_lead.get("followups") if followups is not None else None
+    lead = lead or saved_lead.get("lead")
     if lead is not None and scenario.job.subtasks and scenario.model is not None:
         # A decomposed run resumed with its recorded plan: the lead continues after it.
         trace_ids.set_position(LEAD, int(lead["trace"]))
         client = planning.client
         if isinstance(client, Seekable):
             client.seek(LEAD, int(lead["model_attempts"]))
-    for spec in scenario.job.subtasks:
+    for spec in followups or ():
+        runs[spec.id] = planning.fresh_run(spec)
+    for spec in [*scenario.job.subtasks, *(followups or ())]:
         saved = checkpoints.get(spec.id)
         if saved is None:
             continue
@@ -160,6 +177,8 @@ async def run_recorded(
     research: ResearchTools | None = None,
     research_policy: ResearchPolicy | None = None,
     extra_tools: Mapping[str, Tool] | None = None,
+    on_followups: FollowupHook | None = None,
+    followups: list[SubtaskSpec] | None = None,
 ) -> CoverageReport:
     """Run (or continue) ``scenario`` with everything recorded; close the run at the end.
 
@@ -178,7 +197,8 @@ async def run_recorded(
     ``on_plan`` hears it too (a live display). A lead that could not plan records its
     gap with the degraded plan; ``lead_gap`` gives it back to a resumed run.
     ``extra_tools`` are served to every subtask beside the job's own (the Python API's
-    functions); they win a name clash.
+    functions); they win a name clash. The lead's follow-ups are recorded like its plan
+    (a ``followups`` event of ``lead``); ``followups`` gives them back to a resumed run.
 
     Raises:
         McpServerStartError: a declared server cannot start (nothing ran).
@@ -189,6 +209,7 @@ async def run_recorded(
         planning = JobPlanning(scenario, clock=clock)
     runs = runs if runs is not None else planning.fresh_runs()
     wiring = RecordedJob(recorder, scenario.job, tools, trace_ids, runs, also=observer)
+    lead_state: dict[str, Any] = {}
 
     def planned(
         subtasks: list[SubtaskSpec], at: float, lead_gap: SubagentResult | None = None
@@ -197,12 +218,25 @@ async def run_recorded(
         # the synthesis the lead's next model turn and trace id, not its first ones
         # again. Durable before the plan: without the plan a resume plans again anyway.
         lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD)}
-        recorder.checkpoint(LEAD, {"lead": lead}, durable=True)
+        lead_state["lead"] = lead
+        recorder.checkpoint(LEAD, dict(lead_state), durable=True)
         recorder.event(LEAD, "plan", at, plan_data(subtasks, lead_gap))
         for spec in subtasks:
             runs[spec.id] = planning.fresh_run(spec)
         if on_plan is not None:
             on_plan(subtasks, at, lead_gap)
+
+    def followed(specs: list[SubtaskSpec], at: float) -> None:
+        # Like the plan: where the lead stands after it (durable first), then the event;
+        # a resume then runs these follow-ups and the synthesis takes the lead's next turn.
+        lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD)}
+        lead_state["followups"] = lead
+        recorder.checkpoint(LEAD, dict(lead_state), durable=True)
+        recorder.event(LEAD, "followups", at, followups_data(specs))
+        for spec in specs:
+            runs[spec.id] = planning.fresh_run(spec)
+        if on_followups is not None:
+            on_followups(specs, at)
 
     async with AsyncExitStack() as stack:
         stack.push_async_callback(planning.aclose)
@@ -259,6 +293,8 @@ async def run_recorded(
             lead_gap=lead_gap,
             run_id=recorder.run_id,
             tracer_provider=tracer_provider,
+            on_followups=followed,
+            followups=followups,
         )
     table = RoutingTable(scenario.job.routing)
     escalations = [
@@ -288,6 +324,19 @@ def plan_data(subtasks: list[SubtaskSpec], gap: SubagentResult | None) -> dict[s
     return data
 
 
+def followups_data(specs: list[SubtaskSpec]) -> dict[str, Any]:
+    """The ``followups`` event's data: the follow-ups the lead planned (maybe none)."""
+    return {"followups": [s.model_dump(mode="json") for s in specs]}
+
+
+def recorded_followups(store: RunStore, run_id: str) -> list[SubtaskSpec] | None:
+    """The follow-ups the lead of run ``run_id`` planned; None when it had not yet."""
+    for event in store.events(run_id):
+        if event["subtask_id"] == LEAD and event["kind"] == "followups":
+            return [SubtaskSpec.model_validate(s) for s in event["followups"]]
+    return None
+
+
 def recorded_lead_gap(store: RunStore, run_id: str) -> SubagentResult | None:
     """The gap of a lead that could not plan run ``run_id`` (its plan was degraded)."""
     for event in store.events(run_id):
@@ -307,10 +356,27 @@ def interrupted_report(
 ) -> CoverageReport:
     """The report of a run that did not finish: committed results, and gaps for the rest."""
     scenario = planned_scenario(scenario, store, run_id)
+    out = _results_of(scenario.job, store, run_id, resume_hint, seed=scenario.seed)
+    elapsed = elapsed_so_far(store, run_id)
+    report = assemble_report(scenario.job, out, elapsed_s=elapsed)
+    followups = recorded_followups(store, run_id)
+    if followups:
+        job = scenario.job.model_copy(update={"subtasks": followups})
+        found = _results_of(job, store, run_id, resume_hint, seed=scenario.seed)
+        extra = assemble_report(job, found, elapsed_s=elapsed)
+        report = with_followups(report, extra, followups)
+    lead_gap = recorded_lead_gap(store, run_id)
+    return report if lead_gap is None else with_lead_gap(report, scenario.job, lead_gap)
+
+
+def _results_of(
+    job: JobSpec, store: RunStore, run_id: str, resume_hint: str, *, seed: object
+) -> list[SubagentResult]:
+    """Each subtask's committed result, or what its checkpoint held, cut as interrupted."""
     results = store.results(run_id)
     checkpoints = store.checkpoints(run_id)
     out: list[SubagentResult] = []
-    for spec in scenario.job.subtasks:
+    for spec in job.subtasks:
         if spec.id in results:
             out.append(SubagentResult.model_validate(results[spec.id]))
             continue
@@ -319,9 +385,7 @@ def interrupted_report(
             # Only the result is read: the planner's own state is not needed.
             run = restore_run(spec, saved["run"], with_planner=False)
         else:
-            run = SubagentRun.for_subtask(spec, seed=scenario.seed)
+            run = SubagentRun.for_subtask(spec, seed=seed)
         run.escalate("interrupted", resume_hint)
         out.append(run.result())
-    report = assemble_report(scenario.job, out, elapsed_s=elapsed_so_far(store, run_id))
-    lead_gap = recorded_lead_gap(store, run_id)
-    return report if lead_gap is None else with_lead_gap(report, scenario.job, lead_gap)
+    return out

@@ -27,11 +27,13 @@ from temporalio.exceptions import ApplicationError
 
 from coordinator.report import CoverageReport
 from coordinator.store.runner import event_data
-from coordinator.temporal.lead import Lead, decompose_job
+from coordinator.temporal.lead import Lead, decompose_job, plan_job_followups
 from coordinator.temporal.payloads import (
     Decomposition,
     DecompositionInput,
     FinishInput,
+    FollowupInput,
+    FollowupPlan,
     RoundInput,
     RoundOutput,
     SettleInput,
@@ -57,6 +59,7 @@ DECOMPOSE = "fanout.decompose"
 ROUND = "fanout.subagent_round"
 SETTLE = "fanout.settle"
 SYNTHESIZE = "fanout.synthesize"
+FOLLOWUPS = "fanout.plan_followups"
 FINISH = "fanout.record_report"
 
 T = TypeVar("T")
@@ -88,6 +91,28 @@ class FanoutActivities:
 
         async def body() -> Decomposition:
             return await decompose_job(
+                inp, self.resources, session=info.attempt, resumed=resumed, beat=beat
+            )
+
+        return await _alive(body, latest)
+
+    @activity.defn(name=FOLLOWUPS)
+    async def plan_followups(self, inp: FollowupInput) -> FollowupPlan:
+        """The lead plans follow-ups from the gaps (DESIGN §11); the plan is recorded.
+
+        A lead that cannot plan plans none: data, never an exception.
+        """
+        info = activity.info()
+        details = list(info.heartbeat_details)
+        resumed: Beat | None = details[-1] if details and isinstance(details[-1], dict) else None
+        latest: list[Beat] = [resumed or {}]
+
+        def beat(details: Beat) -> None:
+            latest[0] = details
+            activity.heartbeat(details)
+
+        async def body() -> FollowupPlan:
+            return await plan_job_followups(
                 inp, self.resources, session=info.attempt, resumed=resumed, beat=beat
             )
 
@@ -165,7 +190,7 @@ class FanoutActivities:
 
         After a decomposition the lead continues at ``inp.lead``: its next model turn.
         """
-        from coordinator.synthesis import synthesize
+        from coordinator.lead import synthesize
 
         clock = job_clock(inp.speed, inp.started_at)
 

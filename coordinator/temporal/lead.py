@@ -23,10 +23,22 @@ from typing import Any
 
 from coordinator.fanout import StaticTools
 from coordinator.job import JobSpec
-from coordinator.lead import LEAD, LeadContext, decompose, lead_subtask
-from coordinator.research import catalogue
-from coordinator.store.runner import event_data, plan_data
-from coordinator.temporal.payloads import Decomposition, DecompositionInput, LeadPosition
+from coordinator.lead import (
+    LEAD,
+    LeadContext,
+    catalogue,
+    decompose,
+    lead_subtask,
+    plan_followups,
+)
+from coordinator.store.runner import event_data, followups_data, plan_data
+from coordinator.temporal.payloads import (
+    Decomposition,
+    DecompositionInput,
+    FollowupInput,
+    FollowupPlan,
+    LeadPosition,
+)
 from coordinator.temporal.resources import WorkerResources
 from coordinator.temporal.rounds import job_clock, job_tools, simulated_tools
 from shared.clock import JobClock
@@ -145,6 +157,50 @@ async def decompose_job(
         position = {"model_attempts": out.lead.model_attempts, "trace": out.lead.trace}
         writer.checkpoint(inp.run_id, LEAD, {"lead": position})
         writer.event(inp.run_id, session, LEAD, "plan", at, plan_data(out.subtasks, out.gap))
+        await writer.flush()
+    return out
+
+
+async def plan_job_followups(
+    inp: FollowupInput,
+    resources: WorkerResources,
+    *,
+    session: int,
+    resumed: Beat | None,
+    beat: Callable[[Beat], None],
+) -> FollowupPlan:
+    """The follow-ups the lead plans from the report's gaps (DESIGN §11), recorded as
+    ``run_recorded`` records them: where the lead stands, then a ``followups`` event.
+
+    Like :func:`decompose_job`, the plan is heartbeaten before it is recorded, so a
+    retried activity returns it instead of asking the model again.
+    """
+    writer = resources.writer(inp.store) if inp.store else None
+    if writer is not None:
+        writer.claim(inp.run_id)
+    decided = (resumed or {}).get("decided")
+    if decided is not None:
+        out = FollowupPlan.model_validate(decided)
+    else:
+        clock = job_clock(inp.speed, inp.started_at)
+        lead = Lead(resources, inp.model, run_id=inp.run_id, seed=inp.seed, store=inp.store,
+                    clock=clock, session=session, position=inp.lead)
+        sim = simulated_tools(inp.tools, clock)
+        tools = await job_tools(LEAD, sim, inp.mcp_servers, inp.source, resources)
+        specs = await plan_followups(
+            inp.report, inp.job, catalogue(StaticTools(tools)), lead.context
+        )
+        out = FollowupPlan(followups=specs, lead=lead.position())
+        beat({"decided": out.model_dump(mode="json")})
+    if writer is not None:
+        at = job_clock(inp.speed, inp.started_at).now()
+        assert out.lead is not None
+        position = {"model_attempts": out.lead.model_attempts, "trace": out.lead.trace}
+        state: dict[str, Any] = {"followups": position}
+        if inp.lead is not None:
+            state["lead"] = {"model_attempts": inp.lead.model_attempts, "trace": inp.lead.trace}
+        writer.checkpoint(inp.run_id, LEAD, state)
+        writer.event(inp.run_id, session, LEAD, "followups", at, followups_data(out.followups))
         await writer.flush()
     return out
 

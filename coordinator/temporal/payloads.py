@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.job import JobSpec, Route
 from coordinator.jobfile.scenario import Scenario
-from coordinator.planning import JobPlanning
+from coordinator.lead import JobPlanning
 from coordinator.report import CoverageReport
 from shared.categories import ErrorCategory
 from subagents.loop import SubagentResult
@@ -71,6 +71,9 @@ class JobInput(BaseModel):
     """The job's ``model`` block (DESIGN §7), for model-planned subtasks."""
     synthesize: bool = False
     """The lead agent writes the answer after the report (every job with a model)."""
+    followups: bool = False
+    """The lead may be asked for follow-ups from the gaps (DESIGN §11; a scripted lead
+    only when its file scripts them)."""
     source: str = ""
     """The job file: relative MCP ``cwd`` values resolve against its directory."""
     store: str | None = None
@@ -106,6 +109,7 @@ class JobInput(BaseModel):
             if scenario.model is None
             else scenario.model.model_dump(mode="json", exclude_unset=True),
             synthesize=JobPlanning(scenario).synthesizes,
+            followups=JobPlanning(scenario).plans_followups,
             source=scenario.source,
             store=store,
             speed=speed,
@@ -222,6 +226,36 @@ class Decomposition(BaseModel):
     """The lead's result when it could not plan: reported as a gap of ``lead``."""
     lead: LeadPosition | None = None
     """Where the lead stands after planning (None for a decomposition lost on Temporal)."""
+
+
+class FollowupInput(BaseModel):
+    """The report after the retry round, for the lead to plan follow-ups from (§11)."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    job: JobSpec
+    """The job as it runs (its subtasks are the plan's)."""
+    seed: int | str = 0
+    tools: ToolSpecs = Field(default_factory=dict)
+    mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    model: dict[str, Any]
+    source: str = ""
+    store: str | None = None
+    speed: float = Field(default=1.0, gt=0)
+    started_at: float
+    report: CoverageReport
+    lead: LeadPosition | None = None
+    """Where the lead stands after its decomposition (None: it did not decompose)."""
+
+
+class FollowupPlan(BaseModel):
+    """The follow-ups the lead planned (maybe none), and where the lead stands after."""
+
+    model_config = _FROZEN
+
+    followups: list[SubtaskSpec] = Field(default_factory=list)
+    lead: LeadPosition | None = None
 
 
 class SynthesisInput(BaseModel):

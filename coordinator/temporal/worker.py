@@ -73,8 +73,8 @@ async def fanout_worker(
             client,
             task_queue=task_queue,
             workflows=[FanoutWorkflow, *workflows],
-            activities=[ours.decompose, ours.subagent_round, ours.settle, ours.synthesize,
-                        ours.record_report, *activities],
+            activities=[ours.decompose, ours.plan_followups, ours.subagent_round, ours.settle,
+                        ours.synthesize, ours.record_report, *activities],
             workflow_runner=_RUNNER,
             max_concurrent_activities=concurrency,
             # Every checkpoint goes to the server as it is made: a throttled one could

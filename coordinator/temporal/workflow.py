@@ -43,7 +43,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from coordinator.lead import failed_decomposition, with_lead_gap
+    from coordinator.lead import failed_decomposition, planned_job, with_followups, with_lead_gap
+    from coordinator.lead.followups import open_gaps
     from coordinator.report import CoverageReport, assemble_report
     from coordinator.routing import RoutingTable
     from coordinator.temporal.activities import FanoutActivities
@@ -53,6 +54,8 @@ with workflow.unsafe.imports_passed_through():
         Decomposition,
         DecompositionInput,
         FinishInput,
+        FollowupInput,
+        FollowupPlan,
         JobInput,
         LeadPosition,
         RoundInput,
@@ -113,7 +116,7 @@ class FanoutWorkflow:
             if plan.subtasks is None:
                 assert plan.gap is not None
                 return await self._record(failed_decomposition(job, plan.gap, self._job_now()))
-            self._job = job = job.model_copy(update={"subtasks": plan.subtasks})
+            self._job = job = planned_job(job, plan.subtasks)
             lead = plan.lead
             lead_gap = plan.gap
         self._queued = {s.id for s in job.subtasks}
@@ -129,6 +132,15 @@ class FanoutWorkflow:
             [r for s in job.subtasks if (r := self._results.get(s.id)) is not None],
             elapsed_s=self._job_now(),
         )
+        if (
+            inp.followups
+            and inp.model is not None
+            and lead_gap is None  # as run_research: a lead that could not plan is not asked
+            and job.followup_rounds() > 0
+            and open_gaps(report)
+            and not self._past_deadline()
+        ):
+            report, lead = await self._follow_up(report, lead)
         if lead_gap is not None:
             # A degraded plan (DESIGN §7): the lead's failure stays visible.
             report = with_lead_gap(report, job, lead_gap)
@@ -160,6 +172,47 @@ class FanoutWorkflow:
             gap = lost_decomposition(inp.job, message, self._job_now())
             return Decomposition(gap=gap)
         return plan
+
+    async def _follow_up(
+        self, report: CoverageReport, lead: LeadPosition | None
+    ) -> tuple[CoverageReport, LeadPosition | None]:
+        """One round of follow-ups planned from the gaps (DESIGN §11), as run_research's:
+        the plan (an activity), their rounds and retry round, the report with them."""
+        inp = self._inp
+        assert inp.model is not None
+        settings = inp.settings
+        try:
+            plan: FollowupPlan = await workflow.execute_activity_method(
+                FanoutActivities.plan_followups,
+                FollowupInput(run_id=inp.run_id, job=self._job, seed=inp.seed,
+                              tools=inp.tools, mcp_servers=inp.mcp_servers, model=inp.model,
+                              source=inp.source, store=inp.store, speed=inp.speed,
+                              started_at=self._started, report=report, lead=lead),
+                activity_id="lead/followups",
+                start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
+                heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
+                retry_policy=_retry(settings),
+            )
+        except ActivityError:
+            # A follow-up plan lost on Temporal plans none: the report stays the fan-out's.
+            return report, lead
+        specs = plan.followups
+        if not specs:
+            return report, plan.lead
+        await self._round(list(specs), 1)
+        retry = [
+            s for s in specs
+            if (r := self._results.get(s.id)) is not None and self._retried_later(r)
+        ]
+        if retry and not self._past_deadline():
+            await self._round(retry, 2)
+        followup_job = self._job.model_copy(update={"subtasks": list(specs)})
+        extra = assemble_report(
+            followup_job,
+            [r for s in specs if (r := self._results.get(s.id)) is not None],
+            elapsed_s=self._job_now(),
+        )
+        return with_followups(report, extra, specs), plan.lead
 
     async def _synthesize(
         self, report: CoverageReport, lead: LeadPosition | None

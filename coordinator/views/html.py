@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from coordinator.views.followups import followup_lines
 from coordinator.views.style import CSS, OUTCOME_BADGE, STATUS_COLOURS
 from coordinator.views.timeline import legend_html, seconds, timeline_svg
 
@@ -137,7 +138,10 @@ def _gaps(report: Mapping[str, Any]) -> str:
         return ('<section class="card" id="gaps"><h2>Coverage gaps <span class="count">0'
                 '</span></h2><p>No coverage gaps: every subtask was answered.</p></section>')
     rows = []
+    followups = followup_lines(report)
     for g in gaps:
+        followed = followups.get(str(g.get("subtask_id")))
+        note = f'<br><span class="note">{_e(followed)}</span>' if followed else ""
         alternatives = "".join(f"<li>{_e(a)}</li>" for a in g.get("alternatives", []))
         category = g.get("errorCategory")
         trigger = _e(g.get("trigger"))
@@ -150,7 +154,7 @@ def _gaps(report: Mapping[str, Any]) -> str:
             f'<td class="mono">{_e(_cut(str(g.get("attempted_query", ""))))}</td>'
             f'<td class="num">{len(g.get("partial_results", []))}</td>'
             f"<td>{f'<ul>{alternatives}</ul>' if alternatives else '–'}</td>"
-            f"<td>{_e(g.get('message', ''))}</td></tr>")
+            f"<td>{_e(g.get('message', ''))}{note}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("subtask", "category", "trigger", "route",
                                               "attempted query", "partial", "alternatives",
                                               "message"))

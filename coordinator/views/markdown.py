@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from coordinator.views.followups import followup_lines
+
 _MAX_TEXT = 280  # characters of one finding value before it is cut
 _MAX_ITEMS = 12  # list items shown per finding before "… n more"
 # Characters that start Markdown or inline HTML constructs; `_` is left alone because
@@ -141,6 +143,7 @@ def _gaps(report: Mapping[str, Any]) -> list[str]:
     lines = [f"## Coverage gaps ({len(gaps)})", ""]
     if not gaps:
         return [*lines, "No coverage gaps: every subtask was answered.", ""]
+    followups = followup_lines(report)
     for g in gaps:
         lines += [f"### {md_text(g.get('subtask_id'))}", "",
                   f"- **Category:** {md_text(g.get('errorCategory') or 'none')}",
@@ -157,6 +160,8 @@ def _gaps(report: Mapping[str, Any]) -> list[str]:
             lines.extend(f"  - {md_text(a)}" for a in alternatives)
         else:
             lines.append("- **Alternatives:** none")
+        if g.get("subtask_id") in followups:
+            lines.append(f"- **Follow-up:** {md_text(followups[g['subtask_id']])}")
         lines.append("")
     return lines
 

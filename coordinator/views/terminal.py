@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -13,6 +13,7 @@ from rich.text import Text
 from coordinator.replay import ReplaySummary
 from coordinator.report import CoverageReport, Gap
 from coordinator.store.runs import RunRow
+from coordinator.views.followups import followup_lines
 from shared.errors import InputFileError
 
 STATUS_STYLE = {
@@ -112,8 +113,9 @@ def tokens_line(report: CoverageReport) -> Text | None:
     return text
 
 
-def gaps_view(gaps: Sequence[Gap]) -> RenderableType:
+def gaps_view(gaps: Sequence[Gap], followups: Mapping[str, str] | None = None) -> RenderableType:
     """The coverage-gap report: each gap as a block that reads well in any width."""
+    followups = followups or {}
     blocks: list[RenderableType] = [Text(f"Coverage gaps ({len(gaps)})", style="bold")]
     for g in gaps:
         head = Text("✗ ", style="red")
@@ -127,6 +129,9 @@ def gaps_view(gaps: Sequence[Gap]) -> RenderableType:
         if g.alternatives:
             lines.append(Text("    next:"))
             lines.extend(Text(f"      • {a}", style="cyan") for a in g.alternatives)
+        if g.subtask_id in followups:
+            style = "green" if g.filled_by else "yellow"
+            lines.append(Text(f"    followed: {followups[g.subtask_id]}", style=style))
         blocks.append(Group(*lines))
     return Group(*blocks)
 
@@ -159,8 +164,11 @@ def synthesis_view(report: CoverageReport) -> RenderableType:
         message = str(answer.synthesis_error.get("message", ""))
         lines.append(Text(f"the lead's synthesis failed: {message}", style="red"))
     lines.append(Text("Not covered", style="bold yellow" if report.gaps else "bold green"))
+    followups = followup_lines(report.to_wire())
     for gap in report.gaps:
         lines.append(Text(f"  • {gap.subtask_id}: {gap.trigger} — {gap.message}"))
+        if gap.subtask_id in followups:
+            lines.append(Text(f"    {followups[gap.subtask_id]}", style="dim"))
     if not report.gaps:
         lines.append(Text("  • nothing: fully covered"))
     return Panel(Group(*lines), title="Answer", title_align="left", border_style="cyan")
@@ -177,7 +185,7 @@ def report_view(report: CoverageReport) -> RenderableType:
     if spent is not None:
         parts.append(spent)
     if report.gaps:
-        parts.append(gaps_view(report.gaps))
+        parts.append(gaps_view(report.gaps, followup_lines(report.to_wire())))
     else:
         parts.append(Text("No coverage gaps.", style="green"))
     if report.escalations:

@@ -21,7 +21,7 @@ from subagents.models.base import (
 from subagents.models.factory import MissingModelKey, build_client
 from subagents.models.limiter import EndpointLimiter, forget_shared_limiters, limiter_of
 from subagents.models.ratelimit_headers import RateReport, read_rate_headers
-from subagents.models.scripted import PLAN_TOOL, ScriptedModel
+from subagents.models.scripted import FOLLOWUP_TOOL, PLAN_TOOL, ScriptedModel
 from subagents.models.spec import (
     ModelLimits,
     ModelSpec,
@@ -34,6 +34,7 @@ from subagents.models.spec import (
 from subagents.models.spend import TokenBudget, TokenMeter
 
 __all__ = [
+    "FOLLOWUP_TOOL",
     "MODEL_ERRORS",
     "PLAN_TOOL",
     "AnthropicClient",

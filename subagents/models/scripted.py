@@ -21,6 +21,8 @@ from subagents.models.spec import ModelSpec, ScriptedError, ScriptedTurn
 
 PLAN_TOOL = "plan_subtasks"
 """The planning tool a ``subtasks`` turn calls when the request forces none."""
+FOLLOWUP_TOOL = "plan_followups"
+"""The planning tool a ``followups`` turn calls when the request forces none (DESIGN §11)."""
 
 # A scripted error as the HTTP answer it stands for (DESIGN §7): kind, category, status.
 _ERRORS: Mapping[ScriptedError, tuple[ModelFailureKind, ErrorCategory, int | None]] = {
@@ -67,8 +69,13 @@ class ScriptedModel:
         subtask = request.subtask_id
         # The turn is taken before any wait: a call cut by a deadline still used it up.
         n = self._positions.get(subtask, 0)
-        self._positions[subtask] = n + 1
         turns = self._turns.get(subtask, [])
+        if request.force_tool != FOLLOWUP_TOOL:
+            # A followups turn answers plan_followups only: a lead that is not asked (no
+            # gap left, no time before the deadline) passes over it to its synthesis.
+            while n < len(turns) and turns[n].followups is not None:
+                n += 1
+        self._positions[subtask] = n + 1
         turn = turns[n] if n < len(turns) else None
         if turn is not None and turn.error == "timeout":
             await self._sleep(self.timeout_s)
@@ -116,6 +123,13 @@ class ScriptedModel:
                 arguments={"subtasks": [dict(s) for s in turn.subtasks]},
             )
             calls: tuple[ToolCall, ...] = (plan,)
+        elif turn.followups is not None:
+            followups = ToolCall(
+                id=_call_id(subtask, n, 0),
+                name=request.force_tool or FOLLOWUP_TOOL,
+                arguments={"followups": [dict(f) for f in turn.followups]},
+            )
+            calls = (followups,)
         else:
             calls = tuple(
                 ToolCall(id=_call_id(subtask, n, i), name=c.tool, arguments=dict(c.args))

@@ -71,6 +71,8 @@ class ScriptedTurn(BaseModel):
     retry_after_s: float | None = Field(default=None, ge=0)
     message: str | None = None
     subtasks: list[dict[str, Any]] | None = None
+    # The lead's follow-up plan (DESIGN §11): the input of plan_followups.
+    followups: list[dict[str, Any]] | None = None
     usage: dict[str, int] | None = None
     latency_s: float | None = Field(
         default=None,
@@ -80,9 +82,13 @@ class ScriptedTurn(BaseModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> ScriptedTurn:
-        kinds = [k for k in ("calls", "error", "subtasks") if getattr(self, k) is not None]
+        kinds = [
+            k for k in ("calls", "error", "subtasks", "followups") if getattr(self, k) is not None
+        ]
         if len(kinds) > 1:
-            raise ValueError(f"a turn is one of calls, text, error or subtasks, not {kinds}")
+            raise ValueError(
+                f"a turn is one of calls, text, error, subtasks or followups, not {kinds}"
+            )
         if self.error is not None and self.text is not None:
             raise ValueError("a turn with error has no text")
         return self

@@ -147,6 +147,30 @@ def test_a_recorded_live_run_replays_offline_to_the_same_report(tmp_path: Path) 
     assert _outcome(replayed) == _outcome(live_report)
 
 
+def test_a_recorded_run_with_follow_ups_replays_them(tmp_path: Path) -> None:
+    """The lead's follow-up plan is written as a followups turn, the follow-ups' turns and
+    expectations by their ids, and the job keeps following up: the recording replays to
+    the same report, the gap filled as it was (DESIGN §11)."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "FANOUT_STORE": str(tmp_path / "runs.sqlite")}
+    out = tmp_path / "followups.yaml"
+    job = str(root / "scenarios" / "followup_fills_gap.yaml")
+    ran = _fanout("run", job, "--speed", "20", "--record", str(out), "--json", env=env,
+                  cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    live = json.loads(ran.stdout)
+    data = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert data["job"]["followups"] == 1
+    lead = data["model"]["turns"]["lead"]
+    assert [t["followups"][0]["id"] for t in lead if "followups" in t] == ["patents_web"]
+    assert data["expect"]["gaps"]["patents"]["filled_by"] == ["patents_web"]
+    replayed = _fanout("replay", str(out), "--json", env=env, cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    report = json.loads(replayed.stdout)["scenarios"][0]["report"]
+    assert _outcome(report) == _outcome(live)
+    assert report["gaps"][0]["filled_by"] == ["patents_web"]
+
+
 def test_a_run_whose_plan_degraded_records_a_job_that_degrades_again(tmp_path: Path) -> None:
     """A lead that could not plan is recorded as a job to decompose with its failed plans
     as turns: the replay degrades the same way, the lead's row and gap included."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.lead.synthesis import SYSTEM, synthesis_prompt
 from coordinator.report import Answer, CoverageReport, Section, Source
 from coordinator.sources import cited_sources, number_sources
-from coordinator.synthesis import SYSTEM, synthesis_prompt
 from coordinator.views.html import render_html
 from coordinator.views.markdown import render_markdown
 from shared.envelope import Finding, ToolResult

@@ -2,7 +2,7 @@
 
 A job is written as YAML text exactly as a user would (``model`` block pointed at a
 loopback server, the key named by ``api_key_env``), loaded by the real loader and run by
-:func:`coordinator.research.run_research` on the asyncio backend in real time.
+:func:`coordinator.lead.run_research` on the asyncio backend in real time.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from typing import Any
 import yaml
 
 from coordinator.jobfile.loader import load_scenario_text
-from coordinator.planning import JobPlanning
-from coordinator.research import run_research
+from coordinator.lead import JobPlanning, run_research
 from shared.clock import AnyioClock
 from shared.envelope import ToolResult
 from shared.ids import SeededTraceIds

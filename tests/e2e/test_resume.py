@@ -91,3 +91,44 @@ def test_a_killed_model_planned_run_resumes_to_the_uninterrupted_report(
     assert len(lead) == len(set(lead)) == lead_calls
     assert runs.get(run.id).status == "finished"
 
+
+
+def test_a_run_killed_inside_the_follow_up_round_resumes_it(tmp_path: Path) -> None:
+    """SIGKILL once a follow-up has committed and the other still runs: the resume runs
+    the recorded follow-ups (no new plan), keeps the finished one, and ends with the
+    uninterrupted report; the lead's plan, follow-up plan and synthesis each traced once
+    (DESIGN §11)."""
+    job = DATA / "model_followup_resumable.yaml"
+    store = tmp_path / "runs.sqlite"
+    env = {**os.environ, "FANOUT_STORE": str(store)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "coordinator.cli", "run", str(job), "--speed", "10", "--json"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )
+    try:
+        # market, patents and the fast follow-up patents_web; patents_papers runs on.
+        assert wait_for(lambda: committed(store) >= 3, timeout=45), "no follow-up ran"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    runs = RunStore(store)
+    run = runs.get("latest")
+    assert run.status == "interrupted"
+    assert set(runs.results(run.id)) == {"market", "patents", "patents_web"}
+    planned = [e for e in runs.events(run.id) if e["kind"] == "followups"]
+    assert [f["id"] for f in planned[0]["followups"]] == ["patents_web", "patents_papers"]
+
+    resumed = fanout("resume", run.id, "--json", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    clean = replay(load_scenario(job)).report
+    report = json.loads(resumed.stdout)
+    assert normalized(report) == normalized(clean)
+    assert report["gaps"][0]["filled_by"] == ["patents_web", "patents_papers"]
+    assert report["answer"]["text"] == clean["answer"]["text"]
+
+    events = runs.events(run.id)
+    second = [e for e in events if e["session"] == 2]
+    assert not [e for e in second if e["kind"] in ("plan", "followups")]
+    assert not [e for e in second if e["subtask_id"] == "patents_web"]
+    lead = lead_trace_ids(events)
+    assert len(lead) == len(set(lead)) == 3

@@ -10,12 +10,11 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import LEAD
+from coordinator.lead import LEAD, synthesize
 from coordinator.replay import replay
 from coordinator.report import CoverageReport
 from coordinator.store.runner import planned_scenario
 from coordinator.store.runs import RunStore
-from coordinator.synthesis import synthesize
 from coordinator.temporal import Decomposition, DecompositionInput, JobInput, WorkerResources
 from coordinator.temporal.lead import Lead, decompose_job
 from coordinator.temporal.rounds import job_clock

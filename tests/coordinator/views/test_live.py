@@ -6,9 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import LEAD
-from coordinator.planning import JobPlanning
-from coordinator.research import run_research
+from coordinator.lead import LEAD, JobPlanning, run_research
 from coordinator.views.live import LiveBoard
 from shared.clock import AnyioClock, run_in_virtual_time
 from shared.ids import SeededTraceIds

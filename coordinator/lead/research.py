@@ -1,9 +1,11 @@
-"""A job with its lead agent: decompose when there are no subtasks, fan out, synthesize.
+"""A job with its lead agent: decompose when there are no subtasks, fan out, follow up
+on the gaps, synthesize.
 
 :func:`run_research` is what replay, ``fanout run``/``resume``, ``fanout ask`` and the
-service call: ``run_job`` for the fan-out, with the lead's decomposition before it and
-its synthesis after it when the job has a model. The lead's time counts in the job's
-time (and against its deadline); its model calls are traced as subtask ``lead``.
+service call: ``run_job`` for the fan-out, with the lead's decomposition before it, one
+round of follow-ups planned from the gaps after it (DESIGN §11), and its synthesis last
+when the job has a model. The lead's time counts in the job's time (and against its
+deadline); its model calls are traced as subtask ``lead``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from typing import Any, Protocol
 from opentelemetry.trace import TracerProvider
 
 from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, run_job
+from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import LEAD, LeadContext, decompose, with_lead_gap
-from coordinator.planning import JobPlanning
+from coordinator.lead.decompose import LEAD, LeadContext, decompose, with_lead_gap
+from coordinator.lead.followups import open_gaps, plan_followups, with_followups
+from coordinator.lead.planning import JobPlanning
+from coordinator.lead.synthesis import synthesize
 from coordinator.report import CoverageReport, with_tokens
 from coordinator.routing import RoutingTable
-from coordinator.synthesis import synthesize
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
 from subagents.executor import ExecEvent
@@ -45,6 +49,12 @@ class PlanHook(Protocol):
     ) -> None: ...
 
 
+class FollowupHook(Protocol):
+    """Hears the follow-ups the lead planned (none is a plan too) and the job time."""
+
+    def __call__(self, specs: list[SubtaskSpec], at: float) -> None: ...
+
+
 def catalogue(source: ToolSource) -> list[ToolSpec]:
     """Every tool the job may give a subtask (simulated and MCP), with its schema."""
     tools = source.for_subtask(LEAD)
@@ -52,9 +62,18 @@ def catalogue(source: ToolSource) -> list[ToolSpec]:
     return [s for s in tool_specs(every, tools) if s.name != "escalate"]
 
 
+def planned_job(job: JobSpec, subtasks: Sequence[SubtaskSpec]) -> JobSpec:
+    """The job with the lead's plan as its subtasks; a job the lead decomposed follows
+    up once unless its file says otherwise (DESIGN §11)."""
+    update: dict[str, Any] = {"subtasks": list(subtasks)}
+    if job.followups is None:
+        update["followups"] = 1
+    return job.model_copy(update=update)
+
+
 def with_subtasks(scenario: Scenario, subtasks: Sequence[SubtaskSpec]) -> Scenario:
     """The scenario with the lead's plan as its subtasks (how it then runs and records)."""
-    job = scenario.job.model_copy(update={"subtasks": list(subtasks)})
+    job = planned_job(scenario.job, subtasks)
     return scenario.model_copy(update={"job": job})
 
 
@@ -75,13 +94,17 @@ async def run_research(
     lead_gap: SubagentResult | None = None,
     run_id: str | None = None,
     tracer_provider: TracerProvider | None = None,
+    on_followups: FollowupHook | None = None,
+    followups: Sequence[SubtaskSpec] | None = None,
     **run_job_options: Any,
 ) -> CoverageReport:
     """Run ``scenario``'s job with its lead agent; never raises for a failure inside it.
 
     ``on_plan`` hears the lead's subtasks once they are decided (the run store keeps
     them, so a resumed run does not plan again). ``lead_gap`` is the gap of a lead that
-    could not plan, for a resumed run of its degraded plan. The run is traced (one
+    could not plan, for a resumed run of its degraded plan. ``on_followups`` hears the
+    follow-ups the lead planned from the gaps; ``followups`` gives a resumed run the
+    follow-ups its lead planned already (None: not planned yet). The run is traced (one
     trace, DESIGN §13) to ``tracer_provider``, or to the global provider when the
     application set one; ``run_id`` names the recorded run in its spans.
     """
@@ -110,6 +133,8 @@ async def run_research(
             checkpoint=checkpoint,
             elapsed_offset=elapsed_offset,
             lead_gap=lead_gap,
+            on_followups=on_followups,
+            followups=followups,
             **run_job_options,
         )
         instrumented.outcome(
@@ -133,6 +158,8 @@ async def _research(
     checkpoint: Callable[[SubagentRun], None] | None,
     elapsed_offset: float,
     lead_gap: SubagentResult | None,
+    on_followups: FollowupHook | None,
+    followups: Sequence[SubtaskSpec] | None,
     **run_job_options: Any,
 ) -> CoverageReport:
     job = scenario.job
@@ -193,6 +220,33 @@ async def _research(
         elapsed_offset=job_clock.now(),
         **run_job_options,
     )
+    # A lead that could not plan (its degraded plan ran instead) is not asked again: its
+    # model already failed for good, and the question itself was researched.
+    if (
+        lead is not None
+        and lead_gap is None
+        and job.followup_rounds() > 0
+        and planning.plans_followups
+    ):
+        report = await _follow_up(
+            report,
+            job,
+            source,
+            lead,
+            planning,
+            job_clock,
+            followups,
+            on_followups,
+            clock=clock,
+            seed=scenario.seed,
+            trace_ids=trace_ids,
+            observer=observer,
+            handler=handler,
+            on_result=on_result,
+            runs=runs,
+            checkpoint=checkpoint,
+            **run_job_options,
+        )
     if lead_gap is not None:
         # The plan failed, the job went on (DESIGN §7): the lead's gap stays visible.
         report = with_lead_gap(report, job, lead_gap)
@@ -200,3 +254,42 @@ async def _research(
         report = await synthesize(report, lead)
         report = report.model_copy(update={"elapsed_s": job_clock.now()})
     return with_tokens(report, planning.meter)
+
+
+async def _follow_up(
+    report: CoverageReport,
+    job: JobSpec,
+    source: ToolSource,
+    lead: LeadContext,
+    planning: JobPlanning,
+    job_clock: JobClock,
+    followups: Sequence[SubtaskSpec] | None,
+    on_followups: FollowupHook | None,
+    **run_job_options: Any,
+) -> CoverageReport:
+    """``report`` after one round of follow-ups planned from its gaps (DESIGN §11)."""
+    cancel = run_job_options.get("cancel")
+    if cancel is not None and cancel.is_set():
+        return report  # a cancelled run starts nothing more, follow-ups included
+    if followups is None:
+        # Nothing to follow up, or no time left before the deadline: the lead is not
+        # asked (a call past the deadline could not run its follow-ups anyway).
+        deadline = job.deadline_s
+        if not open_gaps(report) or (deadline is not None and job_clock.now() >= deadline):
+            return report
+        followups = await plan_followups(report, job, catalogue(source), lead)
+        if on_followups is not None:
+            on_followups(list(followups), job_clock.now())
+    if not followups:
+        return report
+    followup_job = job.model_copy(update={"subtasks": list(followups)})
+    # Their own run_job: the same deadline, concurrency and routing as the job's (a
+    # follow-up routed retry_later gets the usual retry round, if time allows).
+    extra = await run_job(
+        followup_job,
+        source,
+        planner_factory=planning.planner,
+        elapsed_offset=job_clock.now(),
+        **run_job_options,
+    )
+    return with_followups(report, extra, followups)

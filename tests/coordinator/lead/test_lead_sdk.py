@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from coordinator.jobfile.loader import load_scenario_text
-from coordinator.planning import JobPlanning
+from coordinator.lead import JobPlanning
 from coordinator.replay import run_scenario
 from shared import AnyioClock
 from tests.loopback._server import RecordedRequest, Reply

@@ -69,6 +69,26 @@ class JobPlanning:
         return not scripted or "lead" in model.turns
 
     @property
+    def plans_followups(self) -> bool:
+        """Whether the lead may be asked for follow-ups (DESIGN §11).
+
+        A scripted model is asked only when its file scripts a ``followups`` turn for
+        ``lead``: a scenario without one replays exactly as before, byte for byte.
+        """
+        model = self.scenario.model
+        if model is None:
+            return False
+        if not self._scripted():
+            return True
+        return any(t.followups is not None for t in model.turns.get("lead", []))
+
+    def _scripted(self) -> bool:
+        model = self.scenario.model
+        if self._client is not None:
+            return isinstance(self._client, ScriptedModel)
+        return model is not None and model.provider == "scripted"
+
+    @property
     def client(self) -> ModelClient:
         """The job's model client, built on first use.
 

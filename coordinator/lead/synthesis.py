@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from coordinator.lead import LeadContext
+from coordinator.lead.decompose import LeadContext
 from coordinator.report import CoverageReport
 from coordinator.sources import cited_sources, number_sources
 from subagents.models.base import UserMessage
@@ -54,8 +54,11 @@ def synthesis_prompt(report: CoverageReport) -> str:
         lines.append(f"  [{source.n}] {title} — {where} (subtask {source.subtask})")
     lines += ["", "<findings>"]
     budget = _TOTAL_CHARS
+    followup_of = {o.id: o.followup_of for o in report.subtasks if o.followup_of}
     for section in answer.sections:
         mark = "covered" if section.covered else f"{section.status}, not covered"
+        if section.subtask_id in followup_of:
+            mark += f", follow-up of {followup_of[section.subtask_id]}"
         lines.append(f"subtask {section.subtask_id} ({mark}): {section.query}")
         if not section.findings:
             lines.append("  (no findings)")
@@ -77,6 +80,8 @@ def synthesis_prompt(report: CoverageReport) -> str:
         lines.append(f"  tried: {gap.attempted_query}")
         if gap.alternatives:
             lines.append("  alternatives: " + "; ".join(gap.alternatives))
+        if gap.filled_by:
+            lines.append("  filled by the follow-up " + ", ".join(gap.filled_by))
     return "\n".join(lines)
 
 

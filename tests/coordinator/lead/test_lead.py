@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from coordinator.jobfile.loader import load_scenario_text
-from coordinator.planning import JobPlanning
+from coordinator.lead import JobPlanning
 from coordinator.replay import run_scenario
 from coordinator.report import CoverageReport
 from shared import AnyioClock
@@ -205,7 +205,8 @@ async def test_a_failed_synthesis_leaves_the_report_whole() -> None:
 
 
 async def test_the_leads_model_calls_are_traced_as_subtask_lead() -> None:
-    """Decomposition and synthesis attempts reach the observer with subtask_id lead."""
+    """Decomposition, follow-up plan and synthesis attempts reach the observer with
+    subtask_id lead (a lead asked for follow-ups that answers in words plans none)."""
     events: list[ProgressEvent] = []
 
     def answer(request: ModelRequest, n: int) -> ModelTurn:
@@ -213,6 +214,7 @@ async def test_the_leads_model_calls_are_traced_as_subtask_lead() -> None:
             return subagent(request, n)
         return plan(GOOD) if n == 1 else ModelTurn(text="done [market]")
 
-    await _run(answer, events)
+    report, _ = await _run(answer, events)
     lead = [e for e in events if e.subtask_id == "lead" and e.kind == "attempt"]
-    assert [e.tool for e in lead] == ["model", "model"]
+    assert [e.tool for e in lead] == ["model", "model", "model"]
+    assert not any(s.followup_of for s in report.subtasks)

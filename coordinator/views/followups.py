@@ -1,0 +1,49 @@
+"""One line per gap the lead followed up (DESIGN §11), the same in every view.
+
+"patents — permission_denied → filled by patents_web (web_search)", or "… → follow-up
+patents_web: gap" when the follow-up did not cover it either. Built from the report's
+wire form, so the terminal, Markdown and HTML views say the same words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+_MODEL_TOOL = "model"  # a model's own words are not a tool's evidence
+
+
+def _tools(report: Mapping[str, Any], subtask_id: str) -> str:
+    for section in report.get("answer", {}).get("sections", []):
+        if section.get("subtask_id") == subtask_id:
+            names = dict.fromkeys(
+                f.get("tool") for f in section.get("findings", []) if f.get("tool") != _MODEL_TOOL
+            )
+            return ", ".join(str(n) for n in names if n)
+    return ""
+
+
+def followup_lines(report: Mapping[str, Any]) -> dict[str, str]:
+    """Per gap with a follow-up, its line: filled by whom (with which tools), or not."""
+    rows = report.get("subtasks", [])
+    planned: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        if row.get("followup_of"):
+            planned.setdefault(str(row["followup_of"]), []).append(row)
+    lines: dict[str, str] = {}
+    for gap in report.get("gaps", []):
+        sid = str(gap.get("subtask_id"))
+        if sid not in planned:
+            continue
+        head = f"{sid} — {gap.get('trigger')} → "
+        filled = gap.get("filled_by") or []
+        if filled:
+            parts = []
+            for fid in filled:
+                tools = _tools(report, fid)
+                parts.append(f"{fid} ({tools})" if tools else str(fid))
+            lines[sid] = head + "filled by " + ", ".join(parts)
+        else:
+            tried = ", ".join(f"{r.get('id')}: {r.get('status')}" for r in planned[sid])
+            lines[sid] = head + f"not filled (follow-up {tried})"
+    return lines
