@@ -20,7 +20,7 @@ from shared.escalation import Escalation
 from shared.trusted import Prevalidated
 from subagents.alternatives import alternatives_for
 from subagents.loop import SubagentResult
-from subagents.models.spend import TokenBudget, TokenMeter
+from subagents.models.spend import TokenBudget
 from subagents.spec import SubtaskSpec
 
 SubtaskStatus = Literal["complete", "empty", "partial", "gap"]
@@ -339,43 +339,6 @@ class ReportBuilder:
         )
 
 
-def prepend_rows(
-    report: CoverageReport,
-    job: JobSpec,
-    results: Sequence[SubagentResult],
-    *,
-    route_overrides: Mapping[str, Route] | None = None,
-) -> CoverageReport:
-    """``report`` with the rows of ``job``'s subtasks (built from ``results``) first.
-
-    For rows outside the fan-out (the lead's failed plan): coverage stays the report's
-    when they weigh 0; the summary, ``missing`` and the outcome are recomputed.
-    """
-    extra = assemble_report(
-        job, results, elapsed_s=report.elapsed_s, route_overrides=route_overrides
-    )
-    outcomes = [*extra.subtasks, *report.subtasks]
-    gaps = [*extra.gaps, *report.gaps]
-    coverage, outcome = coverage_of(outcomes, gaps)
-    answer = report.answer.model_copy(
-        update={
-            "coverage": coverage,
-            "summary": summary_of(outcomes, coverage, gaps),
-            "sections": [*extra.answer.sections, *report.answer.sections],
-            "missing": missing_of(gaps),
-        }
-    )
-    return report.model_copy(
-        update={
-            "outcome": outcome,
-            "coverage": coverage,
-            "subtasks": outcomes,
-            "gaps": gaps,
-            "escalations": [*extra.escalations, *report.escalations],
-            "answer": answer,
-        }
-    )
-
 
 def coverage_of(
     outcomes: Sequence[SubtaskOutcome], gaps: Sequence[Gap] = ()
@@ -402,30 +365,6 @@ def coverage_of(
         return coverage, "failed"
     return coverage, "partial"
 
-
-def with_tokens(report: CoverageReport, meter: TokenMeter) -> CoverageReport:
-    """The report with the tokens spent per subtask and in all (DESIGN §13, job.budget).
-
-    Unchanged when nothing was counted and there is no budget: a job whose model
-    reports no usage keeps its report byte for byte.
-    """
-    if not meter.calls and meter.budget is None:
-        return report
-    spent = meter.by_subtask
-    rows = [
-        row.model_copy(update={"tokens": TokenCount(input_tokens=c[0], output_tokens=c[1])})
-        if (c := spent.get(row.id)) is not None
-        else row.model_copy(update={"tokens": TokenCount()})
-        for row in report.subtasks
-    ]
-    lead = spent.get("lead")
-    total = TokenSpend(
-        input_tokens=meter.input_tokens,
-        output_tokens=meter.output_tokens,
-        lead=None if lead is None else TokenCount(input_tokens=lead[0], output_tokens=lead[1]),
-        budget=meter.budget,
-    )
-    return report.model_copy(update={"subtasks": rows, "tokens": total})
 
 
 def _missing(subtask_id: str, query: str) -> SubagentResult:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.job import JobSpec
-from coordinator.report import CoverageReport, assemble_report, prepend_rows
+from coordinator.report import CoverageReport, assemble_report
+from coordinator.report_edits import prepend_rows
 from shared.clock import Clock
 from shared.envelope import ToolResult
 from shared.ids import TraceIds

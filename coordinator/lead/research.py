@@ -22,7 +22,8 @@ from coordinator.lead.decompose import LEAD, LeadContext, decompose, with_lead_g
 from coordinator.lead.followups import open_gaps, plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.synthesis import synthesize
-from coordinator.report import CoverageReport, with_tokens
+from coordinator.report import CoverageReport
+from coordinator.report_edits import with_tokens
 from coordinator.routing import RoutingTable
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds

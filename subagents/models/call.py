@@ -18,8 +18,8 @@ from shared.envelope import ToolResult
 from subagents.executor import ExecObserver, execute_tool_safely
 from subagents.jitter import Jitter
 from subagents.models.base import ModelCallFailed, ModelClient, ModelRequest, ModelTurn
+from subagents.models.compat.names import WireNames
 from subagents.models.limiter import EndpointLimiter, Permit, estimate_tokens, limiter_of
-from subagents.models.names import WireNames
 from subagents.models.spec import ModelSpec
 from subagents.tool import Tool
 

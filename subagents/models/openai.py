@@ -29,7 +29,7 @@ from subagents.models.base import (
     UserMessage,
 )
 from subagents.models.classify import MODEL_ERRORS, classify_model_error
-from subagents.models.profiles import (
+from subagents.models.compat.profiles import (
     PROFILES,
     ServerProfile,
     ask_in_words,
@@ -56,7 +56,7 @@ class OpenAIClient:
     The SDK's retries are off. The key lives only inside the SDK client, never in this
     object's repr, and is cut out of every error message.
 
-    ``profile`` (DESIGN §7, :mod:`subagents.models.profiles`) says what the server
+    ``profile`` (DESIGN §7, :mod:`subagents.models.compat.profiles`) says what the server
     accepts. ``auto`` asks the server once what it is (``GET /models``: its
     ``owned_by``) and, on a request the server refuses for its shape, sends that one
     request again in the strictest form and keeps that form: a profile found out, not a

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from subagents.models.base import StopReason
-from subagents.models.profiles import ProfileName
+from subagents.models.compat.profiles import ProfileName
 from subagents.retry import RetryPolicy
 
 _SPEC = ConfigDict(frozen=True, extra="forbid")

@@ -22,7 +22,7 @@ from subagents.models import (
     UserMessage,
 )
 from subagents.models.call import call_model
-from subagents.models.profiles import text_tool_calls
+from subagents.models.compat.profiles import text_tool_calls
 from subagents.models.spec import ModelSpec
 from tests.loopback import OpenAIServer
 from tests.loopback._server import RecordedRequest, Reply
