@@ -576,8 +576,9 @@ async def test_cancelling_during_a_backoff_wait_stops_the_call() -> None:
 
 
 @pytest.mark.anyio
-async def test_sync_body_runs_in_a_worker_thread() -> None:
-    """A sync tool body runs off the event loop's thread and its result is enveloped."""
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_sync_body_runs_in_a_worker_thread(anyio_backend: str) -> None:
+    """Live, a sync tool body runs off the event loop's thread and its result is enveloped."""
     loop_thread = threading.get_ident()
     body_threads: list[int] = []
 
@@ -595,6 +596,23 @@ async def test_sync_body_runs_in_a_worker_thread() -> None:
     assert body_threads and body_threads[0] != loop_thread
     failure = await execute_tool_safely(Tool.from_function(broken), {"query": "q"}, timeout=None)
     assert (failure.category, failure.error_type) == ("internal", "ValueError")
+
+
+@pytest.mark.anyio
+async def test_sync_body_runs_on_the_loop_in_virtual_time() -> None:
+    """In virtual time a sync body runs on the loop: a worker thread's real seconds would
+    let the mock clock jump past the attempt's timeout while the thread works."""
+    loop_thread = threading.get_ident()
+    body_threads: list[int] = []
+
+    def lookup(query: str) -> dict[str, list[str]]:
+        body_threads.append(threading.get_ident())
+        return {"results": [query.upper()]}
+
+    for _ in range(20):
+        result = await execute_tool_safely(Tool.from_function(lookup), {"query": "q"}, timeout=30)
+        assert result.ok and result.data == {"results": ["Q"]}
+    assert set(body_threads) == {loop_thread}
 
 
 @pytest.mark.anyio

@@ -32,6 +32,12 @@ checks.positive_data_acceptance.expected-statuses = ["201", "422", "503"]
 # refused for a cross-reference) take minutes; its negative ones keep the 422 path under
 # test, and the fuzzing and stateful phases send schema-valid jobs.
 phases.coverage.generation.mode = "negative"
+
+# An ask is refused (422, with the field) for what its schema cannot say either: no tools
+# at all (neither docs, web nor a tools file), a model the server does not have.
+[[operations]]
+include-operation-id = "ask"
+checks.positive_data_acceptance.expected-statuses = ["201", "422", "503"]
 """
 
 

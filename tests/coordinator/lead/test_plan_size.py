@@ -28,9 +28,10 @@ tools:
 
 def test_max_subtasks_exceeded_then_text_still_names_the_size() -> None:
     """A plan over max_subtasks answered with text on the correction round: the lead's gap
-    names the size limit, not only "got text only"."""
+    names the size limit, not only "got text only" (the job then degrades to `question`,
+    whose scripted model has no turns: a gap of its own)."""
     report = replay(load_scenario_text(JOB, "too-many.yaml")).report
-    (gap,) = report["gaps"]
+    gap = report["gaps"][0]
     assert gap["subtask_id"] == "lead" and gap["trigger"] == "no_progress"
     assert "at most 2 subtasks, got 3" in gap["message"]
     assert "got text only" in gap["message"]
