@@ -8,10 +8,12 @@ the lead knows besides them: its own failed plan (DESIGN §7) and the job's toke
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from coordinator.job import JobSpec, Route
 from coordinator.report import (
     CoverageReport,
+    Gap,
     TokenCount,
     TokenSpend,
     assemble_report,
@@ -22,7 +24,7 @@ from coordinator.report import (
 from subagents.loop import SubagentResult
 from subagents.models.spend import TokenMeter
 
-__all__ = ["prepend_rows", "with_tokens"]
+__all__ = ["combine", "prepend_rows", "with_tokens"]
 
 
 def prepend_rows(
@@ -40,25 +42,37 @@ def prepend_rows(
     extra = assemble_report(
         job, results, elapsed_s=report.elapsed_s, route_overrides=route_overrides
     )
-    outcomes = [*extra.subtasks, *report.subtasks]
-    gaps = [*extra.gaps, *report.gaps]
+    return combine(report, extra, report, [*extra.gaps, *report.gaps])
+
+
+def combine(
+    base: CoverageReport,
+    first: CoverageReport,
+    second: CoverageReport,
+    gaps: Sequence[Gap],
+    **update: Any,
+) -> CoverageReport:
+    """``base`` with the rows of ``first`` then ``second`` and ``gaps``; coverage, the
+    outcome, the summary and ``missing`` recomputed from them (``update``: other fields)."""
+    outcomes = [*first.subtasks, *second.subtasks]
     coverage, outcome = coverage_of(outcomes, gaps)
-    answer = report.answer.model_copy(
+    answer = base.answer.model_copy(
         update={
             "coverage": coverage,
             "summary": summary_of(outcomes, coverage, gaps),
-            "sections": [*extra.answer.sections, *report.answer.sections],
+            "sections": [*first.answer.sections, *second.answer.sections],
             "missing": missing_of(gaps),
         }
     )
-    return report.model_copy(
+    return base.model_copy(
         update={
             "outcome": outcome,
             "coverage": coverage,
             "subtasks": outcomes,
-            "gaps": gaps,
-            "escalations": [*extra.escalations, *report.escalations],
+            "gaps": list(gaps),
+            "escalations": [*first.escalations, *second.escalations],
             "answer": answer,
+            **update,
         }
     )
 

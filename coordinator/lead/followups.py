@@ -28,7 +28,8 @@ from coordinator.lead.decompose import (
     LeadContext,
     planned_subtasks,
 )
-from coordinator.report import CoverageReport, Gap, coverage_of, missing_of, summary_of
+from coordinator.report import CoverageReport, Gap
+from coordinator.report_edits import combine
 from subagents.models.base import (
     AssistantMessage,
     ToolResultMessage,
@@ -229,25 +230,11 @@ def with_followups(
         for g in report.gaps
     ]
     gaps += followups.gaps
-    outcomes = [*report.subtasks, *followups.subtasks]
-    coverage, outcome = coverage_of(outcomes, gaps)
-    answer = report.answer.model_copy(
-        update={
-            "coverage": coverage,
-            "summary": summary_of(outcomes, coverage, gaps),
-            "sections": [*report.answer.sections, *followups.answer.sections],
-            "missing": missing_of(gaps),
-        }
-    )
-    return report.model_copy(
-        update={
-            "outcome": outcome,
-            "coverage": coverage,
-            "elapsed_s": followups.elapsed_s,
-            "subtasks": outcomes,
-            "gaps": gaps,
-            "escalations": [*report.escalations, *followups.escalations],
-            "decisions": [*report.decisions, *followups.decisions],
-            "answer": answer,
-        }
+    return combine(
+        report,
+        report,
+        followups,
+        gaps,
+        elapsed_s=followups.elapsed_s,
+        decisions=[*report.decisions, *followups.decisions],
     )
