@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+
+import anyio
 import pytest
 
 from coordinator.cli.temporal import no_worker_hint
@@ -34,7 +37,11 @@ async def test_an_unpolled_queue_gets_a_hint_and_a_polled_one_none(
     )
 
     workers.start("hint-polled")
-    assert await workflow_pollers(client, "hint-polled") >= 1
+    # A worker process polls once it has started: wait for that event, not a time.
+    deadline = time.monotonic() + 60
+    while await workflow_pollers(client, "hint-polled") < 1:
+        assert time.monotonic() < deadline, "the worker never polled its queue"
+        await anyio.sleep(0.2)
     said.clear()
     await no_worker_hint(
         client, "hint-polled", dev_server.address, lambda: len(said) >= 1, say,

@@ -81,7 +81,8 @@ def test_a_temporal_run_is_one_trace_across_client_workflow_and_activities(
     lead_chats = [s for s in spans if s.name == "chat scripted-demo"
                   and s.attributes["fanout.subtask_id"] == "lead"]
     assert {ancestors(s)[0] for s in lead_chats} == {
-        "RunActivity:fanout.decompose", "RunActivity:fanout.synthesize"
+        "RunActivity:fanout.decompose", "RunActivity:fanout.plan_followups",
+        "RunActivity:fanout.synthesize",
     }
     tools = [s for s in spans if s.name.startswith("execute_tool ")]
     assert tools and all(ancestors(s)[0].startswith("invoke_agent ") for s in tools)

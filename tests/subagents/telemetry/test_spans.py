@@ -52,7 +52,7 @@ def test_one_trace_with_the_job_its_subagents_and_every_attempt() -> None:
     agents = [s for s in spans if s.name.startswith("invoke_agent ") and s is not root]
     assert {s.attributes["gen_ai.agent.name"] for s in agents if s.attributes} == {
         "market", "players", "news", "funding", "patents", "supply_chain", "regulation",
-        "recalls",
+        "recalls", "patents_web", "supply_chain_pages",  # the last two: the lead's follow-ups
     }
     assert all(s.parent is not None and s.parent.span_id == root.context.span_id for s in agents)
     by_id = {s.context.span_id: s for s in spans}
