@@ -58,7 +58,7 @@ def test_one_trace_with_the_job_its_subagents_and_every_attempt() -> None:
     by_id = {s.context.span_id: s for s in spans}
     lead_chats = [s for s in named(spans, "chat scripted-demo")
                   if s.parent is not None and s.parent.span_id == root.context.span_id]
-    assert len(lead_chats) == 2  # the decomposition and the synthesis
+    assert len(lead_chats) == 3  # the decomposition, the follow-ups and the synthesis
     for span in spans:
         if span.name.startswith(("chat ", "execute_tool ")) and span not in lead_chats:
             assert span.parent is not None
