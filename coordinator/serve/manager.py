@@ -174,10 +174,12 @@ class RunManager:
     # -- submitting -----------------------------------------------------------------
 
     async def submit(
-        self, body: bytes, parse: Callable[[], Scenario], *, speed: float, key: str | None
+        self, body: bytes, parse: Callable[[], Scenario], *, speed: float, key: str | None,
+        inline: bool = False,
     ) -> tuple[str, RunStatus, bool]:
         """Record and admit the job ``parse`` reads from ``body``; with a known ``key``,
-        the run that key made before (and nothing is parsed or recorded).
+        the run that key made before (and nothing is parsed or recorded). ``parse`` runs
+        on a worker thread, or here when ``inline`` (it is known to be cheap).
 
         Returns:
             The run id, its status as recorded, and whether the run was made before.
@@ -190,7 +192,7 @@ class RunManager:
         digest = request_digest(body, speed)
         if key is not None and (earlier := await self._earlier(key, digest)) is not None:
             return earlier, "queued", True
-        scenario = await anyio.to_thread.run_sync(parse)
+        scenario = parse() if inline else await anyio.to_thread.run_sync(parse)
         # A slot (or a place in the queue) is reserved before the write, so the status
         # recorded is the one the run has: running at once, or queued.
         slot = not self.stopping and self._active < self.config.max_runs

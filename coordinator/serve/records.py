@@ -15,9 +15,10 @@ from typing import Any, Final
 from coordinator.store.runs import RunStore, insert_run
 from coordinator.store.writer import Tx, now_iso
 
-# The format of coordinator.store.runs.new_run_id (UTC time and four hex digits). A path
-# segment that is not one is a 404 before anything is looked up.
-RUN_ID: Final = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
+# The format of coordinator.store.runs.new_run_id (UTC time and eight hex digits; four
+# in runs made before, which stay readable). A path segment that is not one is a
+# 404 before anything is looked up.
+RUN_ID: Final = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}(?:[0-9a-f]{4})?")
 
 
 def valid_run_id(text: str) -> bool:

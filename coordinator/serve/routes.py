@@ -24,6 +24,7 @@ from coordinator.serve.intake import (
     JobRejected,
     check_key,
     input_problems,
+    loaded_before,
     media_kind,
     parse_job,
     problem,
@@ -141,7 +142,7 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
             job,
             lambda: parse_job(job, "yaml", allow_mcp=config.allow_mcp, research=policy,
                               file=ASK_FILE),
-            speed=body.speed, key=key,
+            speed=body.speed, key=key, inline=loaded_before(job, "yaml", ASK_FILE),
         )
         if earlier:  # the key's run: as it stands now
             status = (await anyio.to_thread.run_sync(manager.store.get, run_id)).status
@@ -190,7 +191,7 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         run_id, status, earlier = await manager.submit(
             body, lambda: parse_job(body, kind, allow_mcp=config.allow_mcp,
                                     research=config.research_policy()),
-            speed=speed, key=key,
+            speed=speed, key=key, inline=loaded_before(body, kind),
         )
         if earlier:  # the key's run: as it stands now
             status = (await anyio.to_thread.run_sync(manager.store.get, run_id)).status

@@ -10,7 +10,13 @@ import pytest
 import coordinator.serve as serve
 from coordinator.fanout import run_job
 from coordinator.jobfile.loader import load_scenario
-from coordinator.serve.intake import JobRejected, UnsupportedMediaType, media_kind, parse_job
+from coordinator.serve.intake import (
+    JobRejected,
+    UnsupportedMediaType,
+    loaded_before,
+    media_kind,
+    parse_job,
+)
 from coordinator.store.runs import new_run_id
 from shared.clock import AnyioClock
 from subagents.simulated.tools import SimulatedTools
@@ -63,8 +69,11 @@ async def test_a_cancel_never_set_changes_nothing() -> None:
 
 def test_the_run_id_format_is_the_stores() -> None:
     """Ids the store makes pass the service's check; anything path-like does not."""
-    for _ in range(20):
-        assert serve.valid_run_id(new_run_id())
+    made = {new_run_id() for _ in range(2_000)}
+    assert all(serve.valid_run_id(run_id) for run_id in made)
+    # Eight random hex digits: 2,000 ids in a second or two do not collide (four did).
+    assert len(made) == 2_000 and all(len(run_id.rsplit("-", 1)[1]) == 8 for run_id in made)
+    assert serve.valid_run_id("20261201-071257-8bec")  # the older, shorter ids stay readable
     for bad in ("", "..", "latest", "20261201-071257-8BEC", "20261201-071257-8bec/..",
                 "20261201-071257-8bec\n", "../20261201-071257-8bec", "%2e%2e"):
         assert not serve.valid_run_id(bad), bad
@@ -108,6 +117,21 @@ def test_a_job_with_mcp_servers_is_refused_unless_allowed() -> None:
     problem = refused.value.problems[0]
     assert problem.field == "mcp_servers" and problem.line is not None
     assert parse_job(body.read_bytes(), "yaml", allow_mcp=True).mcp_servers
+
+
+def test_a_job_loaded_before_is_known_and_a_rejected_one_is_not() -> None:
+    """The service parses a job on the event loop only when it was loaded before."""
+    job = Path(__file__).resolve().parents[3] / "scenarios" / "deadline.yaml"
+    fresh = job.read_bytes() + b"\n# submitted by test_units\n"  # text no other test sends
+    assert not loaded_before(fresh, "yaml")
+    first = parse_job(fresh, "yaml", allow_mcp=False)
+    assert loaded_before(fresh, "yaml") and not loaded_before(fresh, "json")
+    assert parse_job(fresh, "yaml", allow_mcp=False) is first  # the same frozen Scenario
+    broken = b"scenario: broken\njob: [\n"
+    with pytest.raises(JobRejected):
+        parse_job(broken, "yaml", allow_mcp=False)
+    assert not loaded_before(broken, "yaml")
+    assert not loaded_before(b"\xff\xfe", "yaml")
 
 
 def test_media_types() -> None:
