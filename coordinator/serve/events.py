@@ -33,7 +33,7 @@ from coordinator.serve.records import ServiceRecords
 from coordinator.store.backend import Backend
 from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
-from coordinator.store.writer import LEASE_S
+from coordinator.store.writer import LEASE_S, StoreWriter
 from subagents.telemetry import record_event_delivery
 
 PING: Final = b": ping\n\n"
@@ -137,8 +137,10 @@ class ServedRecorder(RunRecorder):
         session: int,
         log: EventLog,
         on_publish: PublishHook | None = None,
+        *,
+        writer: StoreWriter | None = None,
     ) -> None:
-        super().__init__(backend, run_id, session)
+        super().__init__(backend, run_id, session, writer=writer)
         if self.seq != log.base_seq:
             # Someone else recorded events for this run since it was claimed.
             self.close()

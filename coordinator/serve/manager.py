@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
@@ -378,9 +379,10 @@ class RunManager:
                                  "followups": followups}
 
             scenario, resume = await anyio.to_thread.run_sync(restore)
-        recorder = await anyio.to_thread.run_sync(
-            ServedRecorder, self.store.backend, run_id, live.session, live.log, self.on_publish
-        )
+        recorder = await anyio.to_thread.run_sync(partial(
+            ServedRecorder, self.store.backend, run_id, live.session, live.log,
+            self.on_publish, writer=self.writer,
+        ))
         try:
             await run_recorded(
                 scenario, recorder, clock=clock, cancel=live.cancel,

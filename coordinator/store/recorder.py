@@ -8,9 +8,13 @@ from typing import Any
 import anyio.to_thread
 
 from coordinator.store.backend import Backend
-from coordinator.store.writer import StoreWriter, now_iso
+from coordinator.store.writer import StoreWriter, Tx, now_iso
 
 __all__ = ["RunRecorder", "now_iso"]
+
+
+def _nothing(tx: Tx) -> None:
+    """A write that writes nothing: committed once everything queued before it is."""
 
 
 class RunRecorder:
@@ -18,14 +22,24 @@ class RunRecorder:
 
     The recorder owns the run while it lives: it numbers the run's events itself (no
     other process writes them) and keeps the run's lease.
+
+    By default it starts a writer of its own (``fanout run``: one run in the process).
+    A process recording many runs at once passes its one ``writer`` instead (``fanout
+    serve``): their writes then share transactions, one commit for all of them, rather
+    than one writer thread, connection and commit (an fsync, on Postgres) per run
+    competing for the disk and the GIL; closing the recorder then flushes the shared
+    writer and leaves it running.
     """
 
-    def __init__(self, backend: Backend, run_id: str, session: int) -> None:
+    def __init__(
+        self, backend: Backend, run_id: str, session: int, *, writer: StoreWriter | None = None
+    ) -> None:
         self.backend = backend
         self.run_id = run_id
         self.session = session
         self._seq = self._last_seq()
-        self._writer = StoreWriter(backend)
+        self._own_writer = writer is None
+        self._writer = StoreWriter(backend) if writer is None else writer
         self._writer.hold(run_id)
 
     @property
@@ -63,8 +77,11 @@ class RunRecorder:
         await self._writer.finish(self.run_id, report, escalations)
 
     def close(self) -> None:
-        """Flush and stop the writer."""
-        self._writer.close()
+        """Flush the writer; stop it too when it is the recorder's own."""
+        if self._own_writer:
+            self._writer.close()
+        else:
+            self._writer.call(_nothing)
 
     async def aclose(self) -> None:
         """:meth:`close` from async code."""
