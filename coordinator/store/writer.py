@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
@@ -83,6 +84,14 @@ class Tx:
 
 
 Op = Callable[[Tx], Any]
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """What a waited-for write raised (undone alone, inside its savepoint)."""
+
+    error: Exception
+
 _Item = tuple[Op, "Future[Any] | None"]
 
 
@@ -137,8 +146,8 @@ class StoreWriter:
         try:
             with self.backend.transaction(self._conn):
                 tx = Tx(self.backend, self._conn)
-                for op, _ in items:
-                    results.append(op(tx))
+                for op, future in items:
+                    results.append(op(tx) if future is None else self._isolated(op, tx))
                     if _KILL_AT_WRITE:
                         self._writes += 1
                         if self._writes == _KILL_AT_WRITE:
@@ -153,11 +162,28 @@ class StoreWriter:
         for index, (_, future) in enumerate(items):
             if future is None:
                 continue
-            if failed is not None:
+            own = results[index] if failed is None else _Failed(failed)
+            if isinstance(own, _Failed):
                 future.set_exception(StoreError(
-                    f"{self.backend.where}: writing the run store failed: {failed}"))
+                    f"{self.backend.where}: writing the run store failed: {own.error}"))
             else:
-                future.set_result(results[index])
+                future.set_result(own)
+
+    @staticmethod
+    def _isolated(op: Op, tx: Tx) -> Any:
+        """Apply a waited-for ``op`` inside a savepoint: when it fails (a submission whose
+        id or key another server took a moment before), only it is undone and only its
+        caller hears of it; the others in the transaction (other runs' events, other
+        submissions) still commit. Writes nobody waits for run bare: their failure is the
+        store's, and fails the transaction as before."""
+        tx.execute("SAVEPOINT fanout_op")
+        try:
+            result = op(tx)
+        except Exception as exc:
+            tx.execute("ROLLBACK TO SAVEPOINT fanout_op")
+            result = _Failed(exc)
+        tx.execute("RELEASE SAVEPOINT fanout_op")
+        return result
 
     def _renew(self, tx: Tx) -> None:
         if self._held:
@@ -181,9 +207,13 @@ class StoreWriter:
         Raises:
             StoreError: the transaction that held it failed.
         """
+        return self.enqueue(op).result()
+
+    def enqueue(self, op: Callable[[Tx], T]) -> Future[T]:
+        """Queue ``op``; a future of its result (set once its transaction commits)."""
         future: Future[T] = Future()
         self._queue.put((op, future))
-        return future.result()
+        return future
 
     async def acall(self, op: Callable[[Tx], T]) -> T:
         """:meth:`call` from async code. On asyncio the task awaits the commit itself (no

@@ -332,6 +332,34 @@ def test_a_failed_write_is_raised_to_the_caller_that_waits(store: RunStore) -> N
         writer.close()
 
 
+def test_a_failed_write_fails_alone_in_its_transaction(store: RunStore) -> None:
+    """Writes queued together commit together, but one that fails (a run id taken) is
+    undone alone: the other submission and the events beside it are committed."""
+    records = ServiceRecords(store)
+    writer = StoreWriter(store.backend)
+    try:
+        def values(run_id: str) -> tuple[Any, ...]:
+            return run_values(run_id, job="j", query="q", file="POST /runs", spec_text="x",
+                              seed="1", speed=1.0, status="queued")
+
+        taken = new_run_id()
+        writer.call(records.submission(values(taken), None, "sha-0"))
+        fresh = new_run_id() + "0"
+        gate = threading.Event()
+        writer.submit(lambda tx: gate.wait(10))  # the next three queue behind it: one batch
+        clash = writer.enqueue(records.submission(values(taken), None, "sha-1"))
+        writer.event(taken, 1, "a", "started", 0.0, {})
+        made = writer.enqueue(records.submission(values(fresh), None, "sha-2"))
+        gate.set()
+        with pytest.raises(StoreError, match="writing the run store failed"):
+            clash.result(10)
+        assert made.result(10).run_id == fresh
+        assert store.get(fresh).status == "queued"
+        assert [e["kind"] for e in store.events(taken)] == ["started"]
+    finally:
+        writer.close()
+
+
 def test_committed_events_wake_listeners_where_the_backend_notifies(store: RunStore) -> None:
     """Postgres notifies a listener of the run whose events were committed; SQLite
     cannot, and says so."""
