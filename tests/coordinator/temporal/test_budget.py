@@ -50,7 +50,7 @@ def budget_runs(
 
 def _without_messages(report: dict[str, Any], ids: set[str]) -> dict[str, Any]:
     """The report with the hand-up messages of subtasks ``ids`` left out."""
-    out = normalized(report)
+    out: dict[str, Any] = normalized(report)
     for key in ("gaps", "escalations"):
         for item in out[key]:
             if item["subtask_id"] in ids:
