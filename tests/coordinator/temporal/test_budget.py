@@ -36,6 +36,26 @@ def _no_reserve(tmp: Path) -> Path:
     return path
 
 
+def _decomposed(tmp: Path) -> Path:
+    """lead_decomposes with usage on every turn, one lane, a budget of 3,000 (share 2,400):
+    the lead's two plans spend 2,200, so market hands up after one call and patents never
+    starts; the synthesis runs in the reserve."""
+    data = yaml.safe_load((LIBRARY / "lead_decomposes.yaml").read_text())
+    data.pop("expect")
+    turns = data["model"]["turns"]
+    for turn in turns["lead"][:2]:
+        turn["usage"] = {"input_tokens": 1000, "output_tokens": 100}
+    turns["lead"][2]["usage"] = {"input_tokens": 300, "output_tokens": 50}
+    for sid in ("market", "patents"):
+        for turn in turns[sid]:
+            turn["usage"] = {"input_tokens": 250, "output_tokens": 50}
+    data["job"]["concurrency"] = 1
+    data["job"]["budget"] = {"total_tokens": 3000, "synthesis_reserve": 0.2}
+    path = tmp / "decomposed.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 @pytest.fixture(scope="module")
 def budget_runs(
     dev_server: DevServer, workers: Workers, tmp_path_factory: pytest.TempPathFactory
@@ -43,7 +63,7 @@ def budget_runs(
     """The budget scenarios through one worker, submitted at once, each to its report."""
     workers.start("budget")
     tmp = tmp_path_factory.mktemp("budget")
-    files = [LIBRARY / "model_budget.yaml", ONE_AT_A_TIME, _no_reserve(tmp)]
+    files = [LIBRARY / "model_budget.yaml", ONE_AT_A_TIME, _no_reserve(tmp), _decomposed(tmp)]
     lines = submit(dev_server.address, "budget", tmp / "runs.sqlite", files, speed=SPEED)
     return {Path(line["file"]).name: line["report"] for line in lines}
 
@@ -58,17 +78,18 @@ def _without_messages(report: dict[str, Any], ids: set[str]) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.parametrize("name", [ONE_AT_A_TIME.name, "no_reserve.yaml"])
+@pytest.mark.parametrize("name", [ONE_AT_A_TIME.name, "no_reserve.yaml", "decomposed.yaml"])
 def test_one_subagent_at_a_time_the_budget_holds_exactly_as_locally(
     name: str, budget_runs: dict[str, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """With one lane nothing runs beside a round, so the workflow's meter is the local
     one: the same budget gaps (0 attempts, the same message), tokens per subtask and in
-    all, and the synthesis within its reserve or refused as locally."""
+    all (the lead's plans included), and the synthesis within its reserve or refused as
+    locally."""
     report = budget_runs[name]
-    path = ONE_AT_A_TIME if name == ONE_AT_A_TIME.name else None
-    if path is None:
-        path = _no_reserve(tmp_path_factory.mktemp("local"))
+    made = {"no_reserve.yaml": _no_reserve, "decomposed.yaml": _decomposed}
+    tmp = tmp_path_factory.mktemp("local")
+    path = ONE_AT_A_TIME if name == ONE_AT_A_TIME.name else made[name](tmp)
     local = replay(load_scenario(path)).report
     assert normalized(report) == normalized(local)
     assert report["tokens"]["input_tokens"] > 0
