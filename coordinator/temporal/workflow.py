@@ -22,6 +22,11 @@ a cancelled activity returns nothing). A round that has not come back ``grace_s`
 after the deadline (its worker lost at the wrong moment) is cancelled and ends with
 the state the workflow last knew.
 
+``job.budget``: the workflow keeps the job's token meter from what each round and lead
+activity brings back, lends each model-planned round a part of what is left of the
+subagents' share, and settles a new subagent as a budget gap when the share is spent
+(:mod:`coordinator.temporal.budget` says how, and where this differs from a local run).
+
 Nothing here reads a clock, draws a random number or does I/O: job time is
 ``workflow.now()``, everything else is a function of the activities' results.
 

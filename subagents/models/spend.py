@@ -9,6 +9,11 @@ way with 0 attempts; a call already under way finishes (the provider bills it an
 The synthesis runs while the budget is not spent in full, its ``max_tokens`` cut to
 what is left of the output budget.
 
+Each model planner keeps what its own calls spent in its checkpoint, and the lead's
+position keeps the lead's: a resumed run's meter starts from them, so it cuts where an
+uninterrupted run would. On Temporal the workflow keeps the job's meter from what each
+activity brings back (``coordinator.temporal.budget``).
+
 Tokens are what the provider reports in ``usage``; a live provider that reports none is
 counted by the same estimate the limiter uses (characters / 4). A scripted turn costs
 its ``usage``, else nothing.
