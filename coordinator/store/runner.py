@@ -145,6 +145,8 @@ def restored_runs(
         client = planning.client
         if isinstance(client, Seekable):
             client.seek(LEAD, int(lead["model_attempts"]))
+        # What the lead's calls spent before the run stopped counts against job.budget.
+        planning.meter.record(LEAD, lead.get("spent", [0, 0, 0]))
     for spec in followups or ():
         runs[spec.id] = planning.fresh_run(spec)
     for spec in [*scenario.job.subtasks, *(followups or ())]:
@@ -217,7 +219,8 @@ async def run_recorded(
         # Where the lead stands once it has planned: a resume that runs this plan gives
         # the synthesis the lead's next model turn and trace id, not its first ones
         # again. Durable before the plan: without the plan a resume plans again anyway.
-        lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD)}
+        lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD),
+                "spent": list(planning.meter.by_subtask.get(LEAD, [0, 0, 0]))}
         lead_state["lead"] = lead
         recorder.checkpoint(LEAD, dict(lead_state), durable=True)
         recorder.event(LEAD, "plan", at, plan_data(subtasks, lead_gap))
@@ -229,7 +232,8 @@ async def run_recorded(
     def followed(specs: list[SubtaskSpec], at: float) -> None:
         # Like the plan: where the lead stands after it (durable first), then the event;
         # a resume then runs these follow-ups and the synthesis takes the lead's next turn.
-        lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD)}
+        lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD),
+                "spent": list(planning.meter.by_subtask.get(LEAD, [0, 0, 0]))}
         lead_state["followups"] = lead
         recorder.checkpoint(LEAD, dict(lead_state), durable=True)
         recorder.event(LEAD, "followups", at, followups_data(specs))

@@ -54,6 +54,8 @@ from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentResult
 from subagents.loop import cut_by_deadline
 from subagents.models.factory import MissingModelKey
+from subagents.models.spend import TokenMeter
+from subagents.planners.model import budget_spent
 
 DECOMPOSE = "fanout.decompose"
 ROUND = "fanout.subagent_round"
@@ -153,6 +155,15 @@ class FanoutActivities:
             if not item.done:
                 if inp.trigger == "deadline":
                     cut_by_deadline(run, inp.at_s)
+                elif inp.trigger == "threshold_breach":
+                    # Not started: the job's token budget is spent. As a local subagent
+                    # that took its lane and found it so at its first model call.
+                    run.rounds += 1
+                    run.started_s = run.ended_s = inp.at_s
+                    run.state = "escalated"
+                    hand_up = budget_spent(inp.message)
+                    run.escalate(hand_up.trigger, hand_up.message, category=hand_up.category,
+                                 alternatives=hand_up.alternatives)
                 else:
                     run.ended_s = inp.at_s
                     run.state = "escalated"
@@ -191,15 +202,20 @@ class FanoutActivities:
         After a decomposition the lead continues at ``inp.lead``: its next model turn.
         """
         from coordinator.lead import synthesize
+        from coordinator.report_edits import with_tokens
 
         clock = job_clock(inp.speed, inp.started_at)
+
+        # The job's meter as the workflow holds it once every round is in: the synthesis
+        # runs within the budget's reserve, and the report gets the tokens, as locally.
+        meter = TokenMeter.of(inp.budget, inp.spent)
 
         async def body() -> CoverageReport:
             # Made inside: a worker without the model's key is not retried (_for_temporal).
             lead = Lead(self.resources, inp.model, run_id=inp.run_id, seed=inp.seed,
                         store=inp.store, clock=clock, session=activity.info().attempt,
-                        position=inp.lead)
-            return await synthesize(inp.report, lead.context)
+                        position=inp.lead, meter=meter)
+            return with_tokens(await synthesize(inp.report, lead.context), meter)
 
         # The synthesis keeps no state worth resuming from: its keep-alive beats nothing.
         report = await _alive(body, [{}])

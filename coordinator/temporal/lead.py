@@ -46,6 +46,7 @@ from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentResult, SubagentRun
 from subagents.executor import ExecEvent
 from subagents.models.spec import ModelSpec
+from subagents.models.spend import TokenMeter
 from subagents.planners.model import Seekable
 from subagents.telemetry.run import activity_tracer
 
@@ -67,6 +68,7 @@ class Lead:
         clock: JobClock,
         session: int,
         position: LeadPosition | None = None,
+        meter: TokenMeter | None = None,
     ) -> None:
         writer = resources.writer(store) if store else None
         spec = ModelSpec.model_validate(dict(model))
@@ -87,8 +89,11 @@ class Lead:
 
         client = resources.models.client(model, clock)
         self.trace_ids = SeededTraceIds(f"{seed}/{run_id}")
-        self.context = LeadContext(client, spec, clock,
-                                   self.trace_ids, observer=observe, seed=seed)
+        # What the lead spends (and, for the synthesis, the job's meter as the workflow
+        # knows it): its position carries the lead's spend to its next activity.
+        self.meter = meter if meter is not None else TokenMeter()
+        self.context = LeadContext(client, spec, clock, self.trace_ids, observer=observe,
+                                   seed=seed, meter=self.meter)
         if position is not None:
             # The lead continues where its last activity left it, as a local run's one
             # LeadContext would: the next scripted turn, trace id and jitter draw.
@@ -97,6 +102,7 @@ class Lead:
             self.context.attempts = position.model_attempts
             self.trace_ids.set_position(LEAD, position.trace)
             self.context.rng.setstate(_rng_state(position.rng))
+            self.meter.record(LEAD, position.spent)
 
     def position(self) -> LeadPosition:
         """Where the lead stands now."""
@@ -105,6 +111,7 @@ class Lead:
             model_attempts=self.context.attempts,
             trace=self.trace_ids.position(LEAD),
             rng=[version, list(internal), gauss],
+            spent=list(self.meter.by_subtask.get(LEAD, [0, 0, 0])),
         )
 
 

@@ -7,16 +7,20 @@ a response model dumped with every field would no longer say which kind it is.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from temporalio.common import RetryPolicy
 
 from coordinator.job import JobSpec, Route
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import JobPlanning
 from coordinator.report import CoverageReport
+from coordinator.temporal.budget import Allowance
 from shared.categories import ErrorCategory
 from subagents.loop import SubagentResult
+from subagents.models.spend import Spent, TokenBudget
 from subagents.spec import SubtaskSpec
 
 DEFAULT_ADDRESS: Final = "127.0.0.1:7233"
@@ -48,6 +52,15 @@ class TemporalSettings(BaseModel):
     retry_max_s: float = Field(default=30.0, gt=0)
     deadline_grace_s: float | None = Field(default=None, ge=0)
     """How long after the deadline a round may take to hand up; None: 2 heartbeat timeouts."""
+
+    def retry_policy(self) -> RetryPolicy:
+        """Temporal's retry of an activity: infrastructure only, bounded."""
+        return RetryPolicy(
+            initial_interval=timedelta(seconds=self.retry_initial_s),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=self.retry_max_s),
+            maximum_attempts=self.max_activity_attempts,
+        )
 
     @property
     def grace_s(self) -> float:
@@ -141,6 +154,12 @@ class RoundInput(BaseModel):
     routing: dict[ErrorCategory, Route | None] = Field(default_factory=dict)
     state: State | None = None
     """Where the round starts from: the first round's final state in the retry round."""
+    budget: TokenBudget | None = None
+    """``job.budget`` (None: the job has none, or the subtask is not planned by the model)."""
+    spent_before: Spent = Field(default_factory=lambda: [0, 0, 0])
+    """What the job's other model calls had spent, as the workflow knew when it started."""
+    allowance: Allowance | None = None
+    """What the workflow lent this round of the subagents' share (coordinator.temporal.budget)."""
 
 
 class RoundOutput(BaseModel):
@@ -150,6 +169,8 @@ class RoundOutput(BaseModel):
 
     result: SubagentResult
     state: State | None = None
+    spent: Spent | None = None
+    """What the subagent's model calls spent in all, this round's included (None: none)."""
 
 
 class SettleItem(BaseModel):
@@ -174,9 +195,10 @@ class SettleInput(BaseModel):
     store: str | None = None
     at_s: float
     """The job time they end at."""
-    trigger: Literal["deadline", "internal_error"]
+    trigger: Literal["deadline", "internal_error", "threshold_breach"]
     message: str = ""
-    """For ``internal_error``: what Temporal reported."""
+    """For ``internal_error``: what Temporal reported; for ``threshold_breach`` (a new
+    subagent not started, the job's token budget spent): why."""
     items: list[SettleItem]
 
 
@@ -195,6 +217,8 @@ class LeadPosition(BaseModel):
     """The lead's trace-id position."""
     rng: list[Any]
     """The state of the lead's jitter stream (``random.Random.getstate()`` as JSON)."""
+    spent: Spent = Field(default_factory=lambda: [0, 0, 0])
+    """What the lead's model calls spent so far (job.budget)."""
 
 
 class DecompositionInput(BaseModel):
@@ -272,6 +296,9 @@ class SynthesisInput(BaseModel):
     report: CoverageReport
     lead: LeadPosition | None = None
     """Where the lead stands after its decomposition (None: it did not decompose)."""
+    budget: TokenBudget | None = None
+    spent: dict[str, Spent] = Field(default_factory=dict)
+    """What each subtask (and the lead) spent, as the workflow's meter holds it."""
 
 
 class FinishInput(BaseModel):

@@ -19,8 +19,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from temporalio.exceptions import ActivityError, TimeoutError
+
 from coordinator.routing import RoutingTable
 from coordinator.store.runner import event_data
+from coordinator.temporal.budget import AllowanceMeter, spent_in
 from coordinator.temporal.payloads import RoundInput, RoundOutput, State
 from coordinator.temporal.resources import WorkerResources
 from shared.clock import AnyioClock, JobClock
@@ -30,6 +33,7 @@ from subagents.checkpoint import restore_run, snapshot_run
 from subagents.loop import crashed, cut_by_deadline
 from subagents.models.spec import ModelSpec
 from subagents.planners import Planner
+from subagents.planners.model import ModelPlanner
 from subagents.simulated.spec import SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
@@ -145,6 +149,9 @@ async def run_round(
     writer = resources.writer(inp.store) if inp.store else None
     client = resources.model_client(spec, inp.model, clock)
     planner = resources.planner(spec, inp.model, client, seed=inp.seed)
+    if inp.budget is not None and isinstance(planner, ModelPlanner):
+        # Set before the restore: the subagent's earlier spend is counted on it.
+        planner.meter = round_meter(inp)
     beaten, done_before = _beaten(resumed, inp.round)
     state = beaten if beaten is not None else inp.state
     run = restored(
@@ -216,7 +223,22 @@ async def run_round(
     if writer is not None:
         await writer.commit_result(run_id, sid, session, result.model_dump(mode="json"), final)
     keep = _retried_later(run, routing)
-    return RoundOutput(result=result, state=final if keep else None)
+    spent = list(run.planner.spent) if isinstance(run.planner, ModelPlanner) else None
+    return RoundOutput(result=result, state=final if keep else None, spent=spent)
+
+
+def round_meter(inp: RoundInput) -> AllowanceMeter:
+    """The round's meter: the job's spend as the workflow knew it, the allowance it lent."""
+    before = inp.spent_before
+    return AllowanceMeter(
+        inp.budget,
+        input_tokens=before[0],
+        output_tokens=before[1],
+        calls=before[2],
+        subtask_id=inp.subtask.id,
+        allowance=inp.allowance,
+        base=spent_in(inp.state) or [0, 0, 0],
+    )
 
 
 async def _tools_of(
@@ -243,3 +265,18 @@ async def job_tools(
 
 def _base_dir(source: str) -> str | None:
     return str(Path(source).resolve().parent) if source else None
+
+
+def last_beat(err: ActivityError) -> dict[str, Any] | None:
+    """The last heartbeat of a round that timed out, if it sent one."""
+    cause = err.cause
+    if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
+        beat = cause.last_heartbeat_details[-1]
+        return beat if isinstance(beat, dict) else None
+    return None
+
+
+def failure(err: ActivityError) -> str:
+    """What made an activity fail for good, said for a person."""
+    cause = err.cause
+    return f"{type(cause).__name__}: {cause}" if cause is not None else str(err)

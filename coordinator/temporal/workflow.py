@@ -22,6 +22,11 @@ a cancelled activity returns nothing). A round that has not come back ``grace_s`
 after the deadline (its worker lost at the wrong moment) is cancelled and ends with
 the state the workflow last knew.
 
+``job.budget``: the workflow keeps the job's token meter from what each round and lead
+activity brings back, lends each model-planned round a part of what is left of the
+subagents' share, and settles a new subagent as a budget gap when the share is spent
+(:mod:`coordinator.temporal.budget` says how, and where this differs from a local run).
+
 Nothing here reads a clock, draws a random number or does I/O: job time is
 ``workflow.now()``, everything else is a function of the activities' results.
 
@@ -39,15 +44,22 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, TimeoutError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from coordinator.lead import failed_decomposition, planned_job, with_followups, with_lead_gap
+    from coordinator.lead import (
+        LEAD,
+        failed_decomposition,
+        planned_job,
+        with_followups,
+        with_lead_gap,
+    )
     from coordinator.lead.followups import open_gaps
     from coordinator.report import CoverageReport, assemble_report
+    from coordinator.report_edits import with_tokens
     from coordinator.routing import RoutingTable
     from coordinator.temporal.activities import FanoutActivities
+    from coordinator.temporal.budget import Allowance, WorkflowBudget, spent_in
     from coordinator.temporal.lead import lost_decomposition
     from coordinator.temporal.payloads import (
         WORKFLOW_NAME,
@@ -64,20 +76,10 @@ with workflow.unsafe.imports_passed_through():
         SettleItem,
         State,
         SynthesisInput,
-        TemporalSettings,
     )
+    from coordinator.temporal.rounds import failure, last_beat
     from subagents import SubagentResult
     from subagents.spec import SubtaskSpec
-
-
-def _retry(settings: TemporalSettings) -> RetryPolicy:
-    """Temporal's retry of an activity: infrastructure only, bounded."""
-    return RetryPolicy(
-        initial_interval=timedelta(seconds=settings.retry_initial_s),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=settings.retry_max_s),
-        maximum_attempts=settings.max_activity_attempts,
-    )
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -109,6 +111,8 @@ class FanoutWorkflow:
         self._started = workflow.now().timestamp()
         self._table = RoutingTable(inp.job.routing)
         self._job = job = inp.job
+        # The job's token meter: every round and lead activity brings back its spend.
+        self._budget = WorkflowBudget(job.budget)
         lead: LeadPosition | None = None
         lead_gap: SubagentResult | None = None
         if not job.subtasks:
@@ -118,6 +122,8 @@ class FanoutWorkflow:
                 return await self._record(failed_decomposition(job, plan.gap, self._job_now()))
             self._job = job = planned_job(job, plan.subtasks)
             lead = plan.lead
+            if lead is not None:
+                self._budget.record(LEAD, lead.spent)
             lead_gap = plan.gap
         self._queued = {s.id for s in job.subtasks}
         await self._round(list(job.subtasks), 1)
@@ -146,6 +152,8 @@ class FanoutWorkflow:
             report = with_lead_gap(report, job, lead_gap)
         if inp.synthesize and inp.model is not None:
             report = await self._synthesize(report, lead)
+        else:
+            report = with_tokens(report, self._budget.meter)
         return await self._record(report)
 
     # -- the lead agent -----------------------------------------------------------------
@@ -165,10 +173,10 @@ class FanoutWorkflow:
                 activity_id="lead/decompose",
                 start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
                 heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
-                retry_policy=_retry(settings),
+                retry_policy=settings.retry_policy(),
             )
         except ActivityError as err:
-            message = f"the lead's decomposition failed on Temporal: {_cause(err)}"
+            message = f"the lead's decomposition failed on Temporal: {failure(err)}"
             gap = lost_decomposition(inp.job, message, self._job_now())
             return Decomposition(gap=gap)
         return plan
@@ -191,12 +199,14 @@ class FanoutWorkflow:
                 activity_id="lead/followups",
                 start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
                 heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
-                retry_policy=_retry(settings),
+                retry_policy=settings.retry_policy(),
             )
         except ActivityError:
             # A follow-up plan lost on Temporal plans none: the report stays the fan-out's.
             return report, lead
         specs = plan.followups
+        if plan.lead is not None:
+            self._budget.record(LEAD, plan.lead.spent)
         if not specs:
             return report, plan.lead
         await self._round(list(specs), 1)
@@ -227,16 +237,18 @@ class FanoutWorkflow:
                 FanoutActivities.synthesize,
                 SynthesisInput(run_id=inp.run_id, seed=inp.seed, model=inp.model,
                                store=inp.store, speed=inp.speed, started_at=self._started,
-                               report=report, lead=lead),
+                               report=report, lead=lead, budget=self._budget.budget,
+                               spent=self._budget.meter.snapshot()),
                 start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
                 heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
-                retry_policy=_retry(settings),
+                retry_policy=settings.retry_policy(),
             )
         except ActivityError as err:
-            error = {"message": f"the lead's synthesis failed on Temporal: {_cause(err)}"}
+            error = {"message": f"the lead's synthesis failed on Temporal: {failure(err)}"}
             answer = report.answer.model_copy(update={"text": None, "synthesis_error": error})
-            return report.model_copy(update={"answer": answer, "elapsed_s": self._job_now()})
-        return out
+            report = report.model_copy(update={"answer": answer, "elapsed_s": self._job_now()})
+            return with_tokens(report, self._budget.meter)
+        return out  # with the tokens: the activity's meter counted the synthesis too
 
     async def _record(self, report: CoverageReport) -> CoverageReport:
         """Close the run in the store with ``report`` (when it is recorded); return it."""
@@ -247,7 +259,7 @@ class FanoutWorkflow:
                 FinishInput(run_id=inp.run_id, store=inp.store, report=report,
                             routing=dict(self._job.routing)),
                 start_to_close_timeout=timedelta(minutes=5),
-                retry_policy=_retry(inp.settings),
+                retry_policy=inp.settings.retry_policy(),
             )
         return report
 
@@ -285,16 +297,33 @@ class FanoutWorkflow:
         in_flight: dict[str, State | None] = {}
         cut = asyncio.Event()
 
+        n_lanes = min(self._job.concurrency, len(queue))
+
         async def lane() -> None:
             while queue and not cut.is_set():
                 spec = queue.popleft()
                 self._queued.discard(spec.id)
+                allowance: Allowance | None = None
+                if self._metered(spec):
+                    got = await self._budget.gate(
+                        spec.id,
+                        fresh=round_no == 1 and spec.id not in self._states,
+                        # The lanes free to take a subtask now share what is left.
+                        sharers=lambda: min(n_lanes - len(in_flight), 1 + len(queue)),
+                        cut=cut,
+                    )
+                    if got is None:  # the deadline fell while it waited: still queued
+                        queue.appendleft(spec)
+                        return
+                    if isinstance(got, str):  # the subagents' share is spent (job.budget)
+                        await self._settle([SettleItem(subtask=spec)], "threshold_breach", got)
+                        continue
+                    allowance = got
                 in_flight[spec.id] = self._states.get(spec.id)
-                await self._one(spec, round_no)
+                await self._one(spec, round_no, allowance)
                 del in_flight[spec.id]
 
-        lanes = [asyncio.create_task(lane()) for _ in range(min(self._job.concurrency,
-                                                                  len(queue)))]
+        lanes = [asyncio.create_task(lane()) for _ in range(n_lanes)]
 
         def all_in() -> bool:
             return all(t.done() for t in lanes)
@@ -323,7 +352,14 @@ class FanoutWorkflow:
         if items:
             await self._settle(items, "deadline")
 
-    async def _one(self, spec: SubtaskSpec, round_no: int) -> None:
+    def _metered(self, spec: SubtaskSpec) -> bool:
+        """Whether ``spec``'s round spends the job's budget (a model plans it)."""
+        return (self._budget.budget is not None and spec.planner == "model"
+                and self._inp.model is not None)
+
+    async def _one(
+        self, spec: SubtaskSpec, round_no: int, allowance: Allowance | None = None
+    ) -> None:
         """One subtask's round as an activity; a round lost for good is settled."""
         inp = self._inp
         job = self._job
@@ -343,6 +379,9 @@ class FanoutWorkflow:
             deadline_s=job.deadline_s,
             routing=dict(job.routing),
             state=state,
+            budget=job.budget if allowance is not None else None,
+            spent_before=self._budget.others(spec.id),
+            allowance=allowance,
         )
         settings = inp.settings
         self._running.add(spec.id)
@@ -353,21 +392,22 @@ class FanoutWorkflow:
                 activity_id=f"{spec.id}/round-{round_no}",
                 start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
                 heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
-                retry_policy=_retry(settings),
+                retry_policy=settings.retry_policy(),
             )
         except ActivityError as err:
-            beat = _last_beat(err)
+            beat = last_beat(err)
             known = beat.get("state") if beat and beat.get("round") == round_no else None
             item = SettleItem(
                 subtask=spec,
                 state=known or state,
                 done=bool(known and beat and beat.get("done")),
             )
-            message = f"the subagent's round failed on Temporal: {_cause(err)}"
+            message = f"the subagent's round failed on Temporal: {failure(err)}"
             await self._settle([item], "internal_error", message)
             return
         finally:
             self._running.discard(spec.id)
+        self._budget.record(spec.id, out.spent)
         self._results[spec.id] = out.result
         if out.state is not None:
             self._states[spec.id] = out.state
@@ -381,22 +421,11 @@ class FanoutWorkflow:
             SettleInput(run_id=inp.run_id, seed=inp.seed, store=inp.store,
                         at_s=self._job_now(), trigger=trigger, message=message, items=items),
             start_to_close_timeout=timedelta(minutes=5),
-            retry_policy=_retry(inp.settings),
+            retry_policy=inp.settings.retry_policy(),
         )
+        states = {item.subtask.id: item.state for item in items}
         for result in results:
+            # A round cut or lost spent what its last known state says it had.
+            self._budget.record(result.subtask_id, spent_in(states.get(result.subtask_id)))
             self._results[result.subtask_id] = result
             self._states.pop(result.subtask_id, None)
-
-
-def _last_beat(err: ActivityError) -> dict[str, Any] | None:
-    """The last heartbeat of a round that timed out, if it sent one."""
-    cause = err.cause
-    if isinstance(cause, TimeoutError) and cause.last_heartbeat_details:
-        beat = cause.last_heartbeat_details[-1]
-        return beat if isinstance(beat, dict) else None
-    return None
-
-
-def _cause(err: ActivityError) -> str:
-    cause = err.cause
-    return f"{type(cause).__name__}: {cause}" if cause is not None else str(err)

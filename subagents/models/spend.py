@@ -9,6 +9,11 @@ way with 0 attempts; a call already under way finishes (the provider bills it an
 The synthesis runs while the budget is not spent in full, its ``max_tokens`` cut to
 what is left of the output budget.
 
+Each model planner keeps what its own calls spent in its checkpoint, and the lead's
+position keeps the lead's: a resumed run's meter starts from them, so it cuts where an
+uninterrupted run would. On Temporal the workflow keeps the job's meter from what each
+activity brings back (``coordinator.temporal.budget``).
+
 Tokens are what the provider reports in ``usage``; a live provider that reports none is
 counted by the same estimate the limiter uses (characters / 4). A scripted turn costs
 its ``usage``, else nothing.
@@ -86,33 +91,79 @@ def _count(text: str, what: str) -> int:
     return value
 
 
+Spent = list[int]
+"""What one subtask's model calls spent: ``[input_tokens, output_tokens, calls]`` (JSON-ready:
+it travels in checkpoints and Temporal payloads)."""
+
+
+def counted(turn: ModelTurn, request: ModelRequest, provider: str) -> Usage | None:
+    """What ``turn`` costs: its usage, or (a live provider that sends none) the estimate;
+    None for a scripted turn without usage (it costs nothing)."""
+    usage = turn.usage
+    if usage is None:
+        if provider == "scripted":
+            return None
+        usage = Usage(estimate_tokens(request), max(1, math.ceil(len(turn.text) / 4)))
+    return usage
+
+
+def add_spent(spent: Spent, usage: Usage) -> None:
+    """Add one answered model call to ``spent`` (in place)."""
+    spent[0] += usage.input_tokens
+    spent[1] += usage.output_tokens
+    spent[2] += 1
+
+
 @dataclass
 class TokenMeter:
     """What the job's model calls spent, per subtask (``lead`` for the lead), against the budget."""
 
     budget: TokenBudget | None = None
-    by_subtask: dict[str, list[int]] = field(default_factory=dict)
+    by_subtask: dict[str, Spent] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
 
+    @classmethod
+    def of(cls, budget: TokenBudget | None, spent: dict[str, Spent]) -> TokenMeter:
+        """A meter that has counted ``spent`` (a :meth:`snapshot`) already."""
+        meter = cls(budget)
+        for subtask_id, counts in spent.items():
+            meter.record(subtask_id, counts)
+        return meter
+
+    def snapshot(self) -> dict[str, Spent]:
+        """What each subtask spent, JSON-ready (:meth:`of` makes the meter again)."""
+        return {sid: list(counts) for sid, counts in self.by_subtask.items()}
+
     def spend(self, subtask_id: str, usage: Usage) -> None:
         """Count one answered model call."""
-        counts = self.by_subtask.setdefault(subtask_id, [0, 0])
-        counts[0] += usage.input_tokens
-        counts[1] += usage.output_tokens
+        add_spent(self.by_subtask.setdefault(subtask_id, [0, 0, 0]), usage)
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         self.calls += 1
 
-    def count(self, subtask_id: str, turn: ModelTurn, request: ModelRequest, provider: str) -> None:
-        """Count ``turn``: its usage, or (a live provider that sends none) the estimate."""
-        usage = turn.usage
-        if usage is None:
-            if provider == "scripted":
-                return
-            usage = Usage(estimate_tokens(request), max(1, math.ceil(len(turn.text) / 4)))
-        self.spend(subtask_id, usage)
+    def record(self, subtask_id: str, spent: Spent) -> None:
+        """Set what ``subtask_id`` has spent in all so far (``[in, out, calls]``): what a
+        resumed run's checkpoint says, or what a Temporal round came back with. It
+        replaces what the meter held for that subtask; the totals follow."""
+        old = self.by_subtask.get(subtask_id, [0, 0, 0])
+        self.input_tokens += spent[0] - old[0]
+        self.output_tokens += spent[1] - old[1]
+        self.calls += spent[2] - old[2]
+        self.by_subtask[subtask_id] = [int(spent[0]), int(spent[1]), int(spent[2])]
+
+    def count(
+        self, subtask_id: str, turn: ModelTurn, request: ModelRequest, provider: str
+    ) -> Usage | None:
+        """Count ``turn``: its usage, or (a live provider that sends none) the estimate.
+
+        Returns what was counted (None: a scripted turn without usage, which is free).
+        """
+        usage = counted(turn, request, provider)
+        if usage is not None:
+            self.spend(subtask_id, usage)
+        return usage
 
     def _over(self, share: float) -> str | None:
         """What is spent past ``share`` of its limit, said for a person; None if nothing."""

@@ -36,7 +36,7 @@ from subagents.models.base import (
 )
 from subagents.models.call import MODEL_TOOL, call_model
 from subagents.models.spec import ModelSpec
-from subagents.models.spend import TokenMeter
+from subagents.models.spend import Spent, TokenMeter, add_spent, counted
 from subagents.planners.base import (
     Action,
     CallAction,
@@ -111,6 +111,9 @@ class ModelPlanner:
     said: str = ""  # what the model wrote before its reminder
     # The job's token meter (and budget), shared with every subagent and the lead.
     meter: TokenMeter | None = field(default=None, compare=False)
+    # What this subtask's model calls spent ([in, out, calls]): checkpointed with the
+    # transcript, so a resumed run's meter starts from it (job.budget).
+    spent: Spent = field(default_factory=lambda: [0, 0, 0])
     rng: DeferredRandom = field(init=False)
 
     def __post_init__(self) -> None:
@@ -197,8 +200,11 @@ class ModelPlanner:
         env.set_state("running")
         if turn is None:
             return model_failure(result, self.model)
-        if self.meter is not None:
-            self.meter.count(self.subtask_id, turn, request, self.client.provider)
+        usage = counted(turn, request, self.client.provider)
+        if usage is not None:
+            add_spent(self.spent, usage)
+            if self.meter is not None:
+                self.meter.spend(self.subtask_id, usage)
         if turn.usage is not None:
             # The provider's own tokenizer counted what was sent (DESIGN §7).
             env.context.calibrate(turn.usage.input_tokens)
@@ -318,6 +324,7 @@ class ModelPlanner:
             "ok_calls": dict(self.ok_calls),
             "refused_last": self.refused_last,
             "said": self.said,
+            "spent": list(self.spent),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -332,6 +339,11 @@ class ModelPlanner:
         self.ok_calls = {str(k): int(v) for k, v in (state.get("ok_calls") or {}).items()}
         self.refused_last = bool(state.get("refused_last", False))
         self.said = str(state.get("said", ""))
+        # A checkpoint written before tokens were counted spent nothing we know of.
+        self.spent = [int(n) for n in state.get("spent", [0, 0, 0])]
+        if self.meter is not None:
+            # The job's meter starts from what this subtask spent before it stopped.
+            self.meter.record(self.subtask_id, self.spent)
         version, internal, gauss = state["rng"]
         self.rng.setstate((version, tuple(internal), gauss))
         if isinstance(self.client, Seekable):

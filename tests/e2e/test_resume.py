@@ -132,3 +132,32 @@ def test_a_run_killed_inside_the_follow_up_round_resumes_it(tmp_path: Path) -> N
     assert not [e for e in second if e["subtask_id"] == "patents_web"]
     lead = lead_trace_ids(events)
     assert len(lead) == len(set(lead)) == 3
+
+
+def test_a_killed_run_resumes_with_the_tokens_it_had_spent(tmp_path: Path) -> None:
+    """SIGKILL after two subtasks, then resume: the meter starts from what the store
+    recorded, so d and e are budget gaps as in the clean run (a meter restarted at zero
+    would let them run) and the per-subtask and total tokens equal the clean run's."""
+    job = DATA / "model_budget_resumable.yaml"
+    store = tmp_path / "runs.sqlite"
+    env = {**os.environ, "FANOUT_STORE": str(store)}
+    killed_run(job, store, env)
+    runs = RunStore(store)
+    run = runs.get("latest")
+    assert run.status == "interrupted"
+    assert {"a", "b"} <= set(runs.results(run.id)) < set("abcde")
+
+    resumed = fanout("resume", run.id, "--json", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    clean = replay(load_scenario(job)).report
+    report = json.loads(resumed.stdout)
+    assert normalized(report) == normalized(clean)
+    rows = {s["id"]: s for s in report["subtasks"]}
+    assert [rows[s]["status"] for s in "abcde"] == ["complete"] * 3 + ["gap"] * 2
+    assert [rows[s]["attempts"] for s in "de"] == [0, 0]
+    assert {g["trigger"] for g in report["gaps"]} == {"threshold_breach"}
+    assert {s: rows[s]["tokens"]["input_tokens"] for s in "abcde"} == {
+        "a": 900, "b": 900, "c": 900, "d": 0, "e": 0
+    }
+    assert (report["tokens"]["input_tokens"], report["tokens"]["output_tokens"]) == (3200, 700)
+    assert report["answer"]["text"] == clean["answer"]["text"] != ""

@@ -40,8 +40,9 @@ def _library(*, deadline: bool) -> list[Path]:
         if scenario.mcp_servers:
             continue
         if scenario.job.budget is not None:
-            # job.budget is metered by the local executor only (issue 22): the Temporal
-            # workflow does not count tokens across its activities yet.
+            # job.budget through Temporal has its own test (test_budget.py): rounds
+            # running at once cannot see each other's spend, so the hand-up message of
+            # a subagent stopped while running differs; everything else is pinned equal.
             continue
         if (scenario.job.deadline_s is not None) == deadline:
             files.append(path)
