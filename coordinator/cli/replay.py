@@ -40,6 +40,25 @@ def _settled_heap(whole_process: bool) -> Iterator[None]:
             gc.unfreeze()
 
 
+@contextmanager
+def _young_passes_for(concurrency: int) -> Iterator[None]:
+    """Collect the youngest generation less often when many subagents live at once.
+
+    Each young pass walks every object allocated since the last one; with thousands of
+    subagents alive together nearly all of them survive, so the passes are pure cost: a
+    quarter of the CPU of 5,000 subagents at once (2.9 s → 2.0 s with passes every
+    10,000 allocations instead of 700). At the usual concurrency the default stays: there
+    the later passes cost memory (20,000 subtasks at 8: 187 → 201 MiB) and save little.
+    """
+    threshold = gc.get_threshold()
+    young = min(10_000, max(threshold[0], 2 * concurrency))
+    gc.set_threshold(young, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+
+
 def cmd_replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Replay scenario files in virtual time and check their ``expect`` blocks."""
     with _settled_heap(getattr(args, "whole_process", False)):
@@ -70,7 +89,8 @@ def _replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     if live_jobs or live_models:
         return EXIT_BAD_INPUT
     gc.freeze()  # the scenarios too, now loaded
-    summary = replay_all(scenarios)
+    with _young_passes_for(max((s.job.concurrency for s in scenarios), default=1)):
+        summary = replay_all(scenarios)
     if args.json:
         write_json(_summary_json(summary), sys.stdout)
     else:
