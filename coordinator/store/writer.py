@@ -77,10 +77,37 @@ class Tx:
         self.conn = conn
         self.events_of: set[str] = set()  # runs whose events this transaction wrote
         self.cancels_of: set[str] = set()
+        # The last event number this transaction gave each run it locked: the run's lock
+        # is held to the commit, so the next one is this plus one, without asking again
+        # (on Postgres two round trips fewer per event of a batch).
+        self._last_seq: dict[str, int] = {}
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """Run one statement of the transaction."""
         return self.conn.execute(sql, params)
+
+    def next_seq(self, run_id: str) -> int:
+        """The run's next event number, under the run's lock (taken on first use)."""
+        last = self._last_seq.get(run_id)
+        if last is None:
+            self.backend.lock_run(self.conn, run_id)
+            last = int(self.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,)
+            ).fetchone()[0])
+        self._last_seq[run_id] = last + 1
+        return last + 1
+
+    def took_seq(self, run_id: str, seq: int) -> int:
+        """``seq``, given by the caller: a number :meth:`next_seq` must not give again."""
+        last = self._last_seq.get(run_id)
+        if last is not None and seq > last:
+            self._last_seq[run_id] = seq
+        return seq
+
+    def forget_seqs(self) -> None:
+        """Ask the database again (after a savepoint undid events this transaction
+        numbered)."""
+        self._last_seq.clear()
 
 
 Op = Callable[[Tx], Any]
@@ -181,6 +208,7 @@ class StoreWriter:
             result = op(tx)
         except Exception as exc:
             tx.execute("ROLLBACK TO SAVEPOINT fanout_op")
+            tx.forget_seqs()
             result = _Failed(exc)
         tx.execute("RELEASE SAVEPOINT fanout_op")
         return result
@@ -258,12 +286,7 @@ class StoreWriter:
         payload = json.dumps(data)
 
         def op(tx: Tx) -> None:
-            number = seq
-            if number is None:
-                tx.backend.lock_run(tx.conn, run_id)
-                number = int(tx.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?", (run_id,)
-                ).fetchone()[0])
+            number = tx.next_seq(run_id) if seq is None else tx.took_seq(run_id, seq)
             tx.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?)",
                        (run_id, number, session, subtask_id, kind, at, payload))
             tx.events_of.add(run_id)

@@ -214,6 +214,30 @@ def test_concurrent_writers_number_one_runs_events_without_collisions(target: st
     store.close()
 
 
+def test_events_numbered_in_one_transaction_follow_each_other_and_given_numbers(
+    store: RunStore,
+) -> None:
+    """Events queued together are numbered in one transaction (the run's number read
+    once), after any number a caller gave, and a later transaction goes on from there."""
+    run_id = new_run(store)
+    writer = StoreWriter(store.backend)
+    try:
+        gate = threading.Event()
+        writer.submit(lambda tx: gate.wait(10))  # what follows queues into one batch
+        for kind in ("a", "b"):
+            writer.event(run_id, 1, "s", kind, 0.0, {})
+        writer.event(run_id, 1, "s", "given", 0.0, {}, seq=10)
+        writer.event(run_id, 1, "s", "c", 0.0, {})
+        gate.set()
+        writer.call(lambda tx: None)
+        writer.event(run_id, 1, "s", "d", 0.0, {})
+        writer.call(lambda tx: None)
+    finally:
+        writer.close()
+    assert [(e["seq"], e["kind"]) for e in store.events(run_id)] == [
+        (1, "a"), (2, "b"), (10, "given"), (11, "c"), (12, "d")]
+
+
 def test_concurrent_first_openings_migrate_once(target: str) -> None:
     """Six processes' worth of stores opening an empty store at once all succeed."""
     errors: list[BaseException] = []
