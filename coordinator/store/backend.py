@@ -101,6 +101,11 @@ class Backend:
         raise NotImplementedError
         yield  # pragma: no cover
 
+    def sync(self, conn: Conn) -> None:
+        """Inside a transaction: return once every statement sent so far has been
+        answered, raising what failed (a backend that pipelines its statements; others
+        answer each one as it is sent)."""
+
     def lock_run(self, conn: Conn, run_id: str) -> None:
         """Inside a transaction: serialise with every other writer numbering this run's
         events (SQLite's write lock already does)."""

@@ -70,6 +70,7 @@ class _PgConn:
 
     def __init__(self, conn: Any) -> None:
         self.raw = conn
+        self.pipeline: Any = None  # inside the writer's transaction: its pipeline
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self.raw.execute(_pg_sql(sql), tuple(params), prepare=False)
@@ -147,8 +148,20 @@ class PostgresBackend(Backend):
     @contextmanager
     def transaction(self, conn: Conn) -> Iterator[None]:
         assert isinstance(conn, _PgConn)
-        with conn.raw.transaction():
-            yield
+        # Pipeline mode: the writer's statements go out without waiting for each answer
+        # (a batch of inserts is a few round trips, not one per statement); a read, or
+        # the end of a savepoint (Backend.sync), waits for what was sent before it.
+        with conn.raw.pipeline() as pipeline, conn.raw.transaction():
+            conn.pipeline = pipeline
+            try:
+                yield
+            finally:
+                conn.pipeline = None
+
+    def sync(self, conn: Conn) -> None:
+        assert isinstance(conn, _PgConn)
+        if conn.pipeline is not None:
+            conn.pipeline.sync()
 
     def lock_run(self, conn: Conn, run_id: str) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 7))", (run_id,))

@@ -206,6 +206,7 @@ class StoreWriter:
         tx.execute("SAVEPOINT fanout_op")
         try:
             result = op(tx)
+            tx.backend.sync(tx.conn)  # its statements' errors surface here, as its own
         except Exception as exc:
             tx.execute("ROLLBACK TO SAVEPOINT fanout_op")
             tx.forget_seqs()
