@@ -210,7 +210,7 @@ class RunManager:
                             file=SUBMITTED, spec_text=body.decode("utf-8"),
                             seed=str(scenario.seed), speed=speed, status=status)
         try:
-            made = await self.writer.acall(self.records.submission(values, key, digest))
+            made = await self.writer.acall(self.records.submission(values, key, digest), first=True)
         finally:
             self._unreserve(slot)
         if made.run_id != run_id:  # the key was taken meanwhile (here or elsewhere)
