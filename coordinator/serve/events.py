@@ -115,6 +115,11 @@ class Bells:
         if event is not None:
             event.set()
 
+    def armed(self, run_id: str) -> bool:
+        """Whether a stream waits for ``run_id`` (safe to ask from the listener's thread:
+        a stale answer only costs, or saves, one hop into the event loop)."""
+        return run_id in self._events
+
     def ring_all(self) -> None:
         """Wake every waiting stream (the server stops, or notifications were lost)."""
         events, self._events = self._events, {}

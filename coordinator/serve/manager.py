@@ -302,6 +302,13 @@ class RunManager:
 
     async def _listen(self, stop: threading.Event) -> None:
         def heard(channel: str, run_id: str) -> None:
+            # Every commit of a run's events notifies, this server's own runs' included
+            # (four runs: a few hundred a second). Only a stream waiting on the store
+            # needs them; the hop into the event loop is skipped for the others.
+            # (A bell armed just after this check is not missed: a stream arms before it
+            # reads the store, so it reads these events itself.)
+            if channel == EVENTS_CHANNEL and not self.bells.armed(run_id):
+                return
             anyio.from_thread.run_sync(self._heard, channel, run_id)
 
         while not stop.is_set():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import ipaddress
 import logging
 import os
@@ -279,6 +280,11 @@ def run_server(
     # up to the default 5 ms switch interval. At 1 ms, 50 submissions at once on
     # Postgres: p50 89 → 70 ms (benchmarks.store_scale, 2 cores, runs at speed 1000).
     sys.setswitchinterval(0.001)
+    # The imports and the app live as long as the server: frozen, the collector's full
+    # passes stop walking them. Those passes came every ~0.5 s under load and took
+    # 50–80 ms each, a stall of the event loop and the store writer alike (the tail of
+    # 50 submissions at once); frozen, 5–30 ms.
+    gc.freeze()
     manager = app.state.manager
     protocol = type("DeadlineH11", (_DeadlineH11,), {"header_timeout_s": config.header_timeout_s})
     uv = uvicorn.Config(
