@@ -66,7 +66,14 @@ class Target:
     def to_json(self) -> dict[str, Any]:
         """The target, the figure it judged and the verdict."""
         return {"target": self.text, "value": _round(self.value), "limit": self.limit,
-                "met": self.met}
+                "met": self.met, "higher_is_better": self.higher_is_better,
+                "strict": self.strict}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Target:
+        """The target :meth:`to_json` wrote."""
+        return cls(str(data["target"]), float(data["value"]), float(data["limit"]),
+                   bool(data.get("higher_is_better", False)), bool(data.get("strict", False)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +97,16 @@ class Figure:
         if self.stats is None or not self.baseline:
             return None
         return self.stats.median / self.baseline
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Figure:
+        """The row :meth:`to_json` wrote (its baseline left to the harness)."""
+        stats = None if not data.get("n") else Stats(
+            float(data["min"]), float(data["median"]), float(data["max"]), int(data["n"]))
+        target = data.get("target")
+        return cls(str(data["label"]), str(data["unit"]), stats,
+                   None if target is None else Target.from_json(target),
+                   str(data.get("note", "")))
 
     def to_json(self) -> dict[str, Any]:
         """The row as JSON-ready data."""
@@ -116,6 +133,12 @@ class BenchResult:
     title: str
     params: dict[str, Any]
     figures: list[Figure] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, key: str, data: dict[str, Any]) -> BenchResult:
+        """The benchmark :meth:`to_json` wrote."""
+        return cls(key, str(data["heading"]), str(data["title"]), dict(data["params"]),
+                   [Figure.from_json(f) for f in data["figures"]])
 
     def to_json(self) -> dict[str, Any]:
         """The benchmark as JSON-ready data."""

@@ -30,10 +30,24 @@ def test_every_benchmark_runs_at_a_tiny_size() -> None:
             assert figure.stats is not None or "not installed" in figure.note or (
                 "timer's resolution" in figure.note), figure.label
     doc = results.document(done, command="smoke", seconds=0.0)
+    for result in done:  # what a benchmark run in its own interpreter hands back
+        again = BenchResult.from_json(result.key, doc["benchmarks"][result.key])
+        assert again.to_json() == result.to_json(), result.key
     assert set(doc) >= {"machine", "versions", "benchmarks"}
     assert doc["versions"]["fanout"] is not None
     json.dumps(doc)
     assert "fan-out overhead" in results.markdown(done)
+
+
+@pytest.mark.timeout(300)
+def test_a_full_run_measures_each_benchmark_in_an_interpreter_of_its_own() -> None:
+    """The current tree's figures come from a fresh ``--here`` run, read back whole."""
+    from benchmarks.__main__ import _in_own_interpreter
+
+    got = _in_own_interpreter("context_gate")
+    assert got.key == "context_gate" and not failures([got])
+    # The registry's full size, not the smoke run's (nothing here judges a figure).
+    assert got.params["late_step"] == 1_000 and all(f.stats is not None for f in got.figures)
 
 
 def test_figures_meet_their_baselines_by_key_and_label() -> None:
