@@ -54,6 +54,23 @@ def lead_trace_ids(events: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def _killed_and_resumed(
+    job: Path, tmp_path: Path
+) -> tuple[RunStore, str, set[str], dict[str, Any]]:
+    """Run ``job``, SIGKILL it mid-run, resume it: the store, the run id, the subtasks
+    finished before the kill, and the resumed run's report."""
+    store = tmp_path / "runs.sqlite"
+    env = {**os.environ, "FANOUT_STORE": str(store)}
+    killed_run(job, store, env)
+    runs = RunStore(store)
+    run = runs.get("latest")
+    assert run.status == "interrupted"
+    finished_before = set(runs.results(run.id))
+    resumed = fanout("resume", run.id, "--json", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    return runs, run.id, finished_before, json.loads(resumed.stdout)
+
+
 @pytest.mark.parametrize(
     ("job", "lead_calls"),
     [
@@ -65,23 +82,13 @@ def test_a_killed_model_planned_run_resumes_to_the_uninterrupted_report(
     job: Path, lead_calls: int, tmp_path: Path
 ) -> None:
     """SIGKILL mid-run, then resume: the clean run's report; finished subtasks not rerun."""
-    store = tmp_path / "runs.sqlite"
-    env = {**os.environ, "FANOUT_STORE": str(store)}
-    killed_run(job, store, env)
-    runs = RunStore(store)
-    run = runs.get("latest")
-    assert run.status == "interrupted"
-    finished_before = set(runs.results(run.id))
+    runs, run_id, finished_before, report = _killed_and_resumed(job, tmp_path)
     assert 2 <= len(finished_before) < 6
-
-    resumed = fanout("resume", run.id, "--json", env=env)
-    assert resumed.returncode == 0, resumed.stderr
     clean = replay(load_scenario(job)).report
-    report = json.loads(resumed.stdout)
     assert normalized(report) == normalized(clean)
     assert report["answer"]["text"] == clean["answer"]["text"] != ""
 
-    events = runs.events(run.id)
+    events = runs.events(run_id)
     second = [e for e in events if e["session"] == 2]
     rerun = {e["subtask_id"] for e in second if e["kind"] == "start"} & finished_before
     assert rerun == set(), f"finished subtasks asked their model again: {rerun}"
@@ -89,7 +96,7 @@ def test_a_killed_model_planned_run_resumes_to_the_uninterrupted_report(
     # The lead's calls (plan, synthesis) each have their own trace id, across sessions.
     lead = lead_trace_ids(events)
     assert len(lead) == len(set(lead)) == lead_calls
-    assert runs.get(run.id).status == "finished"
+    assert runs.get(run_id).status == "finished"
 
 
 
@@ -139,18 +146,9 @@ def test_a_killed_run_resumes_with_the_tokens_it_had_spent(tmp_path: Path) -> No
     recorded, so d and e are budget gaps as in the clean run (a meter restarted at zero
     would let them run) and the per-subtask and total tokens equal the clean run's."""
     job = DATA / "model_budget_resumable.yaml"
-    store = tmp_path / "runs.sqlite"
-    env = {**os.environ, "FANOUT_STORE": str(store)}
-    killed_run(job, store, env)
-    runs = RunStore(store)
-    run = runs.get("latest")
-    assert run.status == "interrupted"
-    assert {"a", "b"} <= set(runs.results(run.id)) < set("abcde")
-
-    resumed = fanout("resume", run.id, "--json", env=env)
-    assert resumed.returncode == 0, resumed.stderr
+    _, _, finished_before, report = _killed_and_resumed(job, tmp_path)
+    assert {"a", "b"} <= finished_before < set("abcde")
     clean = replay(load_scenario(job)).report
-    report = json.loads(resumed.stdout)
     assert normalized(report) == normalized(clean)
     rows = {s["id"]: s for s in report["subtasks"]}
     assert [rows[s]["status"] for s in "abcde"] == ["complete"] * 3 + ["gap"] * 2
