@@ -25,8 +25,8 @@ from pathlib import Path
 
 from benchmarks import readme_table, results
 from benchmarks.baseline_tree import BaselineTree, default_ref
-from benchmarks.registry import FAILED, REGISTRY, failures, keys, run_all
-from benchmarks.stats import BenchResult, Figure
+from benchmarks.registry import REGISTRY, failed_result, failures, keys, run_all
+from benchmarks.stats import BenchResult
 
 HERE = Path(__file__).parent
 
@@ -138,10 +138,7 @@ def _in_own_interpreter(key: str) -> BenchResult:
         )
         if not out.exists():
             tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-            failed = BenchResult(key, key, f"{key} (failed)", {})
-            failed.figures.append(Figure("not measured", "", None,
-                                         note=f"{FAILED}exit {proc.returncode}: {tail}"))
-            return failed
+            return failed_result(key, f"exit {proc.returncode}: {tail}")
         doc = json.loads(out.read_text(encoding="utf-8"))
     return BenchResult.from_json(key, doc["benchmarks"][key])
 

@@ -172,11 +172,16 @@ def run_all(
         except Exception as exc:
             if not keep_going:
                 raise
-            failed = BenchResult(entry.key, entry.key, f"{entry.key} (failed)", {})
-            message = f"{FAILED}{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-            failed.figures.append(Figure("not measured", "", None, note=message))
-            done.append(failed)
+            done.append(failed_result(
+                entry.key, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"))
     return done
+
+
+def failed_result(key: str, why: str) -> BenchResult:
+    """The one row of benchmark ``key`` that did not run: ``why`` (see :func:`failures`)."""
+    failed = BenchResult(key, key, f"{key} (failed)", {})
+    failed.figures.append(Figure("not measured", "", None, note=f"{FAILED}{why}"))
+    return failed
 
 
 def failures(results: Sequence[BenchResult]) -> list[str]:
