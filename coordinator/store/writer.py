@@ -120,8 +120,9 @@ class _Failed:
     error: Exception
 
 _Item = tuple[Op, "Future[Any] | None"]
-# An item queued with ``first``: applied ahead of the others taken with it.
-_FirstItem = tuple[Op, "Future[Any]", bool]
+# What the queue holds: an item, and whether it was queued ``first`` (applied ahead of
+# the others taken with it).
+_Queued = tuple[Op, "Future[Any] | None", bool]
 
 
 class StoreWriter:
@@ -129,7 +130,7 @@ class StoreWriter:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self._queue: queue.SimpleQueue[_Item | _FirstItem | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
         self._conn = backend.writer_connection()
         self.error: Exception | None = None
         self._writes = 0
@@ -147,7 +148,7 @@ class StoreWriter:
             try:
                 item = self._queue.get(timeout=max(0.0, renew_at - time.monotonic()))
             except queue.Empty:
-                item = (self._renew, None)
+                item = (self._renew, None, False)
             if item is None:
                 break
             taken = [item]
@@ -161,8 +162,8 @@ class StoreWriter:
                     stopping = True
                     break
                 taken.append(nxt)
-            firsts: list[_Item] = [(t[0], t[1]) for t in taken if len(t) == 3]
-            items: list[_Item] = [(t[0], t[1]) for t in taken if len(t) == 2]
+            firsts: list[_Item] = [(op, future) for op, future, first in taken if first]
+            items: list[_Item] = [(op, future) for op, future, first in taken if not first]
             if time.monotonic() >= renew_at:
                 items.append((self._renew, None))
                 renew_at = time.monotonic() + _RENEW_S
@@ -254,7 +255,7 @@ class StoreWriter:
 
     def submit(self, op: Op) -> None:
         """Queue ``op``; it is applied in order, in a transaction (never blocks)."""
-        self._queue.put((op, None))
+        self._queue.put((op, None, False))
 
     def call(self, op: Callable[[Tx], T]) -> T:
         """Queue ``op`` and block until it (and all before it) is committed; its result.
@@ -264,10 +265,11 @@ class StoreWriter:
         """
         return self.enqueue(op).result()
 
-    def enqueue(self, op: Callable[[Tx], T]) -> Future[T]:
-        """Queue ``op``; a future of its result (set once its transaction commits)."""
+    def enqueue(self, op: Callable[[Tx], T], *, first: bool = False) -> Future[T]:
+        """Queue ``op``; a future of its result (set once its transaction commits).
+        ``first``: see :meth:`acall`."""
         future: Future[T] = Future()
-        self._queue.put((op, future))
+        self._queue.put((op, future, first))
         return future
 
     async def acall(self, op: Callable[[Tx], T], *, first: bool = False) -> T:
@@ -280,8 +282,7 @@ class StoreWriter:
         so it goes into a transaction of its own ahead of the writes queued with it, and
         its caller does not wait for another run's events to commit too.
         """
-        future: Future[T] = Future()
-        self._queue.put((op, future, True) if first else (op, future))
+        future = self.enqueue(op, first=first)
         with anyio.CancelScope(shield=True):
             if _on_asyncio():
                 waiting = asyncio.wrap_future(future)
