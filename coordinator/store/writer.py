@@ -235,6 +235,10 @@ class StoreWriter:
             result = op(tx)
             tx.backend.sync(tx.conn)  # its statements' errors surface here, as its own
         except Exception as exc:
+            # The error may surface mid-op (Postgres reads a pipelined statement's error
+            # when a later one is sent, or at a read): settle first, or the rollback
+            # itself goes into the aborted pipeline and fails the whole batch.
+            tx.backend.settle(tx.conn)
             tx.execute("ROLLBACK TO SAVEPOINT fanout_op")
             tx.forget_seqs()
             result = _Failed(exc)

@@ -384,6 +384,37 @@ def test_a_failed_write_fails_alone_in_its_transaction(store: RunStore) -> None:
         writer.close()
 
 
+def test_a_write_failing_mid_operation_fails_alone(store: RunStore) -> None:
+    """The error of a waited-for write may surface in the middle of it (on Postgres a
+    pipelined statement's error is read when a later one is sent, or at a read): it is
+    still undone alone, and the writes queued with it commit. (CI once saw the other
+    submission fail with "pipeline aborted": the savepoint's rollback was sent into the
+    aborted pipeline.)"""
+    writer = StoreWriter(store.backend)
+    try:
+        run_id = new_run(store)
+        gate = threading.Event()
+
+        def clash(tx: Tx) -> None:
+            row = "INSERT INTO events VALUES (?, 1, 0, 'a', ?, 0.0, '{}')"
+            tx.execute(row, (run_id, "started"))
+            tx.execute(row, (run_id, "again"))  # the same (run, seq): refused
+            tx.execute("SELECT COUNT(*) FROM events").fetchone()  # the error surfaces here
+            tx.execute("SELECT 1").fetchone()
+
+        writer.submit(lambda tx: gate.wait(10))  # the next two queue behind it: one batch
+        failed = writer.enqueue(clash)
+        made = writer.enqueue(lambda tx: tx.execute("SELECT 41 + 1").fetchone()[0])
+        gate.set()
+        with pytest.raises(StoreError, match="writing the run store failed"):
+            failed.result(10)
+        assert made.result(10) == 42
+        assert store.events(run_id) == []
+        assert writer.call(lambda tx: 7) == 7  # the writer goes on
+    finally:
+        writer.close()
+
+
 def test_committed_events_wake_listeners_where_the_backend_notifies(store: RunStore) -> None:
     """Postgres notifies a listener of the run whose events were committed; SQLite
     cannot, and says so."""
