@@ -165,7 +165,6 @@ async def run_job(
                 planners[spec.id] = planner_factory(spec)
     if len(live) < len(job.subtasks):
         TokenCounter()  # load the encoding now: a missing one fails here, not in a subagent
-    dropped: set[str] = set()
     # A subagent's final result becomes its report rows at once; only a result the
     # retry round may still replace is kept as it is.
     report_rows = ReportBuilder(job)
@@ -198,7 +197,6 @@ async def run_job(
             report_rows.add(result)
             results.pop(sid, None)
             del live[sid]
-            dropped.add(sid)
         else:
             results[sid] = result
 
@@ -239,7 +237,7 @@ async def run_job(
                 for _ in range(min(job.concurrency, len(queue))):
                     tg.start_soon(worker)
         for spec in batch:
-            if spec.id in dropped:
+            if spec.id in report_rows:
                 continue  # finished and counted
             run = run_of(spec)
             if not run.finished:

@@ -8,7 +8,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.categories import ErrorCategory
 from shared.clock import MAX_SECONDS
-from shared.trusted import share_fields_sets
 from subagents.models.spend import TokenBudget
 from subagents.spec import SubtaskSettings, SubtaskSpec
 
@@ -55,10 +54,3 @@ class JobSpec(BaseModel):
             seen.add(sub.id)
         return self
 
-    @model_validator(mode="after")
-    def _shared_fields_sets(self) -> JobSpec:
-        # Subtasks mostly set the same fields: one fields-set object per shape, not one
-        # per subtask and plan step (728 bytes each at five fields or more).
-        share_fields_sets(self.subtasks)
-        share_fields_sets(step for sub in self.subtasks for step in sub.plan)
-        return self

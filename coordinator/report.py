@@ -291,7 +291,9 @@ class ReportBuilder:
                 "status": status,
                 "covered": status in ("complete", "empty"),
                 "weight": spec.weight,
-                "findings": list(result.findings),
+                # The result's own list, not a copy: both models are frozen and nothing
+                # appends to a result's findings (100,000 subtasks: 10 MiB of copies).
+                "findings": result.findings,
                 "gap": None if gap is None else _gap_line(gap),
             }
         )

@@ -9,7 +9,7 @@ were over 50 MiB of a report. :class:`Prevalidated` does what ``model_construct`
 does with ``_fields_set`` given (documented to be used as it is), and gives every
 instance the same fields-set: the values name every field, so each instance would
 have had an equal one anyway. Frozen models never add to it; ``model_copy`` copies it.
-:func:`share_fields_sets` does the same for models that came out of validation.
+:class:`SharesFieldsSet` does the same for models that come out of validation.
 """
 
 from __future__ import annotations
@@ -60,22 +60,32 @@ class Prevalidated(Generic[M]):
         return model
 
 
-def share_fields_sets(models: Iterable[BaseModel]) -> None:
-    """Give validated frozen models with equal fields-sets one shared set object.
+# One fields-set per distinct set of field names a model was given: bounded by the
+# models' shapes (a handful per spec model), never by the number of instances.
+_SHARED: dict[frozenset[str], set[str]] = {}
 
-    Validation makes a fresh ``model_fields_set`` per instance (728 bytes at five or
-    more fields); a file's 20,000 subtasks mostly set the same fields. The sets are
-    equal before and after, so nothing that reads them can tell.
 
-    Raises:
-        TypeError: a model that is not frozen (its fields-set may still grow).
+class SharesFieldsSet(BaseModel):
+    """A frozen model that trades the fields-set validation made it for the one every
+    instance with the same set fields shares, as soon as it is made.
+
+    Validation makes a fresh ``model_fields_set`` per instance (216 bytes, 728 at five
+    fields or more); a file's 100,000 subtasks mostly set the same fields. Swapping it
+    at once, not after the whole job is built, lets the next instance's set reuse the
+    freed one's memory: sets freed after the fact were left as holes between the kept
+    objects (a 100,000-subtask job spec: 220 → 176 MiB resident). The sets are equal
+    before and after, so nothing that reads them can tell; frozen models never add to
+    theirs, and ``model_copy`` copies it.
     """
-    shared: dict[frozenset[str], set[str]] = {}
-    for model in models:
-        if not type(model).model_config.get("frozen"):
-            raise TypeError(f"{type(model).__name__} is not frozen: its fields-set could change")
-        own = model.__pydantic_fields_set__
-        key = frozenset(own)
-        common = shared.setdefault(key, own)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if not cls.model_config.get("frozen"):
+            raise TypeError(f"{cls.__name__} is not frozen: its fields-set could change")
+
+    def model_post_init(self, context: Any, /) -> None:
+        own = self.__pydantic_fields_set__
+        common = _SHARED.setdefault(frozenset(own), own)
         if common is not own:
-            _set(model, "__pydantic_fields_set__", common)
+            _set(self, "__pydantic_fields_set__", common)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from shared.categories import Trigger
 from shared.clock import MAX_SECONDS
+from shared.trusted import SharesFieldsSet
 from subagents.retry import RetryPolicy
 
 _SPEC = ConfigDict(frozen=True, extra="forbid")
@@ -17,7 +18,7 @@ _SPEC = ConfigDict(frozen=True, extra="forbid")
 _DEFAULT_RETRY = RetryPolicy()
 
 
-class CallStep(BaseModel):
+class CallStep(SharesFieldsSet):
     """Call a tool; ``on_validation`` is merged into the arguments after a validation error."""
 
     model_config = _SPEC
@@ -27,7 +28,7 @@ class CallStep(BaseModel):
     on_validation: dict[str, Any] | None = None
 
 
-class EscalateStep(BaseModel):
+class EscalateStep(SharesFieldsSet):
     """Hand the subtask up on purpose (a question only a person can answer)."""
 
     model_config = _SPEC
@@ -36,7 +37,7 @@ class EscalateStep(BaseModel):
     message: str | None = None
 
 
-class FinishStep(BaseModel):
+class FinishStep(SharesFieldsSet):
     """End the subtask with a written conclusion (a finding when not empty)."""
 
     model_config = _SPEC
@@ -47,7 +48,7 @@ class FinishStep(BaseModel):
 PlanStep = CallStep | EscalateStep | FinishStep
 
 
-class SubtaskSettings(BaseModel):
+class SubtaskSettings(SharesFieldsSet):
     """Budgets and retry policy; a job's ``defaults`` and each subtask's overrides."""
 
     model_config = _SPEC

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from shared.trusted import Prevalidated, share_fields_sets
+from shared.trusted import Prevalidated, SharesFieldsSet
 
 
 class Row(BaseModel):
@@ -58,14 +58,26 @@ def test_only_frozen_models_are_accepted() -> None:
     """A model whose fields-set could grow cannot share one."""
     with pytest.raises(TypeError):
         Prevalidated(Loose)
-    with pytest.raises(TypeError):
-        share_fields_sets([Loose(name="a")])
+    with pytest.raises(TypeError, match="not frozen"):
+
+        class LooseShared(SharesFieldsSet):
+            name: str
 
 
 def test_validated_models_with_equal_fields_sets_end_up_sharing_one() -> None:
-    """Equal fields-sets become one object; different ones stay apart, all unchanged."""
-    rows = [Row(name="a"), Row(name="b"), Row(name="c", count=1)]
-    share_fields_sets(rows)
+    """Equal fields-sets become one object as each model is made; different ones stay
+    apart, all unchanged, and a copy with an update gets a set of its own."""
+
+    class Shared(SharesFieldsSet):
+        model_config = ConfigDict(frozen=True, extra="forbid")
+
+        name: str
+        count: int = 0
+
+    rows = [Shared(name="a"), Shared(name="b"), Shared(name="c", count=1)]
     assert rows[0].model_fields_set is rows[1].model_fields_set == {"name"}
     assert rows[2].model_fields_set == {"name", "count"}
     assert rows[0].model_dump(exclude_unset=True) == {"name": "a"}
+    moved = rows[0].model_copy(update={"count": 3})
+    assert moved.model_fields_set == {"name", "count"}
+    assert rows[1].model_fields_set == {"name"}
