@@ -40,7 +40,7 @@ from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import JobPlanning
 from coordinator.serve.events import Bells, EventLog, PublishHook, ServedRecorder, end_frame
-from coordinator.serve.intake import SUBMITTED
+from coordinator.serve.intake import SUBMITTED, IntakeGate
 from coordinator.serve.records import KeyReused, ServiceRecords
 from coordinator.serve.server import ServeConfig
 from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL
@@ -111,6 +111,7 @@ class RunManager:
         self.stopping = False
         self.streams = 0  # open event streams, for the limit
         self.bells = Bells()
+        self.intake = IntakeGate()  # the app counts submissions in; runs start after them
         self._queue: deque[LiveRun] = deque()
         self._active = 0  # slots taken (and reserved by submissions being written)
         self._queuing = 0  # submissions being written that will wait
@@ -346,6 +347,7 @@ class RunManager:
         """Run (or continue) one run to its report; on any stop, leave it resumable."""
         finished = False
         try:
+            await self.intake.quiet()  # the burst it came with is answered first
             finished = await self._run(live)
         except Exception:  # a bug or a broken store: this run stops, the server does not
             log.exception("run %s stopped", live.run_id)
