@@ -9,6 +9,7 @@ outside strings, which JSON allows and YAML does not, become spaces first.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -197,6 +198,35 @@ def _load(text: str, kind: BodyKind, file: str) -> Scenario:
         while len(_loaded_jobs) > _LOADED_MAX:
             _loaded_jobs.popitem(last=False)
     return scenario
+
+
+_DIGESTS_MAX: Final = 128
+# Bodies larger than this are hashed every time: the memo holds at most 8 MiB of them.
+_DIGEST_BODY_MAX: Final = 64 << 10
+_digests: OrderedDict[tuple[bytes, float], str] = OrderedDict()
+
+
+def request_digest(body: bytes, speed: float) -> str:
+    """What an Idempotency-Key is bound to: the body and the options of the request.
+
+    Kept for the last few distinct requests, as :func:`_load` keeps their jobs: hashing a
+    job file of some kilobytes lets go of the GIL (hashlib does above 2 KiB), and taking
+    it back from the store writer's thread cost the event loop ~0.15 ms a submission in
+    a burst of one job; the dictionary lookup holds it.
+    """
+    key = (body, speed)
+    with _loaded_lock:
+        if (hit := _digests.get(key)) is not None:
+            _digests.move_to_end(key)
+            return hit
+    digest = hashlib.sha256(body + f"\n--speed={speed!r}".encode()).hexdigest()
+    if len(body) > _DIGEST_BODY_MAX:
+        return digest
+    with _loaded_lock:
+        _digests[key] = digest
+        while len(_digests) > _DIGESTS_MAX:
+            _digests.popitem(last=False)
+    return digest
 
 
 def loaded_before(body: bytes, kind: BodyKind, file: str = SUBMITTED) -> bool:

@@ -19,7 +19,6 @@ them, ``interrupted``, for the next start or another live server.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import socket
@@ -40,7 +39,7 @@ from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import JobPlanning
 from coordinator.serve.events import Bells, EventLog, PublishHook, ServedRecorder, end_frame
-from coordinator.serve.intake import SUBMITTED, IntakeGate
+from coordinator.serve.intake import SUBMITTED, IntakeGate, request_digest
 from coordinator.serve.records import KeyReused, ServiceRecords
 from coordinator.serve.server import ServeConfig
 from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL
@@ -92,11 +91,6 @@ class LiveRun:
     done: anyio.Event = field(default_factory=anyio.Event)
     resumed: bool = False
     holds_slot: bool = False
-
-
-def request_digest(body: bytes, speed: float) -> str:
-    """What an Idempotency-Key is bound to: the body and the options of the request."""
-    return hashlib.sha256(body + f"\n--speed={speed!r}".encode()).hexdigest()
 
 
 class RunManager:
