@@ -233,8 +233,9 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
     def summary(request: Request, row: RunRow) -> dict[str, Any]:
         return row.summary() | {"url": _url(request, row.id)}
 
-    async def submit(request: Request, speed: float, key: str | None) -> Response:
+    async def submit(request: Request, speed: float, idempotency_key: str | None) -> Response:
         kind = media_kind(request.headers.get("content-type"))
+        key = check_key(idempotency_key)
         body = await read_body(request, config.max_body_bytes, config.body_timeout_s)
         run_id, status, earlier = await manager.submit(
             body, lambda: parse_job(body, kind, allow_mcp=config.allow_mcp,
@@ -258,7 +259,7 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         idempotency_key: Annotated[str | None, Header(description="The same key returns "
                                                       "the run it made before.")] = None,
     ) -> Response:
-        return await submit(request, speed, check_key(idempotency_key))
+        return await submit(request, speed, idempotency_key)
 
     async def plain_submission(request: Request) -> Response | None:
         """The common submission (see :class:`_LeanRoute`); None for any other."""
@@ -267,7 +268,7 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
             return None
         speed, key, credentials = args
         await auth.api(request, credentials)
-        return await submit(request, speed, check_key(key))
+        return await submit(request, speed, key)
 
     router.add_api_route(
         "", submit_run, methods=["POST"],
