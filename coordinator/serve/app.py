@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from coordinator.serve.auth import Authorizer, LoginRequired
 from coordinator.serve.events import PublishHook
-from coordinator.serve.intake import JobRejected, problem
+from coordinator.serve.intake import IntakeGate, JobRejected, problem
 from coordinator.serve.manager import QueueFull, RunManager
 from coordinator.serve.page import page_response, page_router
 from coordinator.serve.records import KeyReused
@@ -56,6 +56,43 @@ class _NoSniff:
             await send(message)
 
         await self.app(scope, receive, send_with_header)
+
+
+class _CountSubmissions:
+    """Counts the submissions (``POST /runs``, ``POST /ask``) from their request to the
+    last byte of their answer, for :class:`~coordinator.serve.intake.IntakeGate` (pure
+    ASGI: nothing else is touched)."""
+
+    PATHS = frozenset({"/runs", "/ask"})
+
+    def __init__(self, app: ASGIApp, gate: IntakeGate) -> None:
+        self.app = app
+        self.gate = gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root):]
+        if scope["type"] != "http" or scope["method"] != "POST" or path not in self.PATHS:
+            await self.app(scope, receive, send)
+            return
+        self.gate.enter()
+        left = False
+
+        async def send_counted(message: Message) -> None:
+            nonlocal left
+            await send(message)
+            if (message["type"] == "http.response.body" and not message.get("more_body")
+                    and not left):
+                left = True
+                self.gate.leave()
+
+        try:
+            await self.app(scope, receive, send_counted)
+        finally:
+            if not left:
+                self.gate.leave()
 
 
 def _version() -> str:
@@ -145,6 +182,7 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
     app.include_router(page_router(auth))
     app.include_router(openapi_router(app, auth))
     app.add_middleware(_NoSniff)
+    app.add_middleware(_CountSubmissions, gate=manager.intake)
     _metrics_route(app, manager, auth)
 
     @app.exception_handler(LoginRequired)

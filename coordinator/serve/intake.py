@@ -9,6 +9,7 @@ outside strings, which JSON allows and YAML does not, become spaces first.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -199,6 +200,35 @@ def _load(text: str, kind: BodyKind, file: str) -> Scenario:
     return scenario
 
 
+_DIGESTS_MAX: Final = 128
+# Bodies larger than this are hashed every time: the memo holds at most 8 MiB of them.
+_DIGEST_BODY_MAX: Final = 64 << 10
+_digests: OrderedDict[tuple[bytes, float], str] = OrderedDict()
+
+
+def request_digest(body: bytes, speed: float) -> str:
+    """What an Idempotency-Key is bound to: the body and the options of the request.
+
+    Kept for the last few distinct requests, as :func:`_load` keeps their jobs: hashing a
+    job file of some kilobytes lets go of the GIL (hashlib does above 2 KiB), and taking
+    it back from the store writer's thread cost the event loop ~0.15 ms a submission in
+    a burst of one job; the dictionary lookup holds it.
+    """
+    key = (body, speed)
+    with _loaded_lock:
+        if (hit := _digests.get(key)) is not None:
+            _digests.move_to_end(key)
+            return hit
+    digest = hashlib.sha256(body + f"\n--speed={speed!r}".encode()).hexdigest()
+    if len(body) > _DIGEST_BODY_MAX:
+        return digest
+    with _loaded_lock:
+        _digests[key] = digest
+        while len(_digests) > _DIGESTS_MAX:
+            _digests.popitem(last=False)
+    return digest
+
+
 def loaded_before(body: bytes, kind: BodyKind, file: str = SUBMITTED) -> bool:
     """Whether ``body`` (as ``kind``) was loaded already, so that :func:`parse_job` costs
     a dictionary lookup and the server's own checks: cheap enough for the event loop.
@@ -310,3 +340,61 @@ def parse_job(
             line=_line_of_key(text, "mcp_servers"),
         )])
     return scenario
+
+
+# How long a run's start may wait for the submissions being answered (see IntakeGate);
+# past it the run starts anyway, so a steady stream of submissions delays none for long.
+INTAKE_WAIT_S: Final = 0.5
+# How long no submission must have been in flight before a run starts: a burst's later
+# connections are still being read when its first answers go out.
+INTAKE_LINGER_S: Final = 0.01
+
+
+class IntakeGate:
+    """The submissions being answered, and a wait until there are none.
+
+    Runs execute on the event loop that answers submissions and write through the same
+    store writer; the first steps of a run started mid-burst (its lead, its subagents'
+    first states, at ``speed=1000`` dozens of events) took the loop for 20–35 ms at a
+    time and put transactions of events ahead of the burst's submissions. Decision: a run
+    starts once no submission has been in flight for ``linger_s`` (at most ``max_wait_s``
+    after it was admitted). A submission is answered only once it is committed, as
+    before; the run it made is ``running`` (or ``queued``) in the store and the API alike
+    from that moment, and its first event follows a few milliseconds later.
+    """
+
+    def __init__(self, *, max_wait_s: float = INTAKE_WAIT_S,
+                 linger_s: float = INTAKE_LINGER_S) -> None:
+        self.max_wait_s = max_wait_s
+        self.linger_s = linger_s
+        self.busy = 0  # submissions between their request and the end of their answer
+        self._left_at = float("-inf")
+        self._quiet: anyio.Event | None = None
+
+    def enter(self) -> None:
+        """A submission arrived."""
+        self.busy += 1
+
+    def leave(self) -> None:
+        """A submission's answer has gone out (or it failed)."""
+        self.busy -= 1
+        self._left_at = anyio.current_time()
+        if self.busy == 0 and self._quiet is not None:
+            self._quiet.set()
+            self._quiet = None
+
+    async def quiet(self) -> None:
+        """Return once no submission has been in flight for ``linger_s`` (at once when
+        none was lately), or after ``max_wait_s`` whatever the intake."""
+        if not self.busy and anyio.current_time() >= self._left_at + self.linger_s:
+            return
+        with anyio.move_on_after(self.max_wait_s):
+            while True:
+                if self.busy:
+                    if self._quiet is None:
+                        self._quiet = anyio.Event()
+                    await self._quiet.wait()
+                elif (rest := self._left_at + self.linger_s - anyio.current_time()) > 0:
+                    await anyio.sleep(rest)
+                else:
+                    return

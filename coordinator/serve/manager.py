@@ -19,7 +19,6 @@ them, ``interrupted``, for the next start or another live server.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import socket
@@ -40,7 +39,7 @@ from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import JobPlanning
 from coordinator.serve.events import Bells, EventLog, PublishHook, ServedRecorder, end_frame
-from coordinator.serve.intake import SUBMITTED
+from coordinator.serve.intake import SUBMITTED, IntakeGate, request_digest
 from coordinator.serve.records import KeyReused, ServiceRecords
 from coordinator.serve.server import ServeConfig
 from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL
@@ -94,11 +93,6 @@ class LiveRun:
     holds_slot: bool = False
 
 
-def request_digest(body: bytes, speed: float) -> str:
-    """What an Idempotency-Key is bound to: the body and the options of the request."""
-    return hashlib.sha256(body + f"\n--speed={speed!r}".encode()).hexdigest()
-
-
 class RunManager:
     """Admits, queues, executes, cancels and resumes the service's runs."""
 
@@ -111,6 +105,7 @@ class RunManager:
         self.stopping = False
         self.streams = 0  # open event streams, for the limit
         self.bells = Bells()
+        self.intake = IntakeGate()  # the app counts submissions in; runs start after them
         self._queue: deque[LiveRun] = deque()
         self._active = 0  # slots taken (and reserved by submissions being written)
         self._queuing = 0  # submissions being written that will wait
@@ -346,6 +341,7 @@ class RunManager:
         """Run (or continue) one run to its report; on any stop, leave it resumable."""
         finished = False
         try:
+            await self.intake.quiet()  # the burst it came with is answered first
             finished = await self._run(live)
         except Exception:  # a bug or a broken store: this run stops, the server does not
             log.exception("run %s stopped", live.run_id)

@@ -392,3 +392,37 @@ def test_other_errors_have_one_json_shape(server: Server) -> None:
     assert missing.json() == {"detail": "no such run"}
     assert bad_speed.status_code == 422
     assert bad_speed.json()["errors"][0]["field"] == "query.speed"
+
+
+@pytest.mark.parametrize(("params", "headers", "status", "field"), [
+    pytest.param("speed=1000", {}, 201, None, id="plain"),
+    pytest.param("speed=1e3", {}, 201, None, id="exponent-declared"),
+    pytest.param("speed=0", {}, 422, "query.speed", id="zero"),
+    pytest.param("speed=10000.5", {}, 422, "query.speed", id="over"),
+    pytest.param("speed=nan", {}, 422, "query.speed", id="nan"),
+    pytest.param("speed=1&speed=x", {}, 422, "query.speed", id="two-speeds"),
+    pytest.param("speed=1000&extra=1", {}, 201, None, id="other-parameter"),
+    pytest.param("speed=1000", {"Idempotency-Key": ""}, 422, "Idempotency-Key", id="empty-key"),
+    pytest.param("speed=1000", {"Authorization": "Basic abc"}, 401, None, id="basic-auth"),
+    pytest.param("speed=1000", {"Authorization": f"bearer {TOKEN}"}, 201, None, id="lower"),
+])
+def test_plain_and_declared_submissions_answer_alike(
+    server: Server, params: str, headers: dict[str, str], status: int, field: str | None
+) -> None:
+    """POST /runs answers every variant of query and headers as its declaration says,
+    whether the plain path or FastAPI's reads it."""
+    parts = urlsplit(server.url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    sent = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/yaml"} | headers
+    try:
+        conn.request("POST", f"/runs?{params}", body=SLOW.read_bytes(), headers=sent)
+        answer = conn.getresponse()
+        body = json.loads(answer.read())
+    finally:
+        conn.close()
+    assert answer.status == status, body
+    if status == 201:
+        assert answer.getheader("location") == body["url"]
+        server.wait_status(body["run_id"], "finished")
+    if field is not None:
+        assert body["errors"][0]["field"] == field

@@ -6,17 +6,20 @@ from pathlib import Path
 
 import anyio
 import pytest
+from starlette.requests import Request
 
 import coordinator.serve as serve
 from coordinator.fanout import run_job
 from coordinator.jobfile.loader import load_scenario
 from coordinator.serve.intake import (
+    IntakeGate,
     JobRejected,
     UnsupportedMediaType,
     loaded_before,
     media_kind,
     parse_job,
 )
+from coordinator.serve.routes import _url
 from coordinator.store.runs import new_run_id
 from shared.clock import AnyioClock
 from subagents.simulated.tools import SimulatedTools
@@ -148,3 +151,56 @@ def test_the_wing_names_its_surface() -> None:
     assert serve.__all__
     for name in serve.__all__:
         assert hasattr(serve, name), name
+
+
+@pytest.mark.anyio
+async def test_a_run_starts_once_the_submissions_in_flight_are_answered() -> None:
+    """A run waits while submissions are in flight and for the linger after the last."""
+    gate = IntakeGate(max_wait_s=0.5, linger_s=0.01)
+    started = anyio.current_time()
+    await gate.quiet()  # nothing in flight, nothing lately: no wait at all
+    assert anyio.current_time() == started
+    gate.enter()
+    gate.enter()
+    waited: list[float] = []
+
+    async def run() -> None:
+        await gate.quiet()
+        waited.append(anyio.current_time() - started)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await anyio.sleep(0.05)
+        gate.leave()
+        await anyio.sleep(0.05)
+        assert not waited  # one submission is still being answered
+        gate.leave()
+    assert waited == [pytest.approx(0.11)]  # the last answer at 0.1 s, then the linger
+
+
+@pytest.mark.anyio
+async def test_a_steady_intake_delays_a_run_at_most_max_wait() -> None:
+    """Submissions that never stop do not hold a run back past max_wait_s."""
+    gate = IntakeGate(max_wait_s=0.5, linger_s=0.01)
+    gate.enter()
+    started = anyio.current_time()
+    await gate.quiet()
+    assert anyio.current_time() - started == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("scheme", "server", "root_path", "host"), [
+    ("http", ("127.0.0.1", 8765), "", "127.0.0.1:8765"),
+    ("https", ("10.0.0.5", 443), "/fanout", "runs.example.org"),
+    ("http", ("::1", 80), "/a/b/", "[::1]"),
+])
+def test_a_runs_url_is_what_url_for_gives(
+    tmp_path: Path, scheme: str, server: tuple[str, int], root_path: str, host: str
+) -> None:
+    """The URL a submission answers with equals Starlette's url_for of get_run."""
+    app = serve.create_app(serve.ServeConfig(store=tmp_path / "runs.sqlite"))
+    scope = {"type": "http", "scheme": scheme, "server": server, "root_path": root_path,
+             "path": f"{root_path}/runs", "headers": [(b"host", host.encode())],
+             "method": "POST", "query_string": b"", "app": app, "router": app.router}
+    request = Request(scope)
+    run_id = new_run_id()
+    assert _url(request, run_id) == str(request.url_for("get_run", run_id=run_id))
