@@ -106,11 +106,6 @@ class Backend:
         answered, raising what failed (a backend that pipelines its statements; others
         answer each one as it is sent)."""
 
-    def settle(self, conn: Conn) -> None:
-        """Inside a transaction, after a statement failed: let the connection take
-        statements again (a pipeline stays aborted, refusing everything sent after the
-        error, until its next sync; the answers it still owes are those refusals)."""
-
     def lock_run(self, conn: Conn, run_id: str) -> None:
         """Inside a transaction: serialise with every other writer numbering this run's
         events (SQLite's write lock already does)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -162,13 +162,6 @@ class PostgresBackend(Backend):
         assert isinstance(conn, _PgConn)
         if conn.pipeline is not None:
             conn.pipeline.sync()
-
-    def settle(self, conn: Conn) -> None:
-        assert isinstance(conn, _PgConn) and psycopg is not None
-        if conn.pipeline is not None:
-            # What it raises are the statements sent after the failed one, refused.
-            with suppress(psycopg.Error):
-                conn.pipeline.sync()
 
     def lock_run(self, conn: Conn, run_id: str) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 7))", (run_id,))

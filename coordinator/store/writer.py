@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
@@ -236,9 +237,11 @@ class StoreWriter:
             tx.backend.sync(tx.conn)  # its statements' errors surface here, as its own
         except Exception as exc:
             # The error may surface mid-op (Postgres reads a pipelined statement's error
-            # when a later one is sent, or at a read): settle first, or the rollback
-            # itself goes into the aborted pipeline and fails the whole batch.
-            tx.backend.settle(tx.conn)
+            # when a later one is sent, or at a read): the pipeline then refuses all
+            # sent after it until a sync. Sync first (what it raises are those
+            # refusals), or the rollback itself is refused and fails the whole batch.
+            with suppress(*tx.backend.errors):
+                tx.backend.sync(tx.conn)
             tx.execute("ROLLBACK TO SAVEPOINT fanout_op")
             tx.forget_seqs()
             result = _Failed(exc)
