@@ -15,8 +15,8 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from typing import Final, Literal
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Final, Generic, Literal, TypeVar
 
 import anyio
 from fastapi import HTTPException, Request
@@ -156,9 +156,38 @@ def _line_of_key(text: str, key: str) -> int | None:
     return None if match is None else text.count("\n", 0, match.start()) + 1
 
 
-_LOADED_MAX: Final = 128
-_loaded_jobs: OrderedDict[tuple[str, BodyKind, str], Scenario] = OrderedDict()
-_loaded_lock = threading.Lock()
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class _Recent(Generic[K, V]):
+    """The last ``size`` entries put, the least recently used dropped first (safe across
+    threads: jobs are loaded on worker threads and looked up on the event loop)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+            return hit
+
+    def __contains__(self, key: K) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._entries[key] = value
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+
+_loaded_jobs: _Recent[tuple[str, BodyKind, str], Scenario] = _Recent(128)
 
 
 def _load(text: str, kind: BodyKind, file: str) -> Scenario:
@@ -171,10 +200,8 @@ def _load(text: str, kind: BodyKind, file: str) -> Scenario:
         JobRejected: the problems in it, with their lines.
     """
     key = (text, kind, file)
-    with _loaded_lock:
-        if (hit := _loaded_jobs.get(key)) is not None:
-            _loaded_jobs.move_to_end(key)
-            return hit
+    if (hit := _loaded_jobs.get(key)) is not None:
+        return hit
     yaml_text = text
     if kind == "json":
         try:
@@ -193,17 +220,13 @@ def _load(text: str, kind: BodyKind, file: str) -> Scenario:
     except RecursionError:
         raise JobRejected([problem("<document>", "a document nested less deeply",
                                    "too many nested levels")]) from None
-    with _loaded_lock:
-        _loaded_jobs[key] = scenario
-        while len(_loaded_jobs) > _LOADED_MAX:
-            _loaded_jobs.popitem(last=False)
+    _loaded_jobs.put(key, scenario)
     return scenario
 
 
-_DIGESTS_MAX: Final = 128
 # Bodies larger than this are hashed every time: the memo holds at most 8 MiB of them.
 _DIGEST_BODY_MAX: Final = 64 << 10
-_digests: OrderedDict[tuple[bytes, float], str] = OrderedDict()
+_digests: _Recent[tuple[bytes, float], str] = _Recent(128)
 
 
 def request_digest(body: bytes, speed: float) -> str:
@@ -215,17 +238,11 @@ def request_digest(body: bytes, speed: float) -> str:
     a burst of one job; the dictionary lookup holds it.
     """
     key = (body, speed)
-    with _loaded_lock:
-        if (hit := _digests.get(key)) is not None:
-            _digests.move_to_end(key)
-            return hit
+    if (hit := _digests.get(key)) is not None:
+        return hit
     digest = hashlib.sha256(body + f"\n--speed={speed!r}".encode()).hexdigest()
-    if len(body) > _DIGEST_BODY_MAX:
-        return digest
-    with _loaded_lock:
-        _digests[key] = digest
-        while len(_digests) > _DIGESTS_MAX:
-            _digests.popitem(last=False)
+    if len(body) <= _DIGEST_BODY_MAX:
+        _digests.put(key, digest)
     return digest
 
 
@@ -241,8 +258,7 @@ def loaded_before(body: bytes, kind: BodyKind, file: str = SUBMITTED) -> bool:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    with _loaded_lock:
-        return (text, kind, file) in _loaded_jobs
+    return (text, kind, file) in _loaded_jobs
 
 
 def _check_research(
