@@ -53,4 +53,3 @@ class JobSpec(BaseModel):
                 raise ValueError(f"duplicate subtask id {sub.id!r}")
             seen.add(sub.id)
         return self
-
