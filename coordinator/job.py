@@ -40,6 +40,14 @@ class JobSpec(BaseModel):
     max_followups: int = Field(
         default=3, ge=1, description="At most this many follow-ups in the lead's plan."
     )
+    search_first: Literal["auto", "off"] = Field(
+        default="auto",
+        description=(
+            "auto: a model-planned subtask that may call a search (docs.search, web.search, "
+            "a tool declared search: true) starts by searching its own query; off: the "
+            "model's first turn decides (DESIGN §7)."
+        ),
+    )
 
     def followup_rounds(self) -> int:
         """Rounds of follow-ups this job runs (0 or 1; a file's subtasks default to 0)."""

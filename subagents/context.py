@@ -230,6 +230,17 @@ class Context:
         self._messages.append(message)
         self._unrendered.append((message, result))
 
+    def fit(self, window: int, active_tool_budget: int) -> None:
+        """Shrink the window and the tool budget to a model endpoint's (never grow them).
+
+        A local server's window is learned at run time (DESIGN §7): the gate then holds
+        the transcript to what the endpoint can take beside its answer.
+        """
+        window, budget = min(window, self.window), min(active_tool_budget, self.active_tool_budget)
+        if (window, budget) != (self.window, self.active_tool_budget):
+            self.window, self.active_tool_budget = window, budget
+            self._room_below = _room_threshold(window, budget)
+
     def has_room(self) -> bool:
         """True when the byte bounds alone prove the gate would say ``continue``.
 

@@ -58,6 +58,9 @@ class Tool:
     # A real tool (MCP, a built-in, a Python function, a provider's model) keeps its real
     # timeouts and waits under --speed; only simulated tools run on scaled time.
     real_time: bool = True
+    # A search (DESIGN §7, "Search first"): a model-planned subtask that may call it starts
+    # by calling it on its own query. docs.search and web.search are searches by name.
+    search: bool = False
     _model: type[pydantic.BaseModel] | None = field(default=None, repr=False, compare=False)
     _fields: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
 
@@ -163,6 +166,7 @@ class Tool:
         idempotent: bool | None = None,
         wants_context: bool | None = None,
         real_time: bool = True,
+        search: bool = False,
     ) -> Tool:
         """A tool with an explicit schema: a JSON Schema, or a scenario ``params`` dict."""
         if schema.get("type") != "object":
@@ -179,6 +183,7 @@ class Tool:
             wants_context=wants_context,
             is_async=_is_async_callable(body),
             real_time=real_time,
+            search=search,
         )
 
 

@@ -112,7 +112,12 @@ class JobPlanning:
         model = self.scenario.model
         if spec.planner == "model" and model is not None:
             return ModelPlanner(
-                self.client, model, spec.id, seed=self.scenario.seed, meter=self.meter
+                self.client,
+                model,
+                spec.id,
+                seed=self.scenario.seed,
+                meter=self.meter,
+                search_first=self.scenario.job.search_first == "auto",
             )
         return ScriptedPlanner(list(spec.plan))
 

@@ -158,6 +158,8 @@ class RoundInput(BaseModel):
     """``job.budget`` (None: the job has none, or the subtask is not planned by the model)."""
     spent_before: Spent = Field(default_factory=lambda: [0, 0, 0])
     """What the job's other model calls had spent, as the workflow knew when it started."""
+    search_first: bool = False
+    """``job.search_first`` is ``auto``: a model-planned subtask searches its query first."""
     allowance: Allowance | None = None
     """What the workflow lent this round of the subagents' share (coordinator.temporal.budget)."""
 

@@ -149,6 +149,8 @@ async def run_round(
     writer = resources.writer(inp.store) if inp.store else None
     client = resources.model_client(spec, inp.model, clock)
     planner = resources.planner(spec, inp.model, client, seed=inp.seed)
+    if isinstance(planner, ModelPlanner):
+        planner.search_first = inp.search_first
     if inp.budget is not None and isinstance(planner, ModelPlanner):
         # Set before the restore: the subagent's earlier spend is counted on it.
         planner.meter = round_meter(inp)

@@ -382,6 +382,7 @@ class FanoutWorkflow:
             budget=job.budget if allowance is not None else None,
             spent_before=self._budget.others(spec.id),
             allowance=allowance,
+            search_first=job.search_first == "auto",
         )
         settings = inp.settings
         self._running.add(spec.id)

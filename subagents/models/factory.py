@@ -35,6 +35,8 @@ class MissingModelKey(FanoutError):
 # the SDK refuses an empty key, and such servers ignore the header.
 LOCAL_PLACEHOLDER_KEY = "fanout-local-no-key"
 
+_BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
 
 def is_local(base_url: str | None) -> bool:
     """True when ``base_url`` names this machine or a private network address."""
@@ -76,10 +78,13 @@ def build_client(
     variable = spec.key_env
     assert variable is not None  # only the scripted model has no key
     key = environ.get(variable, "")
+    # The endpoint: the block's base_url, else the variable the provider's SDK reads
+    # (OPENAI_BASE_URL, ANTHROPIC_BASE_URL), as the SDK itself would (DESIGN §7).
+    base_url = spec.base_url or environ.get(_BASE_URL_ENV[spec.provider]) or None
     # A local server (Ollama, vLLM, llama.cpp) usually takes no key: none is asked for,
     # and a placeholder is sent. One that does want a key answers 401, which is a model
     # failure naming the key. A job that names api_key_env wants a key.
-    local = spec.provider == "openai" and not spec.api_key_env and is_local(spec.base_url)
+    local = spec.provider == "openai" and not spec.api_key_env and is_local(base_url)
     if not key.strip() and local:
         key = LOCAL_PLACEHOLDER_KEY
     if not key.strip():
@@ -92,7 +97,7 @@ def build_client(
         client: ModelClient = AnthropicClient(
             name=spec.model_name,
             api_key=key.strip(),
-            base_url=spec.base_url,
+            base_url=base_url,
             timeout_s=spec.timeout_s,
         )
     else:
@@ -101,7 +106,7 @@ def build_client(
         client = OpenAIClient(
             name=spec.model_name,
             api_key=key.strip(),
-            base_url=spec.base_url,
+            base_url=base_url,
             timeout_s=spec.timeout_s,
             profile=spec.profile,
         )

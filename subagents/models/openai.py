@@ -19,6 +19,7 @@ from openai.types.chat import (
 
 from subagents.models.base import (
     AssistantMessage,
+    ModelCallFailed,
     ModelRequest,
     ModelTurn,
     StopReason,
@@ -37,7 +38,15 @@ from subagents.models.compat.profiles import (
     text_tool_calls,
     tools_text,
 )
+from subagents.models.endpoint import (
+    MIN_ANSWER_TOKENS,
+    EndpointFacts,
+    facts_for,
+    read_refusal,
+)
+from subagents.models.limiter import estimate_tokens, limiter_of
 from subagents.models.ratelimit_headers import read_rate_headers
+from subagents.models.spec import ModelLimits
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -76,6 +85,7 @@ class OpenAIClient:
         profile: str = "auto",
     ) -> None:
         self.name = name
+        # OPENAI_BASE_URL is honoured as the SDK honours it (the factory reads it).
         self.base_url = base_url or DEFAULT_BASE_URL
         self.timeout_s = timeout_s
         # OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse
@@ -89,6 +99,9 @@ class OpenAIClient:
         elif self.official:
             self._profile = PROFILES["openai"]
         self._probing: anyio.Lock | None = None
+        # What the endpoint says of itself (window, slots), shared by every client of it
+        # in the process (DESIGN §7, "Fitting a local server").
+        self.facts: EndpointFacts = facts_for(self.base_url, name)
         self._minted = itertools.count(1)
         self._sdk = openai.AsyncOpenAI(
             api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout_s
@@ -105,10 +118,22 @@ class OpenAIClient:
             async with self._probing:
                 if self._profile is None:
                     self._profile = profile_for_owner(await self._owner())
+        elif not self.official and not self.facts.probed:
+            if self._probing is None:
+                self._probing = anyio.Lock()
+            async with self._probing:
+                if not self.facts.probed:
+                    await self._owner()
         return self._profile
 
     async def _owner(self) -> str | None:
-        """What ``GET {base_url}/models`` says owns the model (None: it would not say)."""
+        """What ``GET {base_url}/models`` says owns the model (None: it would not say).
+
+        The same answer tells vLLM's window (``max_model_len``); llama.cpp's ``/props``
+        and Ollama's ``/api/show`` are asked next when the owner names them (DESIGN §7).
+        """
+        from subagents.models.probe import probe_endpoint
+
         try:
             page = await self._sdk.models.list(timeout=min(30.0, self.timeout_s))
         except (*MODEL_ERRORS, ValueError, TypeError):  # type: ignore[misc]  # a tuple of classes
@@ -117,17 +142,58 @@ class OpenAIClient:
         models = list(page.data)
         chosen = next((m for m in models if m.id == self.name), models[0] if models else None)
         owner = getattr(chosen, "owned_by", None)
-        return owner if isinstance(owner, str) else None
+        owner = owner if isinstance(owner, str) else None
+        extra = dict(getattr(chosen, "model_extra", None) or {})
+        if not self.official:
+            await probe_endpoint(
+                self.facts,
+                base_url=self.base_url,
+                model=self.name,
+                owner=owner,
+                listed=extra,
+                headers={"Authorization": f"Bearer {self._sdk.api_key}"},
+                timeout_s=min(10.0, self.timeout_s),
+            )
+            if self.facts.slots is not None:
+                # Concurrency toward the endpoint follows its slots: a one-slot server
+                # is sent one request at a time, so none waits out its timeout in line.
+                limiter = limiter_of(self)
+                if limiter is not None:
+                    limiter.tighten(ModelLimits(concurrency=self.facts.slots))
+        return owner
 
     async def complete(self, request: ModelRequest) -> ModelTurn:
-        """One ``POST {base_url}/chat/completions``; a failure raises ModelCallFailed."""
+        """One ``POST {base_url}/chat/completions``; a failure raises ModelCallFailed.
+
+        The request is fitted to the endpoint's window first (DESIGN §7): ``max_tokens``
+        is cut to what the prompt leaves, and a prompt that leaves less than
+        :data:`~subagents.models.endpoint.MIN_ANSWER_TOKENS` is not sent. A refusal that
+        names the window teaches it; the request is refitted and sent once more.
+        """
         profile = await self.server_profile()
+        estimate = estimate_tokens(request)
+        request = self._fit(request, estimate)
         try:
             completion, headers = await self._create(request, profile)
         except MODEL_ERRORS as exc:
             failed = classify_model_error(
                 exc, provider=self.provider, model=self.name, secrets=self._secrets()
             )
+            if failed.kind == "context_length" and self._learn(failed.message, estimate):
+                # Refused for its length, and the refusal named the window: refitted and
+                # sent once more when the refit changed it (a prompt too long for the
+                # window fails here, unsent: the caller cuts its prompt).
+                refit = self._fit(request, estimate)
+                if refit.max_tokens >= request.max_tokens:
+                    raise failed from None
+                request = refit
+                try:
+                    completion, headers = await self._create(request, profile)
+                except MODEL_ERRORS as again:
+                    raise classify_model_error(
+                        again, provider=self.provider, model=self.name, secrets=self._secrets()
+                    ) from None if self._leaks(again) else again
+                return self._turn(completion, headers, request, profile, estimate)
             if not self._may_fall_back(failed.kind, profile):
                 raise failed from None if self._leaks(exc) else exc
             # Refused for its shape: this server wants the strictest form (kept from now).
@@ -138,6 +204,16 @@ class OpenAIClient:
                 raise classify_model_error(
                     again, provider=self.provider, model=self.name, secrets=self._secrets()
                 ) from None if self._leaks(again) else again
+        return self._turn(completion, headers, request, profile, estimate)
+
+    def _turn(
+        self,
+        completion: ChatCompletion,
+        headers: Mapping[str, str],
+        request: ModelRequest,
+        profile: ServerProfile,
+        estimate: int,
+    ) -> ModelTurn:
         turn = to_turn(
             completion,
             profile=profile,
@@ -145,7 +221,43 @@ class OpenAIClient:
             used=_call_ids(request.messages),
             mint=self._mint,
         )
+        if turn.usage is not None:
+            # The server's tokens per estimated token: later estimates err on its side.
+            self.facts.observe(estimate, turn.usage.input_tokens)
         return replace(turn, rate=read_rate_headers(headers))
+
+    def _fit(self, request: ModelRequest, estimate: int) -> ModelRequest:
+        """``request`` with ``max_tokens`` cut to the room its prompt leaves in the window.
+
+        Raises:
+            ModelCallFailed: ``context_length``: the prompt leaves no room for an answer
+                (the request is not sent; the caller cuts its prompt).
+        """
+        room = self.facts.room(estimate)
+        if room is None or request.max_tokens <= room:
+            return request
+        if room < MIN_ANSWER_TOKENS:
+            raise ModelCallFailed(
+                f"openai model {self.name}: not sent: a prompt of about "
+                f"{self.facts.tokens(estimate)} tokens leaves no room for an answer in the "
+                f"endpoint's context window of {self.facts.window} tokens "
+                f"(maximum context length is {self.facts.window} tokens)",
+                kind="context_length",
+                category="validation",
+            )
+        return replace(request, max_tokens=room)
+
+    def _learn(self, message: str, estimate: int) -> bool:
+        """Keep the window a length refusal names; whether it taught something new."""
+        self.facts.refusals += 1
+        window, prompt = read_refusal(message)
+        if prompt is not None:
+            self.facts.observe(estimate, prompt)
+        if window is None:
+            return False
+        before = self.facts.window
+        self.facts.learn_window(window, "refusal")
+        return before != self.facts.window or prompt is not None
 
     def _may_fall_back(self, kind: str, profile: ServerProfile) -> bool:
         return (

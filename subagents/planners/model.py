@@ -35,6 +35,7 @@ from subagents.models.base import (
     UserMessage,
 )
 from subagents.models.call import MODEL_TOOL, call_model
+from subagents.models.endpoint import SAFETY_TOKENS, EndpointFacts, fitted_max_tokens
 from subagents.models.spec import ModelSpec
 from subagents.models.spend import Spent, TokenMeter, add_spent, counted
 from subagents.planners.base import (
@@ -64,6 +65,27 @@ from subagents.planners.transcript import (
     entry_out,
 )
 from subagents.schema import validate
+from subagents.tool import Tool
+
+SEARCH_TOOLS = frozenset({"docs.search", "web.search"})
+"""The built-in searches (DESIGN §10); any other tool is one when declared ``search: true``."""
+
+
+async def probe_endpoint_of(client: ModelClient) -> None:
+    """Ask a live endpoint what it is (its window, its slots) before the first request.
+
+    Once per endpoint and process; a client without a probe (the scripted model, the
+    official APIs) has nothing to ask. A probe that fails says nothing (the window is
+    then learned from a refusal).
+    """
+    probe = getattr(client, "server_profile", None)
+    if probe is not None:
+        await probe()
+
+
+def is_search(tool: Tool) -> bool:
+    """Whether ``tool`` is a search a subtask starts with (DESIGN §7, "Search first")."""
+    return tool.search or tool.name in SEARCH_TOOLS
 
 
 @runtime_checkable
@@ -114,6 +136,10 @@ class ModelPlanner:
     # What this subtask's model calls spent ([in, out, calls]): checkpointed with the
     # transcript, so a resumed run's meter starts from it (job.budget).
     spent: Spent = field(default_factory=lambda: [0, 0, 0])
+    # Search first (DESIGN §7): a subtask that may call a search starts with it, on its
+    # own query, before the model's first turn (job.search_first: auto).
+    search_first: bool = False
+    refitted: bool = False
     rng: DeferredRandom = field(init=False)
 
     def __post_init__(self) -> None:
@@ -125,6 +151,9 @@ class ModelPlanner:
         """The next tool call of the current turn, or the model's next turn."""
         if not self.entries:
             self._start(env)
+            first = self._search_first(env)
+            if first is not None:
+                return first
         if last is not None and self.awaiting is not None:
             if last.action.call_id == self.awaiting.call_id:
                 self.refused_last = last.result.category == "validation"
@@ -154,6 +183,44 @@ class ModelPlanner:
         env.context.add_text("system", system_prompt(env.spec) + "\n" + catalogue_text(specs))
         self.entries.append(UserMessage(env.spec.query))
 
+    def _search_first(self, env: PlanEnv) -> Action | None:
+        """The subtask's own query sent to its first search tool, as the model's first call.
+
+        A real call (allowlist, schema, gate, retry, trace, recording), written into the
+        transcript as a call the model made, so the model's first turn reads the results
+        and then reads, refines or answers. A strong model saves a turn; a weak one gets
+        evidence to work from.
+        """
+        if not self.search_first:
+            return None
+        name = next((n for n in env.spec.tools if n in env.tools and is_search(env.tools[n])), None)
+        if name is None:
+            return None
+        call = ToolCall(f"fo_search_{self.subtask_id}"[:64], name, {"query": env.spec.query})
+        self.entries.append(AssistantMessage(ModelTurn(calls=(call,), stop_reason="tool_use")))
+        return self._propose(call)
+
+    def _window(self) -> int | None:
+        facts = getattr(self.client, "facts", None)
+        return facts.window if isinstance(facts, EndpointFacts) else None
+
+    def _fit(self, env: PlanEnv) -> int:
+        """This subtask's ``max_tokens``, with its context fitted to the endpoint's window.
+
+        Where the endpoint's window is known (DESIGN §7, "Fitting a local server"), the
+        answer gets at most a quarter of it, and the gate holds the transcript to the rest
+        (in the context's tokens); each tool result gets at most a quarter of that.
+        """
+        facts = getattr(self.client, "facts", None)
+        window = getattr(facts, "window", None)
+        if not isinstance(facts, EndpointFacts) or window is None:
+            return self.model.max_tokens
+        max_tokens = fitted_max_tokens(self.model.max_tokens, window)
+        room = int((window - max_tokens - SAFETY_TOKENS) / facts.ratio)
+        if room > 0:
+            env.context.fit(room, max(1, room // 4))
+        return max_tokens
+
     def transcript(self, env: PlanEnv) -> list[TranscriptMessage]:
         """The provider-neutral transcript; tool results as the context holds them now."""
         messages = env.context.messages
@@ -170,11 +237,17 @@ class ModelPlanner:
         spent = None if self.meter is None else self.meter.subagents_stop()
         if spent is not None:
             return budget_spent(spent)
+        await probe_endpoint_of(self.client)
+        max_tokens = self._fit(env)
+        if env.context.tokens > env.context.window:
+            # The window learned since (a refusal) is smaller than the transcript: old
+            # results are summarised before the model is asked again.
+            env.context.compact()
         request = ModelRequest(
             system=system_prompt(env.spec),
             messages=self.transcript(env),
             tools=tool_specs(env.spec, env.tools),
-            max_tokens=self.model.max_tokens,
+            max_tokens=max_tokens,
             temperature=self.model.temperature,
             subtask_id=self.subtask_id,
         )
@@ -199,6 +272,12 @@ class ModelPlanner:
         )
         env.set_state("running")
         if turn is None:
+            if result.error_type == "context_length" and not self.refitted and self._window():
+                # The endpoint named its window in a refusal (or the client found the
+                # prompt too long for it, unsent): the transcript is fitted to it and the
+                # model asked once more (DESIGN §7).
+                self.refitted = True
+                return await self._ask(env)
             return model_failure(result, self.model)
         usage = counted(turn, request, self.client.provider)
         if usage is not None:

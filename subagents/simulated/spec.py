@@ -115,6 +115,13 @@ class SimToolSpec(BaseModel):
     params: dict[str, ParamSpec] = Field(default_factory=dict)
     side_effects: bool = False
     idempotent: bool | None = None
+    search: bool = Field(
+        default=False,
+        description=(
+            "A search: a model-planned subtask that may call it starts by calling it with "
+            "its own query (job.search_first; it needs a string parameter `query`)."
+        ),
+    )
     latency_s: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
     responses: list[ResponseSpec] = Field(min_length=1)
     when: list[WhenRule] = Field(default_factory=list)
@@ -125,6 +132,14 @@ class SimToolSpec(BaseModel):
             "they come before when rules and responses."
         ),
     )
+
+    @model_validator(mode="after")
+    def _search_takes_a_query(self) -> SimToolSpec:
+        if self.search and (
+            "query" not in self.params or self.params["query"].type != "string"
+        ):
+            raise ValueError("a tool with search: true needs a string parameter `query`")
+        return self
 
     @property
     def is_idempotent(self) -> bool:

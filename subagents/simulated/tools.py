@@ -93,6 +93,7 @@ class SimulatedTools:
             idempotent=spec.is_idempotent,
             wants_context=True,
             real_time=False,  # its latency is simulated: --speed scales it
+            search=spec.search,
         )
 
     def _tool(self, name: str, spec: SimToolSpec, subtask_id: str) -> Tool:

@@ -97,19 +97,42 @@ class OpenAIServer(LoopbackServer):
         # What `GET /v1/models` says owns the models: the client's `auto` profile reads it
         # ("openai": the official API's behaviour; None: no model list, a 404).
         self.owned_by = owned_by
+        self._no_server_facts()
+
+    def _no_server_facts(self) -> None:
+        # What a server says of itself (DESIGN §7, "Fitting a local server"): extra fields
+        # of its model-list entry (vLLM's max_model_len), llama.cpp's GET /props and
+        # Ollama's POST /api/show answers; None: that route is a 404.
+        self.model_fields: dict[str, Any] = {}
+        self.props: dict[str, Any] | None = None
+        self.ollama_show: dict[str, Any] | None = None
 
     def clear(self) -> None:
         """Forget queued replies and requests; the model list says "openai" again."""
         super().clear()
         self.owned_by = "openai"
+        self._no_server_facts()
 
     def side_route(self, request: RecordedRequest) -> Reply | None:
-        """``GET /v1/models``: one model, owned by :attr:`owned_by`."""
-        if request.method != "GET" or request.path.split("?")[0] != "/v1/models":
+        """``GET /v1/models``: one model, owned by :attr:`owned_by`; ``GET /props`` and
+        ``POST /api/show`` where :attr:`props` / :attr:`ollama_show` are set."""
+        route = (request.method, request.path.split("?")[0])
+        if route == ("GET", "/props"):
+            return error(404, "no /props") if self.props is None else Reply(200, self.props)
+        if route == ("POST", "/api/show"):
+            shown = self.ollama_show
+            return error(404, "no /api/show") if shown is None else Reply(200, shown)
+        if route != ("GET", "/v1/models"):
             return None
         if self.owned_by is None:
             return error(404, f"no route for GET {request.path}")
-        model = {"id": "gpt-loopback", "object": "model", "created": 0, "owned_by": self.owned_by}
+        model = {
+            "id": "gpt-loopback",
+            "object": "model",
+            "created": 0,
+            "owned_by": self.owned_by,
+            **self.model_fields,
+        }
         return Reply(200, {"object": "list", "data": [model]})
 
     @property
