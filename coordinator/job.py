@@ -40,6 +40,14 @@ class JobSpec(BaseModel):
     max_followups: int = Field(
         default=3, ge=1, description="At most this many follow-ups in the lead's plan."
     )
+    answer: Literal["auto", "extractive"] = Field(
+        default="auto",
+        description=(
+            "auto: the lead model writes the answer (a job with a model); extractive: the "
+            "answer is the best passages of the findings, each cited (retrieval only, "
+            "fanout ask without a model)."
+        ),
+    )
     search_first: Literal["auto", "off"] = Field(
         default="auto",
         description=(

@@ -42,8 +42,21 @@ def add_ask_parser(sub: Any) -> None:
         "through searxng:URL, brave (BRAVE_API_KEY) or tavily (TAVILY_API_KEY); default "
         "$FANOUT_SEARCH",
     )
-    p.add_argument("--model", metavar="PROVIDER:NAME", help="anthropic:NAME, openai:NAME, scripted")
-    p.add_argument("--base-url", metavar="URL", help="another endpoint (gateway, vLLM, Ollama)")
+    p.add_argument(
+        "--model", metavar="PROVIDER:NAME",
+        help="anthropic:NAME, openai:NAME, or scripted (with turns in --tools); without one, "
+        "a retrieval-only answer from --docs/--search",
+    )
+    p.add_argument(
+        "--base-url", metavar="URL",
+        help="another endpoint: a gateway, vLLM, llama.cpp, Ollama (…/v1); default "
+        "$OPENAI_BASE_URL for openai",
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=None, metavar="N",
+        help="the most tokens one model call may write (cut further to fit a small server's "
+        "context window)",
+    )
     p.add_argument("--max-subtasks", type=int, default=6, metavar="N")
     p.add_argument("--concurrency", type=int, default=4, metavar="N")
     p.add_argument("--deadline", type=float, default=None, metavar="SECONDS")
@@ -63,7 +76,11 @@ def add_ask_parser(sub: Any) -> None:
 
 def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Run a question as a decomposed, model-planned job, recorded in the store."""
-    for flag, value in (("--max-subtasks", args.max_subtasks), ("--concurrency", args.concurrency)):
+    for flag, value in (
+        ("--max-subtasks", args.max_subtasks),
+        ("--concurrency", args.concurrency),
+        ("--max-tokens", 1 if args.max_tokens is None else args.max_tokens),
+    ):
         if value < 1:
             err.print(f"[bold red]error:[/] {flag}: expected a positive integer")
             return EXIT_BAD_INPUT
@@ -89,6 +106,12 @@ def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         docs=args.docs,
         search=args.search,
         env_search=os.environ.get("FANOUT_SEARCH") or None,
+        max_tokens=args.max_tokens,
     )
+    if scenario.job.answer == "extractive" and not args.json:
+        err.print(
+            "no model: a retrieval-only answer (the best passages, cited); give --model "
+            "PROVIDER:NAME for a model to plan and write it"
+        )
     args.ask = False  # no interactive escalation handler for ask
     return run_live(scenario, file=file, spec_text=spec_text, args=args, out=out, err=err)

@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     pass
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
+EXIT_FAILED = 3
+"""``fanout run``/``ask``/``resume``: the run's outcome is ``failed`` (DESIGN §7, "Exit
+codes"); ``complete`` and ``partial`` are 0, and ``--json`` prints the report either way."""
+
+
+def outcome_exit(report: CoverageReport) -> int:
+    """The exit code of a run that ended with ``report``: 3 when it failed, else 0."""
+    return EXIT_FAILED if report.outcome == "failed" else EXIT_OK
 
 
 def dump(data: Any) -> str:

@@ -16,7 +16,16 @@ from rich.live import Live
 from rich.markup import escape
 from rich.prompt import Prompt
 
-from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump, load_all, open_store, print_report
+from coordinator.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    dump,
+    load_all,
+    open_store,
+    outcome_exit,
+    print_report,
+)
 from coordinator.job import JobSpec
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
@@ -42,6 +51,7 @@ from subagents.simulated.tools import SimulatedTools
 
 if TYPE_CHECKING:
     from subagents.mcp.tools import McpToolSource
+    from subagents.models.preflight import EndpointProblem
     from subagents.research.tools import ResearchTools
 
 
@@ -153,6 +163,39 @@ def _research_tools(
     return job_research_tools(scenario, store_dir)
 
 
+def check_model_endpoint(
+    scenario: Scenario, args: argparse.Namespace, err: Console
+) -> int | None:
+    """The exit code of a run refused before it starts for its model endpoint, or None.
+
+    An OpenAI-compatible endpoint that cannot be reached (after the model's retry policy)
+    is one line naming its URL, exit 3, nothing run or recorded; a base URL that lacks its
+    ``/v1`` is bad input (exit 2) naming the flag or field that gave it.
+    """
+    if scenario.model is None or scenario.model.provider != "openai":
+        return None
+    import os
+
+    from subagents.models.preflight import check_endpoint
+
+    spec = scenario.model
+
+    async def check() -> EndpointProblem | None:
+        return await check_endpoint(spec, environ=os.environ, clock=AnyioClock())
+
+    problem = anyio.run(check, backend="asyncio")
+    if problem is None:
+        return None
+    if getattr(args, "base_url", None):
+        where = "--base-url"
+    elif spec.base_url:
+        where = "model.base_url"
+    else:
+        where = "OPENAI_BASE_URL"
+    err.print(f"[bold red]error:[/] {where}: {escape(problem.message)}")
+    return EXIT_FAILED if problem.kind == "unreachable" else EXIT_BAD_INPUT
+
+
 def cmd_run(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Run a job file in real time (simulated latencies scaled by --speed), recorded."""
     if getattr(args, "executor", "local") == "temporal":
@@ -192,6 +235,9 @@ def run_live(
     # recorded: a missing key is exit 2 with nothing run and nothing stored.
     planning = JobPlanning(scenario, clock=clock)
     planning.open()
+    refused = check_model_endpoint(scenario, args, err)
+    if refused is not None:
+        return refused
     store = open_store(args)
     recorders: list[RunRecorder] = []
     board, live, handler = _live(scenario.job, args, out, args.speed)
@@ -249,7 +295,7 @@ def run_live(
             # not written (a warning, not a failed run).
             err.print(f"[bold yellow]not written:[/] {args.record}: {reason}")
     print_report(report, args, out)
-    return EXIT_OK
+    return outcome_exit(report)
 
 
 def cmd_tools(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -327,4 +373,4 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
         _resume_hint(err, [recorder])
         raise
     print_report(report, args, out)
-    return EXIT_OK
+    return outcome_exit(report)

@@ -50,9 +50,46 @@ def add_serve_parser(sub: Any) -> None:
                    "(default $FANOUT_SEARCH)")
     p.add_argument("--model", metavar="PROVIDER:NAME",
                    help="the model of POST /ask when the question names none")
+    p.add_argument("--base-url", metavar="URL",
+                   help="the endpoint of the server's openai models (a gateway, vLLM, "
+                   "llama.cpp, Ollama: …/v1); default $OPENAI_BASE_URL. Submitted jobs never "
+                   "name one")
+    p.add_argument("--tools", metavar="FILE",
+                   help="the tools file of POST /ask when the question sends none (tools, "
+                   "research_tools, a model block's budgets)")
     p.add_argument("--log-level", default="info",
                    choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=cmd_serve)
+
+
+def _ask_settings(args: argparse.Namespace) -> str | None:
+    """Check ``--model``, ``--base-url`` and ``--tools`` now (exit 2, not a 422 per ask);
+    the tools file's text. ``--base-url`` becomes the process's endpoint for its provider
+    (``OPENAI_BASE_URL``, as the SDK reads it): the operator's choice for every run."""
+    from coordinator.jobfile.ask import check_base_url, parse_model_flag
+
+    provider = parse_model_flag(args.model)[0] if args.model else "openai"
+    if args.base_url is not None:
+        check_base_url(args.base_url)
+        if provider not in ("openai", "anthropic"):
+            from shared.errors import InputFileError
+
+            raise InputFileError("--base-url", None, "model", "--model openai:NAME too",
+                                 got=repr(args.model))
+        os.environ[f"{provider.upper()}_BASE_URL"] = args.base_url
+    if args.tools is None:
+        return None
+    from coordinator.jobfile.ask import build_ask_job
+    from shared.errors import InputFileError
+
+    try:
+        text = Path(args.tools).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(args.tools, None, "<file>", "a readable tools file",
+                             got=str(exc)) from None
+    # Composed once as an ask would compose it: a bad file is exit 2 here.
+    build_ask_job("check", args.tools, model=args.model)
+    return text
 
 
 def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -82,6 +119,7 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         from coordinator.jobfile.ask import parse_search_flag
 
         parse_search_flag(args.search)  # a bad backend is exit 2 now, not a 422 per ask
+    ask_tools = _ask_settings(args)
     try:
         token = read_token(args.token_file, os.environ)
         check_bind(args.host, token)
@@ -101,7 +139,7 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         allow_mcp=args.allow_mcp, max_queued=args.max_queued,
         max_connections=args.max_connections, header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout,
-        docs=docs, search=args.search, ask_model=args.model,
+        docs=docs, search=args.search, ask_model=args.model, ask_tools=ask_tools,
     )
     guard = "a bearer token required" if token else "no token: loopback only"
     err.print(

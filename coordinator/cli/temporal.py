@@ -34,6 +34,7 @@ from coordinator.cli.common import (
     dump,
     load_all,
     open_store,
+    outcome_exit,
     print_report,
 )
 from coordinator.store.runs import ResumeRefused, RunStore
@@ -269,7 +270,7 @@ async def _submit(
                   f"{ref.workflow_id} on {ref.address}")
     report = await _follow(handle, store, run_id, scenario, args, out, err, client)
     print_report(report, args, out)
-    return EXIT_OK
+    return outcome_exit(report)
 
 
 async def _follow(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -26,6 +27,8 @@ from subagents.models.spend import TokenBudget
 _ALLOWED = ("tools", "mcp_servers", "research_tools", "model")
 _PROVIDERS = ("anthropic", "openai", "scripted")
 _BACKENDS = ("searxng", "brave", "tavily")
+QUESTION_ID = "question"
+"""The one subtask of a retrieval-only ask (as a lead that cannot plan runs it)."""
 NO_FILE = "fanout ask"  # what errors and the store name when there is no tools file
 HOW_TO_GIVE_TOOLS = (
     "tools to research with: --docs DIR (your documents), --search searxng:URL|brave|tavily "
@@ -67,7 +70,7 @@ def parse_model_flag(value: str) -> tuple[str, str | None]:
     Raises:
         InputFileError: an unknown provider (named as the ``--model`` option).
     """
-    provider, _, name = value.partition(":")
+    provider, colon, name = value.partition(":")
     if provider not in _PROVIDERS:
         raise InputFileError(
             "--model",
@@ -76,7 +79,56 @@ def parse_model_flag(value: str) -> tuple[str, str | None]:
             f"one of {', '.join(_PROVIDERS)} (PROVIDER:NAME)",
             got=repr(provider),
         )
-    return provider, name or None
+    if colon and not name.strip():
+        # `openai:` used to fall back to a default model and fail far away, as a missing key.
+        raise InputFileError(
+            "--model",
+            None,
+            "name",
+            f"a model name after {provider}: (e.g. {provider}:gemma), or {provider} alone "
+            "for its default model",
+            got=repr(value),
+        )
+    return provider, name.strip() or None
+
+
+def check_base_url(value: str, option: str = "--base-url") -> str:
+    """``value`` when it is an http(s) URL with a host.
+
+    Raises:
+        InputFileError: a URL without its scheme (``127.0.0.1:8080/v1``) or host.
+    """
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputFileError(
+            option,
+            None,
+            "base_url",
+            "an http(s) URL of the API, e.g. http://127.0.0.1:8080/v1",
+            got=repr(value),
+        )
+    return value
+
+
+SCRIPTED_WITHOUT_TURNS = (
+    "a model block with provider: scripted and its turns (per subtask id, and lead for the "
+    "plan and the answer) in a --tools file; see the README's scenario format. To ask "
+    "without any model, leave --model out: --docs DIR gives a retrieval-only answer"
+)
+
+
+def search_tools(research: dict[str, Any], simulated: Any) -> list[str]:
+    """The searches a retrieval-only ask runs (DESIGN §7): the built-in ones its research
+    tools give, and the simulated tools declared ``search: true``."""
+    built_in = (("docs", "docs.search"), ("web", "web.search"))
+    names = [name for key, name in built_in if research.get(key)]
+    if isinstance(simulated, dict):
+        names += [
+            str(name)
+            for name, tool in simulated.items()
+            if isinstance(tool, dict) and tool.get("search") is True
+        ]
+    return names
 
 
 def _research_flags(
@@ -114,6 +166,7 @@ def build_ask_job(
     env_search: str | None = None,
     tools_text: str | None = None,
     tools_name: str = NO_FILE,
+    max_tokens: int | None = None,
 ) -> tuple[Scenario, str, str]:
     """The scenario to run, its YAML text (for the store) and the file it names.
 
@@ -174,33 +227,70 @@ def build_ask_job(
     if budget is not None:
         job["budget"] = budget.model_dump(exclude_defaults=True)
     provider, name = parse_model_flag(model) if model else (None, None)
+    if base_url is not None:
+        check_base_url(base_url)
+    declared_model = data.get("model")
+    scripted_turns = isinstance(declared_model, dict) and bool(declared_model.get("turns"))
+    if provider == "scripted" and not scripted_turns:
+        raise InputFileErrors(
+            [InputFileError("--model", None, "model", SCRIPTED_WITHOUT_TURNS, got="scripted")]
+        )
+    if max_tokens is not None and model is None and "model" not in data:
+        raise InputFileErrors(
+            [InputFileError("--max-tokens", None, "max_tokens", "--model PROVIDER:NAME too")]
+        )
     extra: dict[str, Any] = {"scenario": _slug(question), "job": job}
     if "model" not in data and provider is not None:
         extra["model"] = {"provider": provider}
+    if model is None and "model" not in data:
+        # No model at all (DESIGN §7): retrieval only. The question is one subtask that
+        # runs its searches, and the answer is built from the best passages, cited.
+        if base_url is not None:
+            raise InputFileErrors(
+                [InputFileError("--base-url", None, "model", "--model openai:NAME too")]
+            )
+        research_now = {**(declared if isinstance(declared, dict) else {}), **flags}
+        searches = search_tools(research_now, data.get("tools"))
+        if not searches:
+            raise InputFileErrors(
+                [
+                    InputFileError(
+                        "--model",
+                        None,
+                        "model",
+                        "--model PROVIDER:NAME, or a model block in the tools file; or, for "
+                        "a retrieval-only answer without a model, --docs DIR or --search",
+                        got="no model and no search tool",
+                    )
+                ]
+            )
+        job["subtasks"] = [
+            {
+                "id": QUESTION_ID,
+                "query": question,
+                "tools": searches,
+                "plan": [{"call": tool, "args": {"query": question}} for tool in searches],
+            }
+        ]
+        job.pop("max_subtasks", None)
+        job["answer"] = "extractive"
+        if research_now and "research_tools" not in data:
+            extra["research_tools"] = research_now
     # Appended after the file's own lines: an error in the file keeps its line number.
     appended = yaml.safe_dump(extra, sort_keys=False)
     composed_text = text.rstrip("\n") + "\n" + appended
-    if model is None and "model" not in data:
-        raise InputFileErrors(
-            [
-                InputFileError(
-                    "--model",
-                    None,
-                    "model",
-                    "--model PROVIDER:NAME, or a model block in the tools file",
-                    got="no model",
-                )
-            ]
-        )
-    scenario = load_scenario_text(composed_text, file)
-    if model is None and base_url is None and not flags:
-        return scenario, composed_text, file
+    if "subtasks" not in job or "research_tools" not in data or not flags:
+        # The file as written, so an error in it names its own line (a retrieval-only
+        # job whose searches come from flags and the file together is checked whole below).
+        scenario = load_scenario_text(composed_text, file)
+        if model is None and base_url is None and max_tokens is None and not flags:
+            return scenario, composed_text, file
     block = dict(data.get("model") or extra.get("model") or {})
     research = dict(data.get("research_tools") or {})
     research.update(flags)
     if research:
         extra["research_tools"] = research
-    if model is None and base_url is None:
+    if model is None and base_url is None and max_tokens is None:
         final = {**data, **extra}
         final_text = yaml.safe_dump(final, sort_keys=False, allow_unicode=True)
         return load_scenario_text(final_text, file), final_text, file
@@ -212,6 +302,8 @@ def build_ask_job(
         block["name"] = name
     if base_url is not None:
         block["base_url"] = base_url
+    if max_tokens is not None:
+        block["max_tokens"] = max_tokens
     final = {**data, **extra, "model": block}
     final_text = yaml.safe_dump(final, sort_keys=False, allow_unicode=True)
     return load_scenario_text(final_text, file), final_text, file

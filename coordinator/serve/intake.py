@@ -26,7 +26,7 @@ from coordinator.jobfile.research import ResearchPolicy, check_research_policy
 from coordinator.jobfile.scenario import Scenario
 from coordinator.serve.schemas import InputProblem
 from shared.errors import InputFileError, InputFileErrors
-from subagents.models.spec import DEFAULT_KEY_ENV
+from subagents.models.spec import DEFAULT_KEY_ENV, ModelSpec
 
 BodyKind = Literal["yaml", "json"]
 
@@ -295,6 +295,15 @@ def _check_research(
             )])
 
 
+def _local_endpoint(model: ModelSpec, environ: Mapping[str, str]) -> bool:
+    """Whether the server's endpoint for ``model`` is a local one that needs no key (its
+    operator's ``serve --base-url`` or OPENAI_BASE_URL naming this machine or its network)."""
+    from subagents.models.factory import is_local
+    from subagents.models.preflight import endpoint_url
+
+    return model.provider == "openai" and is_local(endpoint_url(model, environ))
+
+
 def parse_job(
     body: bytes,
     kind: BodyKind,
@@ -336,7 +345,12 @@ def parse_job(
             str(model.key_env) if other_key else str(model.base_url),
             line=_line_of_key(text, "model"),
         )])
-    if model is not None and (variable := model.key_env) and not environ.get(variable, "").strip():
+    if (
+        model is not None
+        and (variable := model.key_env)
+        and not environ.get(variable, "").strip()
+        and not _local_endpoint(model, environ)
+    ):
         # As `fanout run` does before recording: the key is the server's, from its
         # environment; a job naming a variable the server lacks cannot run.
         raise JobRejected([problem(

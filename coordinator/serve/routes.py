@@ -141,7 +141,9 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
             _, text, _ = build_ask_job(
                 body.question, None, model=body.model or config.ask_model, docs=docs,
                 search=search, max_subtasks=body.max_subtasks, concurrency=body.concurrency,
-                deadline_s=body.deadline_s, tools_text=body.tools, tools_name=ASK_FILE,
+                deadline_s=body.deadline_s,
+                tools_text=body.tools if body.tools is not None else config.ask_tools,
+                tools_name=ASK_FILE,
             )
         except InputFileError as exc:
             raise JobRejected(input_problems(exc)) from None

@@ -101,6 +101,9 @@ class ServeConfig:
     # (else the server's FANOUT_SEARCH) and `serve --model` for the model.
     search: str | None = None
     ask_model: str | None = None
+    # The operator's tools file for POST /ask (`serve --tools FILE`): its text, used when
+    # an ask sends none of its own.
+    ask_tools: str | None = None
     # The address guard's seams (tests put a loopback web behind public names).
     resolver: Resolver | None = None
     dial: Dialler | None = None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from subagents.models.base import StopReason
 from subagents.models.compat.profiles import ProfileName
@@ -123,7 +124,7 @@ class ModelSpec(BaseModel):
     model_config = _SPEC
 
     provider: Provider
-    name: str | None = None
+    name: str | None = Field(default=None, min_length=1)
     base_url: str | None = None
     api_key_env: str | None = None
     max_tokens: int = Field(default=2048, gt=0)
@@ -143,6 +144,19 @@ class ModelSpec(BaseModel):
     # provider: scripted only.
     latency_s: float = Field(default=0.0, ge=0)
     turns: dict[str, list[ScriptedTurn]] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _an_http_url(cls, value: str | None) -> str | None:
+        # A URL without its scheme ("127.0.0.1:8080/v1") used to fail as a missing key.
+        if value is not None:
+            parts = urlsplit(value)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(
+                    f"expected an http(s) URL of the API, e.g. http://127.0.0.1:8080/v1, "
+                    f"got {value!r}"
+                )
+        return value
 
     @model_validator(mode="after")
     def _profile_for_openai(self) -> ModelSpec:

@@ -102,7 +102,20 @@ def test_ask_runs_end_to_end_on_mcp_tools_with_a_scripted_model(tmp_path: Path) 
             id="job-key",
         ),
         pytest.param(
-            "tools: {}\n", [], "--model: model: expected --model PROVIDER:NAME", id="no-model"
+            "tools: {}\n",
+            ["--model", "scripted"],
+            "--model: model: expected a model block with provider: scripted and its turns",
+            id="scripted-without-turns",
+        ),
+        pytest.param(
+            "tools: {}\n", ["--model", "openai:"], "--model: name: expected a model name",
+            id="empty-model-name",
+        ),
+        pytest.param(
+            "tools: {}\n",
+            ["--model", "openai:gemma", "--base-url", "127.0.0.1:8080/v1"],
+            "--base-url: base_url: expected an http(s) URL",
+            id="base-url-without-scheme",
         ),
         pytest.param(
             "tools: {}\n",

@@ -25,7 +25,7 @@ model:
           - {id: tandem, query: "perovskite tandem efficiency", tools: [docs.search, docs.read]}
       - text: "Perovskite-silicon tandem cells reached 33.9 percent [1]."
     tandem:
-      - calls: [{tool: docs.search, args: {query: "perovskite tandem"}}]
+      # Search first: the subtask's own query was searched before this first turn.
       - calls: [{tool: docs.read, args: {path: perovskite.md}}]
       - text: "33.9 percent in the lab (perovskite.md)."
 """
@@ -106,12 +106,12 @@ def test_ask_without_any_tool_exits_2_saying_how_to_give_some(tmp_path: Path) ->
 
 def test_a_bad_search_backend_exits_2_naming_it(tmp_path: Path) -> None:
     """FANOUT_SEARCH=bing and --search searxng without a URL are input errors (exit 2)."""
-    bad_env = _cli(tmp_path, "ask", "q?", "--model", "scripted", env={"FANOUT_SEARCH": "bing"})
+    # No model: a retrieval-only ask, whose one search is the web's.
+    bad_env = _cli(tmp_path, "ask", "q?", env={"FANOUT_SEARCH": "bing"})
     assert bad_env.returncode == 2 and "FANOUT_SEARCH" in bad_env.stderr
-    no_url = _cli(tmp_path, "ask", "q?", "--model", "scripted", "--search", "searxng")
+    no_url = _cli(tmp_path, "ask", "q?", "--search", "searxng")
     assert no_url.returncode == 2 and "searxng:URL" in no_url.stderr
-    no_key = _cli(tmp_path, "ask", "q?", "--model", "scripted", "--search", "brave",
-                  env={"BRAVE_API_KEY": ""})
+    no_key = _cli(tmp_path, "ask", "q?", "--search", "brave", env={"BRAVE_API_KEY": ""})
     assert no_key.returncode == 2 and "BRAVE_API_KEY" in no_key.stderr
     assert "Traceback" not in bad_env.stderr + no_url.stderr + no_key.stderr
 
