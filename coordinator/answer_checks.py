@@ -163,11 +163,10 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def rejection_reason(checks: Mapping[str, Any] | None, *, sources: int = 0) -> str | None:
+def rejection_reason(checks: Mapping[str, Any] | None, *, has_sources: bool) -> str | None:
     """Why a model's answer (its checks, as wire data) is not the answer; None if it is.
 
-    ``sources`` is how many sources the run had: citing nothing fails only when there
-    are some.
+    ``has_sources``: whether the run has sources (citing nothing fails only then).
     """
     if not checks:
         return None
@@ -182,6 +181,6 @@ def rejection_reason(checks: Mapping[str, Any] | None, *, sources: int = 0) -> s
     complete = checks.get("complete") or {}
     if complete.get("ok") is False:
         reasons.append("it was cut off by model.max_tokens")
-    if sources and checks.get("cites_anything") is False:
-        reasons.append(f"it cites none of the {sources} source{'s' if sources != 1 else ''}")
+    if has_sources and checks.get("cites_anything") is False:
+        reasons.append("it cites none of the sources")
     return "; ".join(reasons) or None

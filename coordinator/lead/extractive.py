@@ -15,7 +15,7 @@ them (:mod:`coordinator.sources`). Decisions:
   is heard before any says more.
 - Brackets in a passage become parentheses: a page's own "[3]" must not read as a
   citation of this run's source 3.
-- One passage a line, ``passage [n]``; nothing else is written in fanout's words, so
+- One passage a line, ``passage [n].``; nothing else is written in fanout's words, so
   every sentence is a source's and every line cites it.
 
 :func:`with_extractive_answer` puts it in a report: ``answer.kind: extractive``, the
@@ -141,7 +141,9 @@ def extractive_answer(report: CoverageReport) -> tuple[str | None, list[Source]]
                 break
             if n in used or chars + len(text) > MAX_CHARS:
                 continue
-            lines.append(f"{text} [{n}]")
+            # The citation inside the full stop: "… at -40 °C [1]."
+            cited = f"{text[:-1]} [{n}]." if text.endswith(".") else f"{text} [{n}]"
+            lines.append(cited)
             used.add(n)
             chars += len(text)
             taken += 1

@@ -136,7 +136,7 @@ def with_model_answer(report: CoverageReport, text: str, stop_reason: str | None
         subtask_ids=ids,
         question=answer.query,
     )
-    reason = rejection_reason(checks.model_dump(), sources=len(sources))
+    reason = rejection_reason(checks.model_dump(), has_sources=bool(sources))
     if reason is None:
         update = {
             "text": text,
