@@ -131,7 +131,9 @@ def _ends_sentence(line: str, stop: int, after: int) -> bool:
         return False
     if token.isdigit() and not line[: word.start()].strip():
         return False  # "1. " opening a line is a list marker, not a sentence
-    return not (len(token) == 1 and token.isalpha() and line[word.start()].isupper())
+    # An initial ("J. Smith"): one capital after a space; "-20 °C. Then" ends a sentence.
+    initial = len(token) == 1 and token.isalpha() and line[word.start()].isupper()
+    return not (initial and (word.start() == 0 or line[word.start() - 1].isspace()))
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

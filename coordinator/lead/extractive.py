@@ -15,8 +15,8 @@ them (:mod:`coordinator.sources`). Decisions:
   is heard before any says more.
 - Brackets in a passage become parentheses: a page's own "[3]" must not read as a
   citation of this run's source 3.
-- One passage a line, ``passage [n].``; nothing else is written in fanout's words, so
-  every sentence is a source's and every line cites it.
+- One passage a line, each of its sentences cited (``… [n].``): the answer meets the
+  bar a model's does, sentence by sentence. Nothing else is written in fanout's words.
 
 :func:`with_extractive_answer` puts it in a report: ``answer.kind: extractive``, the
 sources it cites, and, when a model's text was rejected, a gap of ``lead`` naming why.
@@ -99,6 +99,15 @@ def passage(item: Evidence) -> str:
     return _clip(_plain(text))
 
 
+def _cited(text: str, n: int) -> str:
+    """``text`` with ``[n]`` after each of its sentences, inside the full stop ("… [1].")."""
+    out = []
+    for start, end in sentence_spans(text):
+        sentence = text[start:end]
+        out.append(f"{sentence[:-1]} [{n}]." if sentence.endswith(".") else f"{sentence} [{n}]")
+    return " ".join(out)
+
+
 def _order(report: CoverageReport) -> list[Section]:
     """The sections with evidence first by weight (a follow-up: its gap's), covered first."""
     weights = {o.id: o.weight for o in report.subtasks}
@@ -141,9 +150,7 @@ def extractive_answer(report: CoverageReport) -> tuple[str | None, list[Source]]
                 break
             if n in used or chars + len(text) > MAX_CHARS:
                 continue
-            # The citation inside the full stop: "… at -40 °C [1]."
-            cited = f"{text[:-1]} [{n}]." if text.endswith(".") else f"{text} [{n}]"
-            lines.append(cited)
+            lines.append(_cited(text, n))
             used.add(n)
             chars += len(text)
             taken += 1
