@@ -10,12 +10,15 @@ checks. Decisions where the contract is silent, taken as a demanding reader woul
   with a placeholder in every slot; only the fixed word runs between placeholders count,
   so an answer that repeats the question (or a source) is not an echo. Words are compared
   lowercased, without punctuation, every digit run as one token ``0`` (budgets differ per
-  run, an echo is still an echo).
+  run, an echo is still an echo). The synthesis prompt's scaffolding is fanout's too, but
+  its fixed runs are short and interleaved with data, so an echo of the lead's user
+  message ("Question: … Sources: [1] … <findings> …") has few 12-word runs: the
+  ``<findings>`` fence, which no answer has reason to write, counts as an echoed run too.
 - ``numbers``: a number is its value, the unit's spelling is not compared ("3 GWh" =
   "3GWh" = 3; "45%" = "45 %" = "45 percent" = 45, and also 0.45); ``1,000`` = ``1000``,
   ``2.50`` = ``2.5``; a scale word or suffix adds its scaled value ("USD 0.6bn" is 0.6
   and 600000000). Years count. Not numbers: the citation markers, a list marker opening a
-  line ("1." / "2)"), digits inside a word ("Li6PS5Cl", "H01M10"), and a sign. A
+  line ("1." / "2)"), digits inside a word ("Li6PS5Cl", "H01M10") or a URL, and a sign. A
   decimal comma is read as two numbers ("2,5"). A number found in the question is the
   reader's own and passes. A sentence with a number that cites no source is unverified:
   without a cited source there is nothing to find the number in.
@@ -47,9 +50,11 @@ __all__ = ["WINDOW", "check_answer", "instruction_grams", "instruction_texts", "
 WINDOW = 12
 """An answer with this many consecutive words of fanout's instructions echoes its prompt."""
 
+_FENCE = re.compile(r"</?findings>", re.IGNORECASE)  # the synthesis prompt's data fence
 _SLOT = "zqzslotzqz"  # what every placeholder of a prompt is rendered as: no word of ours
 _WORD = re.compile(r"[^\W_]+")
 _CITE = re.compile(r"\[([^\[\]\n]{1,200})\]")
+_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
 _RANGE = re.compile(r"(\d+)\s*[-–]\s*(\d+)")
 _LIST_MARKER = re.compile(r"\s*(?:\d{1,3}[.)]|[-*•])\s+")
 _SCALES = {
@@ -139,6 +144,9 @@ def _prompt_check(text: str, spans: Sequence[tuple[int, int]]) -> PromptCheck:
             echoed[i : i + WINDOW] = [True] * WINDOW
     runs = sum(1 for i, e in enumerate(echoed) if e and (i == 0 or not echoed[i - 1]))
     hit = [(a, b) for (_, a, b), e in zip(words, echoed, strict=True) if e]
+    fences = [m.span() for m in _FENCE.finditer(text)]
+    runs += len(fences)
+    hit += fences
     sentences = [text[s:e] for s, e in spans if any(a < e and b > s for a, b in hit)]
     return PromptCheck(ok=runs == 0, count=runs, sentences=sentences)
 
@@ -246,6 +254,7 @@ def check_answer(
         if bad:
             bad_numbers += bad
             bad_cites.append(sentence)
+        plain = _URL.sub(" ", plain)  # a URL's digits are its address, not a claim
         if start == 0 or text[start - 1] == "\n":
             marker = _LIST_MARKER.match(plain)
             plain = plain[marker.end() :] if marker else plain

@@ -76,6 +76,14 @@ def test_repeating_the_question_is_not_an_echo() -> None:
     assert len(instruction_grams()) > 100
 
 
+def test_an_echo_of_the_findings_fence_fails() -> None:
+    """The lead's user message echoed (its <findings> fence) is the prompt too, though its
+    fixed runs are short."""
+    echo = "Question: q\nCoverage: 0%\nSources:\n  [1] Naxtra\n<findings>\nsubtask cold"
+    checks = _check(echo)
+    assert not checks.not_prompt.ok and checks.not_prompt.sentences == ["<findings>"]
+
+
 @pytest.mark.parametrize(
     ("stop", "ok"),
     [pytest.param("max_tokens", False, id="cut-off"), pytest.param("end_turn", True, id="done"),
@@ -122,6 +130,7 @@ def test_a_range_past_the_parser_limit_fails() -> None:
                      id="list-marker-and-formula"),
         pytest.param("Cells were tested in 2026 [1].", True, id="the-question's-number"),
         pytest.param("Cells keep 90% [1] [2].", True, id="citation-markers-are-no-numbers"),
+        pytest.param("See https://a.example/2031/x: 90% [1].", True, id="a-url-is-no-number"),
     ],
 )
 def test_numbers_must_be_in_a_cited_source(sentence: str, ok: bool) -> None:
