@@ -109,7 +109,8 @@ def _cited(text: str, n: int) -> str:
 
 
 def _order(report: CoverageReport) -> list[Section]:
-    """The sections with evidence first by weight (a follow-up: its gap's), covered first."""
+    """The sections by weight (a follow-up by its gap's, if heavier), the covered before
+    the not covered, then in job order."""
     weights = {o.id: o.weight for o in report.subtasks}
     parent = {o.id: o.followup_of for o in report.subtasks if o.followup_of}
     sections = report.answer.sections
