@@ -14,7 +14,10 @@ the sentences a check names by splitting the text the same way.
 checks 1, 2 and cites something when there are sources) or ``extractive`` (passages
 quoted from the findings, each with its ``[n]``: the model's text was rejected, or there
 was no model). Absent when nobody wrote an answer (no model, or a synthesis that failed),
-so such reports are byte-identical to before. The rejected text is ``answer.rejected``.
+so such reports are byte-identical to before; an extractive answer with nothing to quote
+is ``kind: extractive`` with ``text`` null. The rejected text is ``answer.rejected``, and
+``answer.checks`` are always the model's text's (of ``rejected`` when it was rejected):
+the extractive answer quotes its sources, each sentence cited, and is not checked again.
 """
 
 from __future__ import annotations
