@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from coordinator.answer_checks import AnswerChecks, AnswerKind
 from coordinator.job import JobSpec, Route
 from coordinator.routing import RoutingTable
 from shared.categories import ErrorCategory, Trigger
@@ -130,6 +131,12 @@ class Answer(BaseModel):
     # The sources the text cites by number ([n]), as the synthesis numbered them.
     sources: list[Source] | None = Field(default=None, exclude_if=lambda v: v is None)
     synthesis_error: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Who wrote ``text`` (a model, or extractive: quoted from the findings), the model's
+    # text when it was rejected, and its checks (DESIGN §7 "Answer checks"); each left
+    # out of the wire when absent, so a report without a written answer stays as it was.
+    kind: AnswerKind | None = Field(default=None, exclude_if=lambda v: v is None)
+    rejected: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    checks: AnswerChecks | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Decision(BaseModel):

@@ -30,6 +30,8 @@ _TRIGGER_ROUTES: Final[Mapping[Trigger, Route]] = {
     "model_refusal": "escalate",
     # Words without a tool's evidence are a gap in coverage, not a fault to page about.
     "no_evidence": "gap",
+    # A rejected answer is replaced by the sources' own words: a gap, nothing to page about.
+    "answer_rejected": "gap",
 }
 
 

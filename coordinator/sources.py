@@ -11,14 +11,23 @@ or path is one source however many subtasks found it (the first names it).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator.report import Section, Source
 from shared.envelope import Finding
 
-__all__ = ["cited_sources", "finding_sources", "number_sources"]
+__all__ = [
+    "Evidence",
+    "cited_sources",
+    "evidence",
+    "finding_sources",
+    "number_sources",
+    "source_texts",
+]
 
 _NOT_SOURCES = frozenset({"model", "finish"})
 _SEARCH_TOOLS = {"web.search": "url", "docs.search": "path"}
@@ -27,28 +36,40 @@ _CITE = re.compile(r"\[([^\[\]\n]{1,200})\]")
 
 def finding_sources(finding: Finding) -> list[tuple[str, str | None, str | None, str]]:
     """``(key, url, path, title)`` of each source one finding holds."""
+    return [(key, url, path, title) for key, url, path, title, _ in _items(finding)]
+
+
+def _items(finding: Finding) -> list[tuple[str, str | None, str | None, str, Any]]:
+    """``(key, url, path, title, body)`` of each source one finding holds; the body is
+    what the finding says of it: a search result's snippet, a page's or document's text,
+    a tool's data."""
     if finding.tool in _NOT_SOURCES or finding.empty:
         return []
-    if finding.url is not None:
-        return [(f"url:{finding.url}", finding.url, None, finding.title or finding.url)]
-    if finding.path is not None:
-        return [(f"path:{finding.path}", None, finding.path, finding.title or finding.path)]
-    kind = _SEARCH_TOOLS.get(finding.tool)
     data: Any = finding.data
+    if finding.url is not None or finding.path is not None:
+        text = data.get("text") if isinstance(data, dict) else None
+        body = text if isinstance(text, str) else data
+        if finding.url is not None:
+            return [(f"url:{finding.url}", finding.url, None, finding.title or finding.url, body)]
+        assert finding.path is not None
+        return [(f"path:{finding.path}", None, finding.path, finding.title or finding.path, body)]
+    kind = _SEARCH_TOOLS.get(finding.tool)
     if kind is not None and isinstance(data, dict) and isinstance(data.get("results"), list):
-        out: list[tuple[str, str | None, str | None, str]] = []
+        out: list[tuple[str, str | None, str | None, str, Any]] = []
         for item in data["results"]:
             where = item.get(kind) if isinstance(item, dict) else None
             if not isinstance(where, str) or not where:
                 continue
             title = item.get("title")
             title = title if isinstance(title, str) and title else where
+            snippet = item.get("snippet")
+            snippet = snippet if isinstance(snippet, str) else ""
             if kind == "url":
-                out.append((f"url:{where}", where, None, title))
+                out.append((f"url:{where}", where, None, title, snippet))
             else:
-                out.append((f"path:{where}", None, where, title))
+                out.append((f"path:{where}", None, where, title, snippet))
         return out
-    return [(f"tool:{finding.tool}", None, None, finding.tool)]
+    return [(f"tool:{finding.tool}", None, None, finding.tool, data)]
 
 
 def number_sources(sections: Sequence[Section]) -> tuple[list[Source], dict[int, list[int]]]:
@@ -94,3 +115,42 @@ def cited_sources(text: str, sources: Iterable[Source], subtask_ids: Sequence[st
             elif part in subtasks:
                 numbers.update(s.n for s in every if s.subtask == part)
     return [s for s in every if s.n in numbers]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What one finding says of one numbered source: its snippet, text or data."""
+
+    n: int
+    subtask_id: str
+    tool: str
+    title: str
+    body: Any  # a search result's snippet, a page's or document's text, a tool's data
+    document: bool  # a page or document read whole (web.fetch, docs.read), not a snippet
+
+
+def evidence(sections: Sequence[Section]) -> list[Evidence]:
+    """Every piece of evidence of the findings with its source's number (as
+    :func:`number_sources` numbers them), in subtask and finding order."""
+    numbered: dict[tuple[str, str], int] = {}
+    out: list[Evidence] = []
+    for section in sections:
+        for finding in section.findings:
+            document = finding.url is not None or finding.path is not None
+            for key, _url, _path, title, body in _items(finding):
+                scoped = (section.subtask_id, key) if key.startswith("tool:") else ("", key)
+                n = numbered.setdefault(scoped, len(numbered) + 1)
+                out.append(Evidence(n, section.subtask_id, finding.tool, title, body, document))
+    return out
+
+
+def source_texts(sections: Sequence[Section]) -> dict[int, list[str]]:
+    """Per source number, the texts its findings hold: a search result's title and
+    snippet, a page's or document's title and text, a tool's data as JSON. What the
+    answer's numbers are checked against (DESIGN §7, check 4)."""
+    texts: dict[int, list[str]] = {}
+    for item in evidence(sections):
+        body = item.body
+        text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, default=str)
+        texts.setdefault(item.n, []).append(f"{item.title}\n{text}")
+    return texts

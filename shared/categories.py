@@ -38,6 +38,9 @@ Trigger = Literal[
     # A model-planned subtask with tools ended without an ok envelope from any of them
     # (it answered in its own words, or said nothing): coverage is evidence (DESIGN §7).
     "no_evidence",
+    # The lead's answer failed its checks (an echo of the prompt, cut off, or citing
+    # nothing while sources exist) and an extractive answer is shown instead (DESIGN §7).
+    "answer_rejected",
 ]
 """The concrete condition that ended a subagent's work; never a self-rated confidence."""
 

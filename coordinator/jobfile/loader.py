@@ -326,5 +326,8 @@ def _check_references(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
         # The scripted lead's follow-ups (DESIGN §11) are subtasks of the report too.
         planned = sorted(followup_ids(data.get("model")) - set(ids))
         more = {f: len(ids) + i for i, f in enumerate(planned)}
+        # A job with a model may report a row for its lead: a rejected answer (DESIGN §7).
+        if data.get("model") is not None and "lead" not in ids:
+            more["lead"] = len(ids) + len(more)
         checker.expect(data.get("expect"), {**ids, **more})
     return checker.problems

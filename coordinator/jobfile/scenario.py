@@ -44,6 +44,13 @@ class Expect(BaseModel):
     escalations: int | None = Field(
         default=None, ge=0, description="How many escalations are routed to escalate."
     )
+    answer: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Answer fields to match (kind, checks, sources, ...), e.g. "
+            "{kind: extractive, checks: {not_prompt: {ok: false}}}."
+        ),
+    )
 
 
 class Scenario(BaseModel):

@@ -4,10 +4,15 @@ synthesizes the answer, around the fan-out of ``run_job``.
 - ``decompose``: the planning tool ``plan_subtasks``, a checked plan, the degraded plan.
 - ``followups``: the planning tool ``plan_followups``, follow-ups that fill gaps.
 - ``synthesis``: the answer text that names its sources and what is missing.
+- ``checks``: the answer checks itself (``answer.checks``: not the prompt, not cut off,
+  real citations, numbers found in the sources it cites).
+- ``extractive``: the answer quoted from the findings, for a rejected answer or a run
+  without a model.
 - ``planning``: who plans each subtask (the scripted plan or the job's model).
 - ``research``: :func:`run_research`, the whole job with its lead.
 """
 
+from coordinator.lead.checks import check_answer
 from coordinator.lead.decompose import (
     LEAD,
     QUESTION,
@@ -18,6 +23,7 @@ from coordinator.lead.decompose import (
     lead_subtask,
     with_lead_gap,
 )
+from coordinator.lead.extractive import extractive_answer, with_extractive_answer
 from coordinator.lead.followups import plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.research import (
@@ -28,7 +34,7 @@ from coordinator.lead.research import (
     run_research,
     with_subtasks,
 )
-from coordinator.lead.synthesis import synthesize
+from coordinator.lead.synthesis import synthesize, with_model_answer
 
 __all__ = [
     "LEAD",
@@ -38,15 +44,19 @@ __all__ = [
     "LeadContext",
     "PlanHook",
     "catalogue",
+    "check_answer",
     "decompose",
     "degraded_plan",
+    "extractive_answer",
     "failed_decomposition",
     "lead_subtask",
     "plan_followups",
     "planned_job",
     "run_research",
     "synthesize",
+    "with_extractive_answer",
     "with_followups",
     "with_lead_gap",
+    "with_model_answer",
     "with_subtasks",
 ]

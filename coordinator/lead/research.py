@@ -19,6 +19,7 @@ from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, run_jo
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead.decompose import LEAD, LeadContext, decompose, with_lead_gap
+from coordinator.lead.extractive import with_extractive_answer
 from coordinator.lead.followups import open_gaps, plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.synthesis import synthesize
@@ -254,6 +255,9 @@ async def _research(
     if lead is not None and planning.synthesizes:
         report = await synthesize(report, lead)
         report = report.model_copy(update={"elapsed_s": job_clock.now()})
+    elif job.answer == "extractive":
+        # Retrieval only (no model, DESIGN §7): the best passages of the findings, cited.
+        report = with_extractive_answer(report, None)
     return with_tokens(report, planning.meter)
 
 

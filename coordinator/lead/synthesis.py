@@ -3,8 +3,12 @@
 The lead model is shown the numbered sources (:mod:`coordinator.sources`), every finding
 (cut to a budget, each marked with its subtask, its coverage and its sources' numbers)
 and every gap (subtask, category, trigger, what was tried, alternatives), and told to
-cite ``[n]`` after each claim and to say what is missing. Its text becomes
-``answer.text``; ``answer.sources`` are the sources the text cites. What pages and
+cite ``[n]`` after each claim and to say what is missing. Its text is checked
+(:func:`coordinator.lead.checks.check_answer`, ``answer.checks``); one that passes becomes
+``answer.text`` (``answer.kind: model``) and ``answer.sources`` are the sources it cites.
+One that echoes fanout's instructions, was cut off, or cites nothing while there are
+sources is not the answer: it goes to ``answer.rejected``, the answer is extractive
+(:mod:`coordinator.lead.extractive`) and a gap of ``lead`` says why. What pages and
 documents say is data: it is shown inside a marked block the model is told never to take
 instructions from. Everything else in the report (``answer.missing``, the gaps) stays
 fanout's own, whatever the model writes. A synthesis that fails leaves the report whole,
@@ -17,9 +21,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from coordinator.answer_checks import rejection_reason
+from coordinator.lead.checks import check_answer
 from coordinator.lead.decompose import LeadContext
+from coordinator.lead.extractive import with_extractive_answer
 from coordinator.report import CoverageReport, Section
-from coordinator.sources import cited_sources, number_sources
+from coordinator.sources import cited_sources, number_sources, source_texts
 from subagents.models.base import UserMessage
 from subagents.models.endpoint import SAFETY_TOKENS, EndpointFacts, fitted_max_tokens
 from subagents.planners.model import probe_endpoint_of
@@ -195,18 +202,37 @@ async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageRepor
         result, turn = await lead.call(SYSTEM, [UserMessage(prompt)], max_tokens=fitted)
     if cut:
         answer = answer.model_copy(update={"missing": [*answer.missing, *cut]})
+        report = report.model_copy(update={"answer": answer})
     if turn is None:
         update = {"text": None, "synthesis_error": result.to_wire()}
-    else:
-        # Sources are those the text cites by number (or, as scripted turns written
-        # before numbered sources do, by a subtask id with findings); naming a gap is
-        # not citing it.
-        ids = [s.subtask_id for s in answer.sections if s.findings]
-        sources, _ = number_sources(answer.sections)
-        update = {"text": turn.text, "sources": cited_sources(turn.text, sources, ids)}
-        if turn.stop_reason == "max_tokens":
-            update["synthesis_error"] = {
-                "message": "the answer was cut off by model.max_tokens",
-                "stop_reason": "max_tokens",
-            }
-    return report.model_copy(update={"answer": answer.model_copy(update=update)})
+        return report.model_copy(update={"answer": answer.model_copy(update=update)})
+    return with_model_answer(report, turn.text, turn.stop_reason)
+
+
+def with_model_answer(report: CoverageReport, text: str, stop_reason: str | None) -> CoverageReport:
+    """``report`` with the model's answer ``text`` checked: as ``answer.text`` when it
+    passes, else rejected for the extractive answer (DESIGN §7 "Answer checks")."""
+    answer = report.answer
+    # Sources are those the text cites by number (or, as scripted turns written before
+    # numbered sources do, by a subtask id with findings); naming a gap is not citing it.
+    ids = [s.subtask_id for s in answer.sections if s.findings]
+    sources, _ = number_sources(answer.sections)
+    checks = check_answer(
+        text,
+        stop_reason=stop_reason,
+        sources=sources,
+        texts=source_texts(answer.sections),
+        subtask_ids=ids,
+        question=answer.query,
+    )
+    reason = rejection_reason(checks.model_dump(), has_sources=bool(sources))
+    if reason is None:
+        update = {
+            "text": text,
+            "sources": cited_sources(text, sources, ids),
+            "kind": "model",
+            "checks": checks,
+        }
+        return report.model_copy(update={"answer": answer.model_copy(update=update)})
+    rejected = answer.model_copy(update={"rejected": text, "checks": checks})
+    return with_extractive_answer(report.model_copy(update={"answer": rejected}), reason)

@@ -338,6 +338,12 @@ def _expect(report: dict[str, Any]) -> dict[str, Any]:
             for g in report["gaps"]
         },
         "escalations": len(report["escalations"]),
+        # The answer's kind and checks: a replay recomputes them and must agree (DESIGN §7).
+        **(
+            {"answer": {k: answer[k] for k in ("kind", "checks") if k in answer}}
+            if "kind" in (answer := report.get("answer") or {})
+            else {}
+        ),
     }
 
 

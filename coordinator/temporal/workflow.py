@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         with_followups,
         with_lead_gap,
     )
+    from coordinator.lead.extractive import with_extractive_answer
     from coordinator.lead.followups import open_gaps
     from coordinator.report import CoverageReport, assemble_report
     from coordinator.report_edits import with_tokens
@@ -153,6 +154,9 @@ class FanoutWorkflow:
         if inp.synthesize and inp.model is not None:
             report = await self._synthesize(report, lead)
         else:
+            if job.answer == "extractive":
+                # Retrieval only (DESIGN §7): the best passages, cited, as run locally.
+                report = with_extractive_answer(report, None)
             report = with_tokens(report, self._budget.meter)
         return await self._record(report)
 

@@ -11,11 +11,13 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from coordinator.views.answer_marks import extractive_note, marked_lines
 from coordinator.views.followups import followup_lines
 from coordinator.views.style import CSS, OUTCOME_BADGE, STATUS_COLOURS
 from coordinator.views.timeline import legend_html, seconds, timeline_svg
 
 _MAX_TEXT = 280  # characters of one finding value before it is cut
+_MAX_REJECTED = 4000  # characters of a rejected answer shown (all of it is in the JSON)
 _MAX_ITEMS = 12  # list items shown per finding before "… n more"
 _STATUS_ORDER = ("complete", "empty", "partial", "gap")
 
@@ -276,15 +278,39 @@ def _source(source: Mapping[str, Any]) -> str:
             f'{_pill(source.get("subtask", ""))}</li>')
 
 
+def _marked(line: list[tuple[str, list[str]]]) -> str:
+    """One line of the answer: a sentence that failed a check highlighted, with its marks."""
+    parts = []
+    for sentence, marks in line:
+        if not marks:
+            parts.append(_e(sentence))
+            continue
+        shown = "; ".join(marks)
+        parts.append(f'<span class="unverified" title="{_e(shown)}">{_e(sentence)}</span>'
+                     + "".join(f' <span class="check-mark">{_e(m)}</span>' for m in marks))
+    return " ".join(parts)
+
+
 def _synthesis(report: Mapping[str, Any]) -> str:
     """The lead agent's answer, first: escaped text (a model's output is untrusted input)."""
     answer = report.get("answer") or {}
-    if "text" not in answer and "synthesis_error" not in answer:
+    if "text" not in answer and "synthesis_error" not in answer and "kind" not in answer:
         return ""
     body = ""
-    if answer.get("text"):
+    note = extractive_note(answer)
+    if note is not None:
+        body += f'<p class="extractive-note">{_e(note)}</p>'
+    marked = marked_lines(answer)
+    if marked is not None:
+        body += "".join(f'<p class="synthesis">{_marked(line)}</p>' for line in marked)
+    elif answer.get("text"):
         paragraphs = [p for p in str(answer["text"]).split("\n") if p.strip()]
-        body += "".join(f'<p class="synthesis">{_e(p)}</p>' for p in paragraphs)
+        if note is not None:  # an extractive answer's passages, one a line: a list
+            items = "".join(f"<li>{_e(p)}</li>" for p in paragraphs)
+            body += f'<ul class="synthesis passages">{items}</ul>'
+        else:
+            body += "".join(f'<p class="synthesis">{_e(p)}</p>' for p in paragraphs)
+    if answer.get("text"):
         sources = answer.get("sources") or []
         if sources:
             items = "".join(_source(s) for s in sources)
@@ -295,6 +321,9 @@ def _synthesis(report: Mapping[str, Any]) -> str:
     if error:
         body += (f'<p class="synthesis-error">The lead agent\'s synthesis failed: '
                  f'{_e(error.get("message", ""))}</p>')
+    if answer.get("rejected"):
+        body += ('<details class="rejected"><summary>The model\'s rejected answer</summary>'
+                 f'<pre>{_e(_cut(str(answer["rejected"]), _MAX_REJECTED))}</pre></details>')
     missing = "".join(f"<li>{_e(m)}</li>" for m in answer.get("missing", []))
     body += ("<h3>Not covered</h3>"
              + (f'<ul class="missing">{missing}</ul>' if missing else "<p>Fully covered.</p>"))

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from coordinator.views.answer_marks import extractive_note, marked_lines
 from coordinator.views.followups import followup_lines
 
 _MAX_TEXT = 280  # characters of one finding value before it is cut
@@ -229,13 +230,25 @@ def _source(source: Mapping[str, Any]) -> str:
 def _synthesis(report: Mapping[str, Any]) -> list[str]:
     """The lead agent's answer first, with its sources and what it does not cover."""
     answer = report.get("answer") or {}
-    if "text" not in answer and "synthesis_error" not in answer:
+    if "text" not in answer and "synthesis_error" not in answer and "kind" not in answer:
         return []
     lines = ["## The lead's answer", ""]
-    if answer.get("text"):
-        # A model's text is untrusted: escaped like any other value, paragraph by paragraph.
-        lines += [md_text(p) for p in str(answer["text"]).split("\n") if p.strip()]
+    note = extractive_note(answer)
+    if note is not None:
+        lines += [f"> **{md_text(note)}**", ""]
+    marked = marked_lines(answer)
+    if marked is not None:
+        # A sentence that failed a check is followed by its mark, in italics.
+        lines += [" ".join(md_text(sentence) + "".join(f" _{md_text(m)}_" for m in marks)
+                           for sentence, marks in line) for line in marked]
         lines.append("")
+    elif answer.get("text"):
+        # A model's text is untrusted: escaped like any other value, paragraph by paragraph;
+        # an extractive answer's passages (one a line) are a list.
+        bullet = "- " if note is not None else ""
+        lines += [bullet + md_text(p) for p in str(answer["text"]).split("\n") if p.strip()]
+        lines.append("")
+    if answer.get("text"):
         sources = answer.get("sources") or []
         lines += ["**Sources**", ""] if sources else ["Sources: none cited"]
         lines += [_source(s) for s in sources]

@@ -125,6 +125,13 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 ol.sources { padding-left: 22px; } ol.sources li { margin: 2px 0; }
 ol.sources .where { color: #868e96; font-size: 12px; word-break: break-all; }
 .synthesis-error { color: #c92a2a; }
+.extractive-note { background:#fff3bf; color:#7c5400; border-radius:6px; padding: 6px 10px;
+  font-weight: 600; }
+ul.passages { font-size: 15px; line-height: 1.55; padding-left: 20px; }
+.unverified { background:#fff3bf; border-bottom: 2px dotted #e67700; }
+.check-mark { color:#d9480f; font-size: 12.5px; font-weight: 600; white-space: nowrap; }
+details.rejected pre { white-space: pre-wrap; font-size: 12px; max-height: 16em; overflow: auto;
+  background:#f8f9fa; padding: 8px; border-radius: 6px; }
 footer { color: var(--muted); font-size: 12.5px; text-align:center; margin-top: 28px; }
 @media (max-width: 820px) { .sections { grid-template-columns: 1fr; } }
 """

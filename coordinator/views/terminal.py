@@ -13,6 +13,7 @@ from rich.text import Text
 from coordinator.replay import ReplaySummary
 from coordinator.report import CoverageReport, Gap
 from coordinator.store.runs import RunRow
+from coordinator.views.answer_marks import extractive_note, marked_lines
 from coordinator.views.followups import followup_lines
 from shared.errors import InputFileError
 
@@ -141,12 +142,31 @@ def _plain(text: str) -> str:
     return "".join(c if c.isprintable() else " " for c in " ".join(text.split()))
 
 
+def _marked(line: list[tuple[str, list[str]]]) -> Text:
+    """One line of the answer, a sentence that failed a check in yellow with its marks."""
+    text = Text()
+    for i, (sentence, marks) in enumerate(line):
+        text.append((" " if i else "") + sentence, style="yellow" if marks else "")
+        for mark in marks:
+            text.append(f" {mark}", style="bold yellow")
+    return text
+
+
 def synthesis_view(report: CoverageReport) -> RenderableType:
     """The lead agent's answer with its sources, and the list of what is not covered."""
     answer = report.answer
     lines: list[RenderableType] = []
-    if answer.text:
+    wire = answer.model_dump(mode="json", include={"kind", "text", "sources", "rejected",
+                                                   "checks"}, exclude_none=True)
+    note = extractive_note(wire)
+    if note is not None:
+        lines.append(Text(note, style="yellow"))
+    marked = marked_lines(wire)
+    if marked is not None:
+        lines.extend(_marked(line) for line in marked)
+    elif answer.text:
         lines.append(Text(answer.text))  # Text, not markup: the model's words stay words
+    if answer.text:
         if answer.sources:
             lines.append(Text("Sources", style="bold"))
             for source in answer.sources:
@@ -178,7 +198,7 @@ def report_view(report: CoverageReport) -> RenderableType:
     """The whole report for a terminal: the lead's answer first, when there is one."""
     parts: list[RenderableType] = [header(report)]
     answer = report.answer
-    if answer.text is not None or answer.synthesis_error is not None:
+    if answer.text is not None or answer.synthesis_error is not None or answer.kind:
         parts.append(synthesis_view(report))
     parts.append(subtasks_table(report))
     spent = tokens_line(report)
