@@ -43,10 +43,11 @@ from subagents.models.base import (
     UserMessage,
 )
 from subagents.models.call import call_model
+from subagents.models.endpoint import EndpointFacts, fitted_max_tokens
 from subagents.models.scripted import PLAN_TOOL
 from subagents.models.spec import ModelSpec
 from subagents.models.spend import TokenMeter
-from subagents.planners.model import model_failure
+from subagents.planners.model import model_failure, probe_endpoint_of
 from subagents.spec import SubtaskSpec
 
 LEAD = "lead"
@@ -199,11 +200,18 @@ class LeadContext:
         """One logical model call of the lead (retried by fanout's one retry layer)."""
         trace_id = self.trace_ids.next(LEAD)
         self.trace.append(trace_id)
+        if max_tokens is None:
+            # Fitted to the endpoint where its window is known (DESIGN §7).
+            await probe_endpoint_of(self.client)
+            facts = getattr(self.client, "facts", None)
+            max_tokens = self.model.max_tokens
+            if isinstance(facts, EndpointFacts):
+                max_tokens = fitted_max_tokens(max_tokens, facts.window, local=facts.local)
         request = ModelRequest(
             system=system,
             messages=messages,
             tools=tools,
-            max_tokens=self.model.max_tokens if max_tokens is None else max_tokens,
+            max_tokens=max_tokens,
             temperature=self.model.temperature,
             force_tool=force_tool,
             subtask_id=LEAD,

@@ -156,7 +156,8 @@ def _fitted(
     """
     if not isinstance(facts, EndpointFacts) or facts.window is None:
         prompt, cut = _prompt(report, None)
-        return max_tokens, prompt, cut
+        local = isinstance(facts, EndpointFacts) and facts.local
+        return fitted_max_tokens(max_tokens, None, local=local), prompt, cut
     fitted = fitted_max_tokens(max_tokens, facts.window)
     tokens = facts.window - fitted - SAFETY_TOKENS
     chars = int(tokens / facts.ratio * 4) - len(SYSTEM) - 64
@@ -187,8 +188,9 @@ async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageRepor
     await probe_endpoint_of(lead.client)
     facts = getattr(lead.client, "facts", None)
     fitted, prompt, cut = _fitted(report, facts, cap or lead.model.max_tokens)
-    # No window known: the model block's own max_tokens (or the budget's cap), as ever.
-    sent = fitted if isinstance(facts, EndpointFacts) and facts.window is not None else cap
+    # No window known: the model block's own max_tokens (or the budget's cap), as ever,
+    # but for a local server's bound (subagents.models.endpoint.UNSTATED_LOCAL_MAX_TOKENS).
+    sent = fitted if isinstance(facts, EndpointFacts) and (facts.window or facts.local) else cap
     result, turn = await lead.call(SYSTEM, [UserMessage(prompt)], max_tokens=sent)
     if (
         turn is None

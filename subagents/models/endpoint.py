@@ -73,6 +73,9 @@ class EndpointFacts:
     server: str | None = None
     """What the server said it is (``owned_by``), when it said."""
     probed: bool = False
+    local: bool = False
+    """A server on this machine or its network (its output budget is bounded until its
+    window is known)."""
     ratio: float = 1.0
     refusals: int = field(default=0)
     """Requests this endpoint refused for their length (the first teaches the window)."""
@@ -90,6 +93,13 @@ class EndpointFacts:
     def tokens(self, estimate: int) -> int:
         """``estimate`` (cl100k) in the server's tokens, rounded up."""
         return math.ceil(estimate * self.ratio)
+
+    def learn_from_cut(self, asked: int, prompt: int, written: int) -> None:
+        """A turn cut at ``written`` tokens when ``asked`` were allowed: the server cut it at
+        the end of its window (llama-cpp-python does so silently), which is then
+        ``prompt + written`` tokens."""
+        if 0 < written < asked and prompt > 0:
+            self.learn_window(prompt + written, "cut")
 
     def room(self, prompt_estimate: int) -> int | None:
         """Output tokens left beside a prompt of ``prompt_estimate`` (None: no window)."""
@@ -133,12 +143,20 @@ def read_refusal(message: str) -> tuple[int | None, int | None]:
     return window, prompt
 
 
-def fitted_max_tokens(max_tokens: int, window: int | None) -> int:
+UNSTATED_LOCAL_MAX_TOKENS: Final = 512
+"""The output budget of a call to a local server whose window is not known yet: a
+quarter of 2,048 tokens, the smallest default window of the local servers we know. It
+bounds what a call may write, not what it may send: nothing is cut or refused for it."""
+
+
+def fitted_max_tokens(max_tokens: int, window: int | None, *, local: bool = False) -> int:
     """The output budget of one call on a window: at most a quarter of it.
 
     A quarter leaves three quarters for the prompt (instructions, tools, findings);
-    ``model.max_tokens`` lower than that stays as it is. No window known: unchanged.
+    ``model.max_tokens`` lower than that stays as it is. No window known: unchanged, or
+    at most :data:`UNSTATED_LOCAL_MAX_TOKENS` on a ``local`` server (one that states no
+    window and runs on a CPU: an answer it writes to the end of its window costs minutes).
     """
     if window is None:
-        return max_tokens
+        return min(max_tokens, UNSTATED_LOCAL_MAX_TOKENS) if local else max_tokens
     return max(MIN_ANSWER_TOKENS, min(max_tokens, window // 4))

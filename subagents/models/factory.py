@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Mapping
-from urllib.parse import urlsplit
 
 from shared.clock import Clock
 from shared.errors import FanoutError
 from subagents.models.base import ModelClient
 from subagents.models.limiter import attach_limiter, limiter_for, shared_limiter
+from subagents.models.local import is_local
 from subagents.models.scripted import ScriptedModel
 from subagents.models.spec import ModelSpec
 
@@ -36,20 +35,6 @@ class MissingModelKey(FanoutError):
 LOCAL_PLACEHOLDER_KEY = "fanout-local-no-key"
 
 _BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
-
-
-def is_local(base_url: str | None) -> bool:
-    """True when ``base_url`` names this machine or a private network address."""
-    host = urlsplit(base_url or "").hostname
-    if host is None:
-        return False
-    if host == "localhost" or host.endswith((".localhost", ".local")):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def build_client(

@@ -45,6 +45,7 @@ from subagents.models.endpoint import (
     read_refusal,
 )
 from subagents.models.limiter import estimate_tokens, limiter_of
+from subagents.models.local import is_local
 from subagents.models.ratelimit_headers import read_rate_headers
 from subagents.models.spec import ModelLimits
 
@@ -102,6 +103,7 @@ class OpenAIClient:
         # What the endpoint says of itself (window, slots), shared by every client of it
         # in the process (DESIGN §7, "Fitting a local server").
         self.facts: EndpointFacts = facts_for(self.base_url, name)
+        self.facts.local = is_local(self.base_url)
         self._minted = itertools.count(1)
         self._sdk = openai.AsyncOpenAI(
             api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout_s
@@ -224,6 +226,10 @@ class OpenAIClient:
         if turn.usage is not None:
             # The server's tokens per estimated token: later estimates err on its side.
             self.facts.observe(estimate, turn.usage.input_tokens)
+            if turn.stop_reason == "max_tokens" and not self.official:
+                self.facts.learn_from_cut(
+                    request.max_tokens, turn.usage.input_tokens, turn.usage.output_tokens
+                )
         return replace(turn, rate=read_rate_headers(headers))
 
     def _fit(self, request: ModelRequest, estimate: int) -> ModelRequest:

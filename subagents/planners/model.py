@@ -212,10 +212,12 @@ class ModelPlanner:
         (in the context's tokens); each tool result gets at most a quarter of that.
         """
         facts = getattr(self.client, "facts", None)
-        window = getattr(facts, "window", None)
-        if not isinstance(facts, EndpointFacts) or window is None:
+        if not isinstance(facts, EndpointFacts):
             return self.model.max_tokens
-        max_tokens = fitted_max_tokens(self.model.max_tokens, window)
+        window = facts.window
+        max_tokens = fitted_max_tokens(self.model.max_tokens, window, local=facts.local)
+        if window is None:
+            return max_tokens
         room = int((window - max_tokens - SAFETY_TOKENS) / facts.ratio)
         if room > 0:
             env.context.fit(room, max(1, room // 4))
