@@ -237,9 +237,19 @@ class Context:
         the transcript to what the endpoint can take beside its answer.
         """
         window, budget = min(window, self.window), min(active_tool_budget, self.active_tool_budget)
-        if (window, budget) != (self.window, self.active_tool_budget):
-            self.window, self.active_tool_budget = window, budget
-            self._room_below = _room_threshold(window, budget)
+        if (window, budget) == (self.window, self.active_tool_budget):
+            return
+        shrunk = budget < self.active_tool_budget
+        self.window, self.active_tool_budget = window, budget
+        self._room_below = _room_threshold(window, budget)
+        if shrunk:
+            # Results already in the context were cut to the old budget: cut to the new.
+            self.count_pending()
+            for message in self.messages:
+                if message.kind == "result" and message.tokens > budget:
+                    before = message.tokens
+                    message.text, message.tokens = self.counter.fit(message.text, budget)
+                    self.counter.total -= before - message.tokens
 
     def has_room(self) -> bool:
         """True when the byte bounds alone prove the gate would say ``continue``.
