@@ -1,0 +1,43 @@
+"""`fanout serve --model openai:NAME --base-url URL`: the operator's local model answers
+POST /ask, with no key asked for, and jobs still never name an endpoint (DESIGN §7, §8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from tests.coordinator.serve.conftest import start_server
+from tests.loopback import OpenAIServer
+
+
+def test_post_ask_runs_on_the_operators_local_model(tmp_path: Path) -> None:
+    """POST /ask on a server started with a local --base-url: 201 (no key is asked for), the
+    chat requests reach that endpoint, and the run finishes with an answer and sources."""
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    (papers / "sodium.md").write_text(
+        "# Sodium-ion in the cold\n\nSodium-ion cells keep 90 percent of their capacity at "
+        "-20 C.\n")
+    with OpenAIServer(owned_by="me") as model:
+        srv = start_server(tmp_path, "--docs", str(papers), "--model", "openai:gemma",
+                           "--base-url", model.base_url)
+        try:
+            with srv.client() as c:
+                r = c.post("/ask", json={"question": "How do sodium-ion cells do in the cold?",
+                                         "docs": "."})
+                assert r.status_code == 201, r.text
+                run_id = r.json()["run_id"]
+                srv.wait_status(run_id, "finished", timeout=60)
+                report = c.get(f"/runs/{run_id}/report?format=json").json()
+                submitted = c.post("/runs", content=yaml.safe_dump({
+                    "scenario": "names-an-endpoint", "job": {"query": "q"},
+                    "model": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"},
+                }), headers={"content-type": "application/yaml"})
+        finally:
+            assert srv.stop() == 0, srv.log.read_text()
+        chats = [r for r in model.requests if r.method == "POST"]
+    assert chats, "the operator's endpoint was never asked"
+    assert report["coverage"] > 0
+    assert any(s["path"] == "sodium.md" for s in report["answer"]["sources"])
+    assert submitted.status_code == 422 and "base_url" in submitted.text
