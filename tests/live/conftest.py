@@ -28,11 +28,16 @@ class LiveServer:
 
     base_url: str
     log: Path
+    chat_format: str = "gemma"
 
     def accesses(self) -> list[str]:
         """The server's access-log lines for chat completions (one per request)."""
         text = self.log.read_text(encoding="utf-8", errors="replace")
         return [line for line in text.splitlines() if "POST /v1/chat/completions" in line]
+
+    def refused(self, since: int = 0) -> list[str]:
+        """The chat requests after the ``since``-th that the server did not answer 200."""
+        return [line for line in self.accesses()[since:] if '" 200' not in line]
 
 
 def _free_port() -> int:
@@ -55,22 +60,24 @@ def _model_path(cache: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """llama-cpp-python's server with Gemma 3 270M on 127.0.0.1, for the whole session."""
+def _serve(
+    tmp_path_factory: pytest.TempPathFactory, chat_format: str
+) -> Iterator[LiveServer]:
+    """llama-cpp-python's server with Gemma 3 270M on 127.0.0.1, as a user starts it:
+    its default context window (2,048 tokens, which fanout must learn), one thread."""
     cache = Path(os.environ.get("FANOUT_LIVE_CACHE", Path.home() / ".cache" / "fanout-live"))
     cache.mkdir(parents=True, exist_ok=True)
     model = _model_path(cache)
     port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
+    log = tmp_path_factory.mktemp(f"llama-{chat_format}") / "server.log"
     command = [
         sys.executable, "-m", "llama_cpp.server",
         "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-        # The GGUF carries no chat template: name Gemma's, as a user of this model would.
-        "--chat_format", "gemma",
+        # The GGUF carries no chat template: the user names one (README "On a local model").
+        "--chat_format", chat_format,
         # One thread: llama.cpp's threads spin at barriers, and with other processes on the
         # cores (the CLI, the tests) two threads ran 8× slower than one (2026-12-01).
-        "--n_ctx", "8192", "--n_threads", "1",
+        "--n_threads", "1",
         "--verbose", "False",
     ]
     with log.open("w") as sink:
@@ -89,7 +96,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
             if time.monotonic() > deadline:
                 pytest.fail(f"the llama server did not start in {STARTUP_S:g}s")
             time.sleep(0.5)
-        yield LiveServer(base_url, log)
+        yield LiveServer(base_url, log, chat_format)
     finally:
         proc.terminate()
         try:
@@ -97,3 +104,16 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """Gemma under ``--chat_format gemma``: Gemma's own template, which renders no tools
+    (the model never calls one: search first gives it evidence)."""
+    yield from _serve(tmp_path_factory, "gemma")
+
+
+@pytest.fixture(scope="session")
+def live_fc_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """Gemma under ``--chat_format chatml-function-calling``: tools rendered, and calls."""
+    yield from _serve(tmp_path_factory, "chatml-function-calling")
