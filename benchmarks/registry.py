@@ -122,6 +122,8 @@ REGISTRY: tuple[Entry, ...] = (
         "rate_limits", "benchmarks.rate_limits",
         full={"subtasks": 50, "window_s": 1.0}, quick={"subtasks": 2, "window_s": 0.1},
     ),
+    Entry("search_first", "benchmarks.search_first", full={"subtasks": 20},
+          quick={"subtasks": 3}),
     Entry(
         "research", "benchmarks.research",
         full={"docs": 10_000, "queries": 1_000, "page_bytes": 2**20, "repeat": 5},
