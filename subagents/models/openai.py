@@ -292,7 +292,10 @@ class OpenAIClient:
         if tools:
             options["tools"] = tools
         system = request.system
-        if profile.tools_in_prompt and request.tools:
+        forced = request.force_tool is not None and profile.named_tool_choice
+        # A call forced by name is constrained by the server (llama-cpp-python: a grammar
+        # of its arguments): describing the tools in words too would only cost tokens.
+        if profile.tools_in_prompt and request.tools and not forced:
             system = f"{system}\n\n{tools_text(request.tools)}" if system else tools_text(
                 request.tools
             )
