@@ -181,3 +181,18 @@ async def test_a_refusal_for_max_tokens_alone_is_refitted_and_sent_once_more(
     turn = await client.complete(_request(max_tokens=1000))
     assert turn.text == "ok" and len(openai_server.requests) == 2
     assert openai_server.requests[1].json()["max_tokens"] + 12 <= 1000
+
+
+async def test_openai_base_url_is_honoured_as_the_sdk_does() -> None:
+    """A model block without base_url goes where OPENAI_BASE_URL says, and a local one
+    needs no key (the placeholder is sent)."""
+    client = build_client(
+        ModelSpec(provider="openai", name="gemma"),
+        environ={"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"},
+    )
+    assert isinstance(client, OpenAIClient)
+    try:
+        assert client.base_url == "http://127.0.0.1:8080/v1"
+        assert client.facts.local
+    finally:
+        await client.aclose()
