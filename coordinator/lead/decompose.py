@@ -112,6 +112,7 @@ def check_plan(
     if len(raw) > job.max_subtasks:
         problems.append(f"subtasks: at most {job.max_subtasks} subtasks, got {len(raw)}")
     seen: set[str] = set()
+    queries: dict[str, int] = {}
     plan: list[dict[str, Any]] = []
     for i, item in enumerate(raw):
         where = f"subtasks[{i}]"
@@ -131,6 +132,17 @@ def check_plan(
             seen.add(sid)
         if not isinstance(query, str) or not query.strip():
             problems.append(f"{where}.query: expected a non-empty question")
+        else:
+            # The same query twice is the same research twice (a small model planned six
+            # copies of the question: six sequential turns on a one-slot server, no gain).
+            said = " ".join(query.lower().split())
+            if said in queries:
+                problems.append(
+                    f"{where}.query: the same query as subtasks[{queries[said]}]: give each "
+                    "subtask a different part of the question"
+                )
+            else:
+                queries[said] = i
         if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
             problems.append(f"{where}.weight: expected a number ≥ 0, got {_show(weight)}")
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):

@@ -36,3 +36,22 @@ def test_max_subtasks_exceeded_then_text_still_names_the_size() -> None:
     assert "at most 2 subtasks, got 3" in gap["message"]
     assert "got text only" in gap["message"]
     assert any("at most 2 subtasks" in a for a in gap["alternatives"])
+
+
+def test_a_plan_of_copies_of_one_query_goes_back_naming_them() -> None:
+    """Six subtasks with one query (what Gemma 3 270M planned) are refused like duplicate
+    ids: each copy is named, and the lead is asked once more."""
+    from coordinator.job import JobSpec
+    from coordinator.lead.decompose import check_plan
+
+    job = JobSpec(query="How do sodium-ion cells do in the cold?")
+    copies = [{"id": str(n), "query": "Sodium-ion  cells in the cold?", "tools": []}
+              for n in range(1, 4)]
+    copies[2]["query"] = "sodium-ion cells in the COLD?"
+    _, problems = check_plan({"subtasks": copies}, job, [])
+    assert problems == [
+        "subtasks[1].query: the same query as subtasks[0]: give each subtask a different "
+        "part of the question",
+        "subtasks[2].query: the same query as subtasks[0]: give each subtask a different "
+        "part of the question",
+    ]
