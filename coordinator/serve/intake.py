@@ -71,10 +71,11 @@ class JobRejected(Exception):
 
 
 def problem(
-    field: str, expected: str, got: str | None = None, *, line: int | None = None
+    field: str, expected: str, got: str | None = None, *, line: int | None = None,
+    file: str = SUBMITTED,
 ) -> InputProblem:
-    """One problem, worded like an InputFileError."""
-    text = InputFileError(SUBMITTED, line, field, expected, got=got).describe()
+    """One problem, worded like an InputFileError (``file``: the request it is about)."""
+    text = InputFileError(file, line, field, expected, got=got).describe()
     return InputProblem(line=line, field=field, expected=expected, got=got, message=text)
 
 
@@ -123,7 +124,7 @@ async def read_body(request: Request, limit: int, deadline_s: float = 30.0) -> b
     return b"".join(chunks)
 
 
-def check_key(key: str | None) -> str | None:
+def check_key(key: str | None, *, file: str = SUBMITTED) -> str | None:
     """The Idempotency-Key header, if given and well formed.
 
     Raises:
@@ -133,13 +134,8 @@ def check_key(key: str | None) -> str | None:
         return None
     if _KEY.fullmatch(key) is None:
         raise JobRejected([problem("Idempotency-Key", "1 to 200 visible ASCII characters",
-                                   f"{len(key)} characters")])
+                                   f"{len(key)} characters", file=file)])
     return key
-
-
-def input_problems(exc: InputFileError) -> list[InputProblem]:
-    """An input error's problems, as a 422 lists them."""
-    return _problems(exc)
 
 
 def _problems(exc: InputFileError) -> list[InputProblem]:

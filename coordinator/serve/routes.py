@@ -27,7 +27,6 @@ from coordinator.serve.events import run_events
 from coordinator.serve.intake import (
     JobRejected,
     check_key,
-    input_problems,
     loaded_before,
     media_kind,
     parse_job,
@@ -50,6 +49,7 @@ from coordinator.serve.schemas import (
     AskRequest,
     CancelAccepted,
     GapList,
+    InputProblem,
     InputProblems,
     Problem,
     RunCreated,
@@ -62,7 +62,7 @@ from coordinator.serve.schemas import (
 )
 from coordinator.serve.server import ServeConfig
 from coordinator.store.runs import RunNotFound, RunRow
-from shared.errors import InputFileError
+from shared.errors import InputFileError, InputFileErrors
 
 # The report page carries its own CSS and SVG and no script: nothing else may load.
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
@@ -91,6 +91,14 @@ async def known_run(request: Request, run_id: str) -> RunRow:
 
 # Module level: handlers' annotations are strings, resolved in this module's namespace.
 Known = Annotated[RunRow, Depends(known_run)]
+# The Idempotency-Key as check_key reads it, its constraints declared so that a client (and
+# schemathesis) knows an empty or over-long key is refused; check_key stays the one place
+# that checks it (the lean route of POST /runs reads the header itself).
+IdempotencyKey = Annotated[str | None, Header(
+    description="The same key returns the run it made before: 1 to 200 visible ASCII "
+    "characters.",
+    json_schema_extra={"minLength": 1, "maxLength": 200, "pattern": "^[!-~]+$"},
+)]
 
 
 def _url(request: Request, run_id: str) -> str:
@@ -103,6 +111,27 @@ def _url(request: Request, run_id: str) -> str:
 
 
 ASK_FILE = "POST /ask"  # the "file" an ask's problems name
+# `fanout ask` words its problems in its flags; an ask says them in its own fields.
+_ASK_FIELDS = {"--docs": "docs", "--search": "search", "FANOUT_SEARCH": "search",
+               "--model": "model", "QUESTION": "question"}
+_NO_TOOLS = ("tools to research with: docs (a folder the server serves), web: true (the "
+             "server's search backend), search (searxng:URL, brave or tavily) or tools (a "
+             "tools file's text: tools, mcp_servers, research_tools)")
+_NO_MODEL = "a model: model (PROVIDER:NAME), or a model block in tools (the server has none)"
+
+
+def _ask_problems(exc: InputFileError) -> list[InputProblem]:
+    """An ask's problems in the request's own fields, never in `fanout ask`'s flags."""
+    out = []
+    for e in exc.errors if isinstance(exc, InputFileErrors) else [exc]:
+        field, expected = _ASK_FIELDS.get(e.file, e.field or "<document>"), e.expected
+        if e.field == "tools" and e.got == "no tools":
+            expected = _NO_TOOLS
+        elif e.file == "--model" and e.got == "no model":
+            expected = _NO_MODEL
+        expected = expected.replace("come from the command line", "are fields of the ask")
+        out.append(problem(field, expected, e.got, line=e.line, file=ASK_FILE))
+    return out
 
 
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
@@ -112,29 +141,35 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
 
     @router.post(
         "/ask", status_code=201, response_model=RunCreated,
-        responses={422: {"model": InputProblems}}, summary="Ask a question",
+        responses={400: {"model": Problem, "description": "The body is not a JSON document."},
+                   422: {"model": InputProblems, "description": "The ask cannot run: it names "
+                         "no tools (docs, web, search or tools), a folder the server does not "
+                         "serve, a model or a search key the server lacks, or a tools file "
+                         "that does not load."},
+                   503: {"model": Problem, "description": "Every slot is taken and the "
+                         "queue is full; `Retry-After` says when to try again."}},
+        summary="Ask a question",
     )
     async def ask(
         request: Request,
         response: Response,
         body: AskRequest,
-        idempotency_key: Annotated[str | None, Header(description="The same key returns "
-                                                      "the run it made before.")] = None,
+        idempotency_key: IdempotencyKey = None,
     ) -> RunCreated:
-        key = check_key(idempotency_key)
+        key = check_key(idempotency_key, file=ASK_FILE)
         docs = body.docs
         if docs is not None and not Path(docs).is_absolute():
             if not config.docs:
-                raise JobRejected([problem("docs", "no docs: the server was started without "
-                                           "--docs", repr(docs))])
+                raise JobRejected([problem("docs", "no docs: the server serves no folder",
+                                           repr(docs), file=ASK_FILE)])
             docs = str(config.docs[0] / docs)
         search = body.search
         if search is None and body.web:
             search = config.search or os.environ.get("FANOUT_SEARCH") or None
             if search is None:
                 raise JobRejected([problem("web", "false: the server has no search backend "
-                                           "(start it with --search, or set FANOUT_SEARCH)",
-                                           "true")])
+                                           "(its operator starts it with --search, or sets "
+                                           "FANOUT_SEARCH)", "true", file=ASK_FILE)])
         # Composed as `fanout ask` composes it; then read back and checked exactly like a
         # job sent to POST /runs (the served folders, the server's keys, no base_url).
         try:
@@ -144,7 +179,7 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
                 deadline_s=body.deadline_s, tools_text=body.tools, tools_name=ASK_FILE,
             )
         except InputFileError as exc:
-            raise JobRejected(input_problems(exc)) from None
+            raise JobRejected(_ask_problems(exc)) from None
         job = text.encode("utf-8")
         policy = config.research_policy()
         run_id, status, earlier = await manager.submit(
@@ -256,8 +291,7 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         request: Request,
         speed: Annotated[float, Query(gt=0, le=10_000, description="Run simulated time "
                                       "this many times faster (fanout run --speed).")] = 1.0,
-        idempotency_key: Annotated[str | None, Header(description="The same key returns "
-                                                      "the run it made before.")] = None,
+        idempotency_key: IdempotencyKey = None,
     ) -> Response:
         return await submit(request, speed, idempotency_key)
 
