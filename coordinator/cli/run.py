@@ -33,7 +33,7 @@ from coordinator.store.runner import (
 from coordinator.store.runs import (
     RunRecorder,
 )
-from coordinator.views.live import LiveBoard
+from coordinator.views.live import BoardLive, LiveBoard
 from shared.clock import AnyioClock
 from shared.escalation import Escalation
 from shared.ids import SeededTraceIds
@@ -79,7 +79,7 @@ def _live(
     job: JobSpec, args: argparse.Namespace, out: Console, speed: float
 ) -> tuple[LiveBoard, Live | None, AskHandler | None]:
     board = LiveBoard(job, speed=speed)
-    live = None if args.json else Live(board, console=out, refresh_per_second=8)
+    live = None if args.json else BoardLive(board, console=out, refresh_per_second=8)
     handler = AskHandler(out, live) if getattr(args, "ask", False) else None
     return board, live, handler
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from coordinator.cli import main
+from coordinator.cli import build_parser, main
 from coordinator.cli.main import EXIT_BROKEN_PIPE
 from coordinator.store.runs import RunStore
 from coordinator.views.terminal import runs_table, trace_entries, trace_table
@@ -98,6 +99,27 @@ def test_ctrl_c_on_run_says_how_to_resume(tmp_path: Path) -> None:
     assert RunStore(store).get(run_id).status == "interrupted"
 
 
+def test_ctrl_c_with_output_piped_starts_its_message_on_a_line_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """stdout and stderr into one pipe (`fanout run JOB 2>&1 | tee log`): the live
+    display's last line ends before `interrupted:` (it read `18.0sinterrupted:`)."""
+    proc = subprocess.Popen(
+        _fanout("run", str(DESIGN), "--speed", "0.05", "--store", str(tmp_path / "r.sqlite")),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    with proc:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the run is recorded: the live display is on
+        assert "recorded in" in line, line
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stdout.read()
+        assert proc.wait(timeout=60) == 130
+    said = [text for text in rest.splitlines() if "interrupted:" in text]
+    assert said and all(text.startswith("interrupted:") for text in said), rest
+
+
 def _stored_run(tmp_path: Path) -> RunStore:
     store_file = tmp_path / "runs.sqlite"
     assert main(["run", str(DESIGN), "--json", "--speed", "1000", "--store", str(store_file)]) == 0
@@ -130,3 +152,51 @@ def test_runs_and_trace_read_at_80_columns(
     wide = "\n".join(_render(trace_table(rows[0].id, entries, width=160), 160))
     assert "trace id" in wide and "session" in wide
     assert json.dumps(entries)  # --json keeps every field
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every subcommand's parser below it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                found += _parsers(child)
+    return found
+
+
+def test_no_parser_takes_an_abbreviation() -> None:
+    """Every parser, subcommands' included, has allow_abbrev off: `--doc` is not `--docs`."""
+    parsers = _parsers(build_parser())
+    assert len(parsers) > 15
+    assert [p.prog for p in parsers if p.allow_abbrev] == []
+
+
+@pytest.mark.parametrize(("argv", "usage"), [
+    pytest.param(["ask", "q?", "--doc", "papers"], "usage: fanout ask", id="ask-doc"),
+    pytest.param(["replay", "scenarios", "--jsn"], "usage: fanout replay", id="replay-typo"),
+    pytest.param(["serve", "--prot", "80"], "usage: fanout serve", id="serve-typo"),
+    pytest.param(["temporal", "dev", "--bogus"], "usage: fanout temporal dev", id="nested"),
+])
+def test_a_misspelled_option_is_exit_2_with_the_subcommands_usage(
+    argv: list[str], usage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown or abbreviated option is refused by the subcommand, which shows its own
+    usage (it was the top-level `usage: fanout [-h] COMMAND ...`)."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage), err
+    assert "unrecognized arguments" in err
+
+
+def test_fanout_version_prints_the_installed_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`fanout --version` prints `fanout X.Y.Z` (the installed distribution's) and exits 0."""
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"fanout {version('fanout')}"
