@@ -200,3 +200,25 @@ def test_fanout_version_prints_the_installed_version(
         main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out.strip() == f"fanout {version('fanout')}"
+
+
+@pytest.mark.parametrize("columns", [pytest.param("80", id="80-columns"),
+                                     pytest.param(None, id="piped"),
+                                     pytest.param("50", id="50-columns")])
+def test_replay_at_80_columns_or_piped_keeps_every_column_whole(columns: str | None) -> None:
+    """`fanout replay scenarios/` in 80 columns or into a pipe: results, outcomes and
+    numbers whole (they were cut to "p…", "c…"), long names folded; narrower, a line each."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    proc = subprocess.run(_fanout("replay", str(SCENARIOS)), capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    width = int(columns or 80)
+    lines = proc.stdout.splitlines()
+    assert all(len(line) <= width for line in lines)
+    assert "…" not in proc.stdout
+    for whole in ("pass", "partial", "complete", "100%", "coverage" if width >= 64 else "ms"):
+        assert whole in proc.stdout, whole
+    rows = [line for line in lines if "deadline-retry-round" in line]
+    assert rows and "pass" in rows[0] and "partial" in rows[0] and "50%" in rows[0], rows
