@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("resume", help="finish an interrupted run")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--json", action="store_true", help="print the report as JSON only")
+    p.add_argument("--speed", type=float, default=None,
+                   help="run simulated time X times faster (default: the run's own speed)")
     p.add_argument("--ask", action="store_true", help="pick an alternative for each escalation")
     p.set_defaults(func=cmd_resume)
 

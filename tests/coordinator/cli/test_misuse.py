@@ -222,3 +222,57 @@ def test_replay_at_80_columns_or_piped_keeps_every_column_whole(columns: str | N
         assert whole in proc.stdout, whole
     rows = [line for line in lines if "deadline-retry-round" in line]
     assert rows and "pass" in rows[0] and "partial" in rows[0] and "50%" in rows[0], rows
+
+
+SLOW_JOB = """\
+scenario: slow-resume
+job:
+  query: q
+  defaults: {tool_timeout_s: 5000}
+  subtasks:
+    - {id: a, query: a, tools: [slow], plan: [{call: slow, args: {}}]}
+tools:
+  slow: {params: {}, latency_s: 3000, responses: [{ok: {answer: 1}}]}
+"""
+
+
+def _interrupted(tmp_path: Path, speed: float) -> tuple[Path, str]:
+    """A run of SLOW_JOB whose holder is gone before it ran anything: interrupted."""
+    job = tmp_path / "slow.yaml"
+    job.write_text(SLOW_JOB)
+    store = tmp_path / "runs.sqlite"
+    made = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; from coordinator.store.runs import RunStore\n"
+         "r = RunStore(sys.argv[1]).create_run(job='slow-resume', query='q', file=sys.argv[2],"
+         " spec_text=open(sys.argv[2]).read(), seed='0', speed=float(sys.argv[3]))\n"
+         "print(r.run_id)", str(store), str(job), str(speed)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, check=True,
+    )
+    run_id = made.stdout.strip()
+    assert RunStore(store).get(run_id).status == "interrupted"
+    return store, run_id
+
+
+@pytest.mark.parametrize(("started_at", "flags"), [
+    pytest.param(1.0, ["--speed", "100000"], id="resume-speed"),
+    pytest.param(100000.0, [], id="the-runs-own-speed"),
+])
+def test_resume_runs_at_its_speed_flag_or_at_the_runs_own(
+    tmp_path: Path, started_at: float, flags: list[str]
+) -> None:
+    """`fanout resume ID --speed X` scales simulated time like `run --speed` (a 3,000
+    virtual-second tool call at speed 1 would outlast the test); without it, the run's own
+    speed."""
+    store, run_id = _interrupted(tmp_path, started_at)
+    done = subprocess.run(_fanout("resume", run_id, "--json", "--store", str(store), *flags),
+                          capture_output=True, text=True, timeout=90, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "complete" and report["elapsed_s"] >= 3000
+
+
+def test_resume_refuses_a_speed_that_is_not_positive(tmp_path: Path) -> None:
+    """`fanout resume ID --speed 0` is exit 2, as `run --speed 0` is."""
+    store, run_id = _interrupted(tmp_path, 1.0)
+    assert main(["resume", run_id, "--speed", "0", "--store", str(store)]) == 2
