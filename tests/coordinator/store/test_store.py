@@ -15,7 +15,7 @@ import pytest
 
 from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import replay
-from coordinator.store.runs import SCHEMA_VERSION, RunStore, connect, wait_for
+from coordinator.store.runs import SCHEMA_VERSIONS, RunStore, connect, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RESUMABLE = DATA / "resumable.yaml"
@@ -205,7 +205,7 @@ def test_a_new_store_is_created_at_the_current_schema(tmp_path: Path) -> None:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     finally:
         conn.close()
-    assert int(version) == SCHEMA_VERSION
+    assert int(version) == SCHEMA_VERSIONS["sqlite"]
     assert mode == "wal"
 
 
