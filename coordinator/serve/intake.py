@@ -16,10 +16,10 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Final, Generic, Literal, TypeVar
+from typing import Annotated, Final, Generic, Literal, TypeVar
 
 import anyio
-from fastapi import HTTPException, Request
+from fastapi import Header, HTTPException, Request
 
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.research import ResearchPolicy, check_research_policy
@@ -124,6 +124,16 @@ async def read_body(request: Request, limit: int, deadline_s: float = 30.0) -> b
     return b"".join(chunks)
 
 
+# The Idempotency-Key as check_key reads it, its constraints declared so that a client (and
+# schemathesis) knows an empty or over-long key is refused; check_key stays the one place
+# that checks it (the lean route of POST /runs reads the header itself).
+IdempotencyKey = Annotated[str | None, Header(
+    description="The same key returns the run it made before: 1 to 200 visible ASCII "
+    "characters.",
+    json_schema_extra={"minLength": 1, "maxLength": 200, "pattern": "^[!-~]+$"},
+)]
+
+
 def check_key(key: str | None, *, file: str = SUBMITTED) -> str | None:
     """The Idempotency-Key header, if given and well formed.
 
@@ -136,6 +146,30 @@ def check_key(key: str | None, *, file: str = SUBMITTED) -> str | None:
         raise JobRejected([problem("Idempotency-Key", "1 to 200 visible ASCII characters",
                                    f"{len(key)} characters", file=file)])
     return key
+
+
+# `fanout ask` words its problems in its flags; an ask says them in its own fields.
+_ASK_FIELDS = {"--docs": "docs", "--search": "search", "FANOUT_SEARCH": "search",
+               "--model": "model", "QUESTION": "question"}
+_NO_TOOLS = ("tools to research with: docs (a folder the server serves), web: true (the "
+             "server's search backend), search (searxng:URL, brave or tavily) or tools (a "
+             "tools file's text: tools, mcp_servers, research_tools)")
+_NO_MODEL = "a model: model (PROVIDER:NAME), or a model block in tools (the server has none)"
+
+
+def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
+    """An ask's problems (``POST /ask``: ``file``) in its own fields, never in `fanout
+    ask`'s flags."""
+    out = []
+    for e in exc.errors if isinstance(exc, InputFileErrors) else [exc]:
+        field, expected = _ASK_FIELDS.get(e.file, e.field or "<document>"), e.expected
+        if e.field == "tools" and e.got == "no tools":
+            expected = _NO_TOOLS
+        elif e.file == "--model" and e.got == "no model":
+            expected = _NO_MODEL
+        expected = expected.replace("come from the command line", "are fields of the ask")
+        out.append(problem(field, expected, e.got, line=e.line, file=file))
+    return out
 
 
 def _problems(exc: InputFileError) -> list[InputProblem]:

@@ -25,7 +25,9 @@ from coordinator.jobfile.ask import build_ask_job
 from coordinator.serve.auth import Authorizer
 from coordinator.serve.events import run_events
 from coordinator.serve.intake import (
+    IdempotencyKey,
     JobRejected,
+    ask_problems,
     check_key,
     loaded_before,
     media_kind,
@@ -49,7 +51,6 @@ from coordinator.serve.schemas import (
     AskRequest,
     CancelAccepted,
     GapList,
-    InputProblem,
     InputProblems,
     Problem,
     RunCreated,
@@ -62,7 +63,7 @@ from coordinator.serve.schemas import (
 )
 from coordinator.serve.server import ServeConfig
 from coordinator.store.runs import RunNotFound, RunRow
-from shared.errors import InputFileError, InputFileErrors
+from shared.errors import InputFileError
 
 # The report page carries its own CSS and SVG and no script: nothing else may load.
 REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
@@ -91,14 +92,6 @@ async def known_run(request: Request, run_id: str) -> RunRow:
 
 # Module level: handlers' annotations are strings, resolved in this module's namespace.
 Known = Annotated[RunRow, Depends(known_run)]
-# The Idempotency-Key as check_key reads it, its constraints declared so that a client (and
-# schemathesis) knows an empty or over-long key is refused; check_key stays the one place
-# that checks it (the lean route of POST /runs reads the header itself).
-IdempotencyKey = Annotated[str | None, Header(
-    description="The same key returns the run it made before: 1 to 200 visible ASCII "
-    "characters.",
-    json_schema_extra={"minLength": 1, "maxLength": 200, "pattern": "^[!-~]+$"},
-)]
 
 
 def _url(request: Request, run_id: str) -> str:
@@ -111,27 +104,7 @@ def _url(request: Request, run_id: str) -> str:
 
 
 ASK_FILE = "POST /ask"  # the "file" an ask's problems name
-# `fanout ask` words its problems in its flags; an ask says them in its own fields.
-_ASK_FIELDS = {"--docs": "docs", "--search": "search", "FANOUT_SEARCH": "search",
-               "--model": "model", "QUESTION": "question"}
-_NO_TOOLS = ("tools to research with: docs (a folder the server serves), web: true (the "
-             "server's search backend), search (searxng:URL, brave or tavily) or tools (a "
-             "tools file's text: tools, mcp_servers, research_tools)")
-_NO_MODEL = "a model: model (PROVIDER:NAME), or a model block in tools (the server has none)"
 
-
-def _ask_problems(exc: InputFileError) -> list[InputProblem]:
-    """An ask's problems in the request's own fields, never in `fanout ask`'s flags."""
-    out = []
-    for e in exc.errors if isinstance(exc, InputFileErrors) else [exc]:
-        field, expected = _ASK_FIELDS.get(e.file, e.field or "<document>"), e.expected
-        if e.field == "tools" and e.got == "no tools":
-            expected = _NO_TOOLS
-        elif e.file == "--model" and e.got == "no model":
-            expected = _NO_MODEL
-        expected = expected.replace("come from the command line", "are fields of the ask")
-        out.append(problem(field, expected, e.got, line=e.line, file=ASK_FILE))
-    return out
 
 
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
@@ -179,7 +152,7 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
                 deadline_s=body.deadline_s, tools_text=body.tools, tools_name=ASK_FILE,
             )
         except InputFileError as exc:
-            raise JobRejected(_ask_problems(exc)) from None
+            raise JobRejected(ask_problems(exc, ASK_FILE)) from None
         job = text.encode("utf-8")
         policy = config.research_policy()
         run_id, status, earlier = await manager.submit(
