@@ -212,8 +212,9 @@ async def run_job(
 
         async def worker() -> None:
             while queue and not (cancel is not None and cancel.is_set()):
-                # one()'s body inline: a frame fewer per live subagent (at full fan-out
-                # every worker holds one).
+                # Each subagent's run is written out here rather than in a helper the
+                # worker awaits: a frame fewer per live subagent (at full fan-out every
+                # worker holds one).
                 run = run_of(queue.popleft())
                 try:
                     result = await run_subagent(

@@ -359,6 +359,10 @@ def coverage_of(
     def covered(o: SubtaskOutcome) -> bool:
         return o.status in ("complete", "empty") or o.id in filled
 
+    if not outcomes:
+        # No subtask yet (a lead still planning, a run cut before it planned): nothing is
+        # covered and nothing was found.
+        return 0.0, "failed"
     covered_weight = total_weight = 0.0
     for o in outcomes:
         total_weight += o.weight

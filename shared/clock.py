@@ -145,11 +145,94 @@ class _FailAfter:
         return suppress
 
 
+class PacedClock:
+    """Virtual time kept at a real pace: a clock for simulated work on a busy machine.
+
+    A reading advances by exactly the seconds slept (or timed out), never by the time the
+    machine spent between waits, so what is decided from readings (a retry's time
+    budget, a deadline) is what a replay decides, however loaded the machine; and each
+    wait still takes ``seconds / speed`` of real time, so the work goes at the pace it
+    was asked for. Tasks waiting at once move it to the latest of their wake-ups, which
+    come in order (one event loop's timers). For one subagent's simulated round (on
+    Temporal); a clock shared by many subagents would let one's lag show in another's
+    readings.
+    """
+
+    __slots__ = ("_now", "speed")
+
+    def __init__(self, speed: float = 1.0, start: float = 0.0) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.speed = speed
+        self._now = start
+
+    def now(self) -> float:
+        """The seconds slept so far, from ``start``."""
+        return self._now
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds / speed`` of real time, then read ``seconds`` later than now."""
+        seconds = max(0.0, seconds)
+        until = self._now + seconds
+        await anyio.sleep(seconds / self.speed)
+        self.advance_to(until)
+
+    def advance_to(self, reading: float) -> None:
+        """Read at least ``reading`` from now on (a wake-up or a timeout)."""
+        if reading > self._now:
+            self._now = reading
+
+    def fail_after(self, seconds: float | None) -> AbstractContextManager[Any]:
+        """A timeout of ``seconds`` of this clock's time: TimeoutError, read at its end."""
+        return _PacedScope(self, seconds, fail=True)
+
+    def move_on_after(self, seconds: float | None) -> AbstractContextManager[Any]:
+        """A cancel scope of ``seconds`` of this clock's time, read at its end if cut."""
+        return _PacedScope(self, seconds, fail=False)
+
+    def reader(self) -> Callable[[], float]:
+        """``now`` (the readings need no loop)."""
+        return self.now
+
+
+class _PacedScope:
+    """A cancel scope at ``seconds / speed`` of real time; when it cuts its body the
+    clock reads exactly its end, and a ``fail`` scope raises TimeoutError."""
+
+    __slots__ = ("_clock", "_end", "_fail", "_inner", "_seconds")
+
+    def __init__(self, clock: PacedClock, seconds: float | None, *, fail: bool) -> None:
+        self._clock = clock
+        self._seconds = seconds
+        self._fail = fail
+        self._end: float | None = None
+        self._inner = _FailAfter(None if seconds is None else seconds / clock.speed)
+
+    def __enter__(self) -> anyio.CancelScope:
+        self._end = None if self._seconds is None else self._clock.now() + self._seconds
+        return self._inner.__enter__()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        try:
+            return self._inner.__exit__(exc_type, exc, tb)
+        except TimeoutError:
+            assert self._end is not None
+            self._clock.advance_to(self._end)
+            if self._fail:
+                raise
+            return True
+
+
 def speed_of(clock: Clock) -> float:
     """How many times faster than real time ``clock`` runs (1 for a virtual clock)."""
     while isinstance(clock, JobClock | RealTimeClock):
         clock = clock.base
-    return clock.speed if isinstance(clock, AnyioClock) else 1.0
+    return clock.speed if isinstance(clock, AnyioClock | PacedClock) else 1.0
 
 
 class RealTimeClock:

@@ -10,21 +10,97 @@ import coordinator
 import shared
 import subagents
 
-WINGS = [
-    "coordinator.api",
-    "coordinator.cli",
-    "coordinator.jobfile",
-    "coordinator.serve",
-    "coordinator.store",
-    "coordinator.views",
-    "subagents.mcp",
-    "subagents.models",
-    "subagents.planners",
-    "subagents.research",
-    "subagents.research.search",
-    "subagents.simulated",
-    "subagents.telemetry",
-]
+# Exactly what each package's __all__ lists today: a name added or dropped fails here,
+# so a change to the surface is a decision made in this file, not a side effect.
+SURFACE: dict[str, list[str]] = {
+    "shared": [
+        "AnyioClock", "BusinessRuleViolation", "ChangedState", "Clock", "ContextDecision",
+        "ERROR_CATEGORIES", "ErrorCategory", "Escalation", "FanoutError", "Finding",
+        "InputFileError", "InputFileErrors", "InvalidToolInput", "NextSafeAction",
+        "RandomTraceIds", "SeededTraceIds", "TRIGGERS", "TokenCounter", "ToolError", "ToolFailure",
+        "ToolPermissionDenied", "ToolResult", "TraceIds", "TransientToolError", "Trigger",
+        "classify_exception", "default_next_action", "new_trace_id", "parse_retry_after",
+        "register_classifier", "required_margin", "run_in_virtual_time", "should_compact_or_stop",
+        "unregister_classifier",
+    ],
+    "subagents": [
+        "Action", "CallAction", "CallContext", "CallStep", "Context", "EscalateAction",
+        "EscalateStep", "ExecEvent", "ExecObserver", "FinishAction", "FinishStep", "Observation",
+        "PlanStep", "Planner", "ProgressEvent", "ProgressObserver", "RetryPolicy",
+        "SchemaViolation", "ScriptedPlanner", "SimulatedTools", "SubagentResult", "SubagentRun",
+        "SubtaskSettings", "SubtaskSpec", "Tool", "ToolOutput", "execute_tool_safely",
+        "params_to_schema", "run_subagent", "run_with_retry", "validate",
+    ],
+    "coordinator": [
+        "Answer", "CoverageReport", "DEFAULT_ROUTES", "EscalationHandler", "Expect", "Gap",
+        "JobEvents", "JobSpec", "RecordingHandler", "Route", "RoutingTable", "RunStore",
+        "Scenario", "Section", "StaticTools", "SubtaskOutcome", "ToolSource", "ask", "ask_events",
+        "assemble_report", "load_scenario", "load_scenario_text", "render_html", "render_markdown",
+        "replay", "replay_all", "run_file", "run_file_events", "run_job", "run_scenario",
+        "scenario_json_schema", "store_path", "subtask_status",
+    ],
+    "coordinator.api": [
+        "EscalationCallback", "EventCallback", "JobEvents", "StoreLike", "ToolLike", "ask",
+        "ask_events", "research_tools", "run_file", "run_file_events",
+    ],
+    "coordinator.cli": [
+        "build_parser", "main",
+    ],
+    "coordinator.jobfile": [
+        "Expect", "JobTools", "Mismatch", "Scenario", "check_expect", "job_servers",
+        "list_job_tools", "load_scenario", "load_scenario_text", "scenario_json_schema",
+    ],
+    "coordinator.serve": [
+        "BindRefused", "RunManager", "ServeConfig", "ServeError", "TokenError", "bind_socket",
+        "check_bind", "create_app", "is_loopback", "read_token", "run_server", "url_of",
+        "valid_run_id",
+    ],
+    "coordinator.store": [
+        "Backend", "ResumeRefused", "RunNotFound", "RunRecorder", "RunRow", "RunStatus",
+        "RunStore", "StoreError", "StoreWriter", "interrupted_report", "new_run_id",
+        "open_backend", "redact", "restored_runs", "run_recorded", "store_path",
+    ],
+    "coordinator.views": [
+        "LiveBoard", "render_html", "render_markdown", "report_view", "runs_table",
+    ],
+    "subagents.mcp": [
+        "McpServer", "McpServerError", "McpServerSpec", "McpServerStartError", "McpToolError",
+        "McpToolSource", "classify_text", "open_mcp_tools",
+    ],
+    "subagents.models": [
+        "AnthropicClient", "AssistantMessage", "EndpointLimiter", "FOLLOWUP_TOOL", "MODEL_ERRORS",
+        "MissingModelKey", "ModelCallFailed", "ModelClient", "ModelFailureKind", "ModelLimits",
+        "ModelRequest", "ModelSpec", "ModelTurn", "OpenAIClient", "PLAN_TOOL", "PlannedSubtask",
+        "Provider", "RateReport", "ScriptedCall", "ScriptedError", "ScriptedModel", "ScriptedTurn",
+        "StopReason", "TokenBudget", "TokenMeter", "ToolCall", "ToolResultMessage", "ToolSpec",
+        "TranscriptMessage", "Usage", "UserMessage", "build_client", "classify_model_error",
+        "forget_shared_limiters", "limiter_of", "model_failure_error", "read_rate_headers",
+    ],
+    "subagents.planners": [
+        "Action", "CallAction", "EscalateAction", "FinishAction", "Observation", "PlanEnv",
+        "Planner", "PlannerState", "ScriptedPlanner",
+    ],
+    "subagents.research": [
+        "AddressGuard", "DocIndex", "DocsSpec", "FetchSpec", "IndexStats", "ResearchToolError",
+        "ResearchTools", "ResearchToolsSpec", "WebSpec", "blocked_reason", "index_path",
+        "open_research_tools", "research_tool_names", "resolve_docs_folder",
+    ],
+    "subagents.research.search": [
+        "BRAVE_URL", "BraveBackend", "SearchBackend", "SearchHit", "SearchRequest",
+        "SearxngBackend", "TAVILY_URL", "TavilyBackend", "make_backend", "run_search",
+    ],
+    "subagents.simulated": [
+        "ParamSpec", "ResponseSpec", "SimToolSpec", "SimulatedCrash", "SimulatedTools", "WhenRule",
+    ],
+    "subagents.telemetry": [
+        "CAPTURE_CONTENT_ENV", "FLUSH_TIMEOUT_S", "FanoutMetrics", "RunMetrics", "RunTracer",
+        "SEMCONV_VERSION", "Telemetry", "TelemetryUnavailable", "capture_content_from_env",
+        "configure_from_env", "current_metrics", "enable_metrics", "record_event_delivery",
+        "record_limiter_wait", "reset_metrics", "tool_kind", "tracer_of", "tracing_enabled",
+        "tracing_requested",
+    ],
+}
+WINGS = [name for name in SURFACE if "." in name]
 
 
 def test_every_exported_name_resolves() -> None:
@@ -60,6 +136,12 @@ def test_the_python_api_is_exported() -> None:
     assert {"ask", "run_file", "ask_events", "run_file_events", "JobEvents"} <= set(
         coordinator.__all__
     )
+
+
+@pytest.mark.parametrize("name", list(SURFACE))
+def test_the_surface_is_exactly_the_pinned_one(name: str) -> None:
+    """Each package exports exactly the names pinned above, no more and no fewer."""
+    assert sorted(importlib.import_module(name).__all__) == SURFACE[name]
 
 
 @pytest.mark.parametrize("name", WINGS)

@@ -63,3 +63,44 @@ def test_the_readme_says_how_fanout_gets_on_path_and_where_the_store_is() -> Non
     relative to the directory fanout runs in."""
     assert ".venv/bin/fanout" in README and "source .venv/bin/activate" in README
     assert "relative to the directory" in README
+
+
+def _block_after(marker: str) -> str:
+    """The fenced block that follows ``marker`` in the README."""
+    rest = README.split(marker, 1)[1]
+    return rest.split("```", 2)[1].split("\n", 1)[1]
+
+
+def test_the_demos_answer_is_what_the_demo_answers() -> None:
+    """The answer excerpt after "ends with the lead's answer" lists every gap of
+    scenarios/research_lead.yaml's report and every source its answer cites, with the
+    numbers it has (the excerpt lacked the third gap and elided the sources)."""
+    from coordinator.jobfile.loader import load_scenario
+    from coordinator.replay import replay
+
+    report = replay(load_scenario(ROOT / "scenarios" / "research_lead.yaml")).report
+    excerpt = _block_after("ends with the lead's answer:")
+    shown = excerpt.split("Not covered", 1)[1]
+    for gap in report["gaps"]:
+        assert f"• {gap['subtask_id']}: {gap['trigger']}" in shown, gap["subtask_id"]
+    for source in report["answer"]["sources"]:
+        assert f"[{source['n']}] {source['title']}  ({source['subtask']})" in excerpt
+    assert "…" not in excerpt
+
+
+def test_the_trace_tree_is_the_demos_trace() -> None:
+    """The trace tree in the README is what docs/trace_tree.py prints for the demo
+    (it showed coverage 0.7 for the run's 0.9 and lacked the follow-up subagents)."""
+    proc = subprocess.run(
+        [sys.executable, "docs/trace_tree.py", "scenarios/research_lead.yaml"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, check=True,
+    )
+    assert "invoke_agent patents_web" in proc.stdout and "coverage=0.9" in proc.stdout
+    assert _block_after("prints it from the exported spans; ✗ is status ERROR):") == proc.stdout
+
+
+def test_the_service_section_shows_an_ask_with_curl() -> None:
+    """`Run it as a service` has a curl example of POST /ask with a JSON question."""
+    section = README.split("## Run it as a service", 1)[1].split("\n## ", 1)[0]
+    asks = [block for block in section.split("curl ")[1:] if '"$S/ask"' in block]
+    assert asks and '"question":' in asks[0] and "application/json" in asks[0]

@@ -1,10 +1,13 @@
 """A pytest plugin: every scenario file is a test that replays it and checks ``expect``.
 
 Registered through the ``pytest11`` entry point, so installing fanout is enough. A
-``*.yaml``/``*.yml`` file whose top-level mapping has a ``scenario`` key is one test item
-named after its scenario (``-k`` selects by that name); other YAML files are left alone.
-It replays in virtual time and fails with each mismatch as path, expected, actual; a
-file that does not load fails with its file:line: field errors. Neither shows a traceback.
+``*.yaml``/``*.yml`` file whose top-level mapping has a ``scenario`` key, in any YAML style
+(``scenario: x`` or ``{"scenario": "x", ...}``), is one test item named after its scenario
+(``-k`` selects by that name): every file ``fanout replay`` would run. It replays in
+virtual time and fails with each mismatch as path, expected, actual; a file that does not
+load fails with its file:line: field errors. Neither shows a traceback. No YAML file in
+scope is passed over without a word: those that are not scenarios, and those under
+``live/``, are named in one line after the collection.
 
 Where: under the paths given to pytest. When the ini option ``fanout_scenarios`` names
 paths, scenario files are collected under those only (a project's tests may hold
@@ -15,10 +18,9 @@ or models) are not collected unless named on the command line.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -26,9 +28,14 @@ __all__ = ["ScenarioFile", "ScenarioItem", "ScenarioMismatch"]
 
 INI = "fanout_scenarios"
 _SUFFIXES = (".yaml", ".yml")
-# A top-level `scenario:` key, looked for before the file is parsed: most YAML files of a
-# repository are not scenarios and cost one read, no YAML parse.
-_TOP_LEVEL_SCENARIO = re.compile(r"^scenario\s*:", re.MULTILINE)
+# Looked for before a file is parsed: a file without the word cannot hold the key in any
+# style, so most YAML files of a repository cost one read and no parse. (A `^scenario:`
+# line was looked for once; a flow-style scenario, `{"scenario": ...}`, has none.)
+_WORD = "scenario"
+# The YAML files in scope that are not collected, and why: named after the collection.
+_PASSED_OVER = pytest.StashKey[dict[Path, str]]()
+_NOT_A_SCENARIO = "not scenarios (no top-level `scenario` key)"
+_LIVE = "under live/ (jobs on real servers: name a file to run it)"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -51,7 +58,8 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args.append(str(path))
 
 
-def _in_scope(file_path: Path, config: pytest.Config) -> bool:
+def _scope(file_path: Path, config: pytest.Config) -> bool | None:
+    """True in scope, False out of it, None under a ``live/`` folder (in scope otherwise)."""
     roots: list[Path] = config.getini(INI)
     named = any(Path(a.split("::")[0]).resolve() == file_path for a in config.args)
     if named:
@@ -63,25 +71,65 @@ def _in_scope(file_path: Path, config: pytest.Config) -> bool:
     parts = file_path.relative_to(base).parts[:-1] if base else file_path.parts[:-1]
     from coordinator.replay import LIVE_DIR
 
-    return LIVE_DIR not in parts
+    return None if LIVE_DIR in parts else True
 
 
-def _is_scenario(file_path: Path) -> bool:
+def _kind(file_path: Path) -> Literal["scenario", "broken", "other"]:
+    """What a YAML file is: a scenario, YAML that does not parse but names one, or other."""
+    import yaml
+
     try:
         text = file_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        return False
-    return _TOP_LEVEL_SCENARIO.search(text) is not None
+        return "other"
+    if _WORD not in text:
+        return "other"
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError:
+        # Broken YAML that mentions a scenario: an item that fails with the loader's
+        # file:line: errors (as `fanout replay` refuses it), not a collection error.
+        return "broken"
+    return "scenario" if isinstance(data, dict) and _WORD in data else "other"
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A scenario file in scope becomes a :class:`ScenarioFile`; anything else is left."""
-    if file_path.suffix not in _SUFFIXES or not _in_scope(file_path.resolve(), parent.config):
+    """A scenario file in scope becomes a :class:`ScenarioFile`; another YAML file in scope
+    is remembered, to be named after the collection."""
+    if file_path.suffix not in _SUFFIXES:
         return None
-    if not _is_scenario(file_path):
+    scope = _scope(file_path.resolve(), parent.config)
+    if scope is False:
+        return None
+    passed_over = parent.config.stash.setdefault(_PASSED_OVER, {})
+    if scope is None:
+        passed_over[file_path] = _LIVE
+        return None
+    if _kind(file_path) == "other":
+        passed_over[file_path] = _NOT_A_SCENARIO
         return None
     collector: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
     return collector
+
+
+def pytest_report_collectionfinish(
+    config: pytest.Config, start_path: Path, items: Sequence[pytest.Item]
+) -> list[str]:
+    """One line per reason naming the YAML files in scope that are not test items."""
+    passed_over = config.stash.get(_PASSED_OVER, {})
+    lines = []
+    for reason in (_NOT_A_SCENARIO, _LIVE):
+        files = sorted(_shown(p, start_path) for p, why in passed_over.items() if why == reason)
+        if files:
+            lines.append(f"fanout: {len(files)} YAML file(s) not collected, {reason}: "
+                         + ", ".join(files))
+    return lines
+
+
+def _shown(path: Path, start: Path) -> str:
+    resolved = path.resolve()
+    return str(resolved.relative_to(start.resolve())) if resolved.is_relative_to(
+        start.resolve()) else str(path)
 
 
 class ScenarioFile(pytest.File):
@@ -94,14 +142,11 @@ class ScenarioFile(pytest.File):
         try:
             data: Any = yaml.safe_load(self.path.read_text(encoding="utf-8"))
         except yaml.YAMLError:
-            # Broken YAML with a `scenario:` line: an item that fails with the loader's
+            # Broken YAML naming a scenario: an item that fails with the loader's
             # file:line: errors, rather than a collection error with a traceback.
             data = {"scenario": self.path.stem}
-        if not isinstance(data, dict) or "scenario" not in data:
-            # The `scenario:` line was not the document's top-level key (inside a block
-            # scalar, say): not a scenario file after all.
-            return
-        name = str(data["scenario"])
+        name = str(data["scenario"]) if isinstance(data, dict) and _WORD in data else (
+            self.path.stem)
         yield ScenarioItem.from_parent(self, name=name)
 
 

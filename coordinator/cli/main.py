@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -39,13 +41,46 @@ from subagents.telemetry import Telemetry, TelemetryUnavailable, configure_from_
 TRACED_COMMANDS = frozenset({"run", "ask", "resume", "replay", "serve", "worker"})
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse without abbreviations: ``--doc`` is not taken for ``--docs``, nor any
+    prefix for an option that happens to start with it (a future option would change what
+    it means)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
+class _CommandParser(_Parser):
+    """A subcommand's parser: an option it does not know is its error, shown with its own
+    usage (argparse hands unknown options up to ``fanout``, whose usage names none)."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
+def version_text() -> str:
+    """``fanout X.Y.Z`` as installed (``fanout --version``)."""
+    try:
+        return f"fanout {version('fanout')}"
+    except PackageNotFoundError:
+        return "fanout (not installed: run from a source tree)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fanout",
         description="Fan-out research jobs that stay useful when things fail.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=version_text())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_CommandParser)
 
     p = sub.add_parser("run", help="run a job file in real time with a live display")
     p.add_argument("job", metavar="JOB.yaml")
@@ -72,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("resume", help="finish an interrupted run")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("--json", action="store_true", help="print the report as JSON only")
+    p.add_argument("--speed", type=float, default=None,
+                   help="run simulated time X times faster (default: the run's own speed)")
     p.add_argument("--ask", action="store_true", help="pick an alternative for each escalation")
     p.set_defaults(func=cmd_resume)
 

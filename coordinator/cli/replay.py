@@ -94,7 +94,7 @@ def _replay(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         write_json(_summary_json(summary), sys.stdout)
     else:
-        out.print(replay_view(summary))
+        out.print(replay_view(summary, width=out.width))
     return EXIT_OK if summary.failed == 0 else EXIT_MISMATCH
 
 

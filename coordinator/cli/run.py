@@ -42,7 +42,7 @@ from coordinator.store.runner import (
 from coordinator.store.runs import (
     RunRecorder,
 )
-from coordinator.views.live import LiveBoard
+from coordinator.views.live import BoardLive, LiveBoard
 from shared.clock import AnyioClock
 from shared.escalation import Escalation
 from shared.ids import SeededTraceIds
@@ -89,7 +89,7 @@ def _live(
     job: JobSpec, args: argparse.Namespace, out: Console, speed: float
 ) -> tuple[LiveBoard, Live | None, AskHandler | None]:
     board = LiveBoard(job, speed=speed)
-    live = None if args.json else Live(board, console=out, refresh_per_second=8)
+    live = None if args.json else BoardLive(board, console=out, refresh_per_second=8)
     handler = AskHandler(out, live) if getattr(args, "ask", False) else None
     return board, live, handler
 
@@ -325,7 +325,13 @@ def cmd_tools(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
-    """Finish an interrupted run: committed subtasks are kept, in-flight ones continue."""
+    """Finish an interrupted run: committed subtasks are kept, in-flight ones continue.
+
+    Simulated time runs at ``--speed``, or at the speed the run was started at.
+    """
+    if args.speed is not None and args.speed <= 0:
+        err.print("[bold red]error:[/] --speed: expected a positive number")
+        return EXIT_BAD_INPUT
     store = open_store(args)
     row = store.get(args.run_id)
     from coordinator.cli.temporal import refuse_resume_on_temporal
@@ -334,7 +340,8 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
     recorder = store.claim_for_resume(row.id)
     # A decomposed job resumes with the subtasks its lead planned, not a new plan.
     scenario = planned_scenario(load_scenario_text(row.spec_text, row.file), store, row.id)
-    clock = AnyioClock(speed=row.speed)
+    speed = row.speed if args.speed is None else args.speed
+    clock = AnyioClock(speed=speed)
     tools = SimulatedTools(scenario.tools, clock)
     trace_ids = SeededTraceIds(f"{scenario.seed}/{row.id}")
     planning = JobPlanning(scenario, clock=clock)
@@ -349,7 +356,7 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"resuming run [bold]{row.id}[/] at {offset:.1f}s: {kept} of {len(runs)} "
             "subtasks already finished"
         )
-    board, live, handler = _live(scenario.job, args, out, row.speed)
+    board, live, handler = _live(scenario.job, args, out, speed)
 
     async def main() -> CoverageReport:
         return await run_recorded(

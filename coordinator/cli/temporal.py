@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 from rich.console import Console
-from rich.live import Live
 from rich.markup import escape
 
 from coordinator.cli.common import (
@@ -284,7 +283,7 @@ async def _follow(
     client: Any,
 ) -> CoverageReport:
     """Wait for the report; meanwhile show the trace the workers record, live."""
-    from coordinator.views.live import LiveBoard
+    from coordinator.views.live import BoardLive, LiveBoard
 
     board = LiveBoard(scenario.job, speed=args.speed)
     tail = _Tail(store, run_id, board)
@@ -307,7 +306,7 @@ async def _follow(
             report: CoverageReport = await handle.result()
             tg.cancel_scope.cancel()
         return report
-    with Live(board, console=out, refresh_per_second=8):
+    with BoardLive(board, console=out, refresh_per_second=8):
         async with anyio.create_task_group() as tg:
             tg.start_soon(tail.follow)
             tg.start_soon(watch)

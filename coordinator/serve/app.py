@@ -204,12 +204,21 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        found = exc.errors()
+        for err in found:
+            if err.get("type") == "json_invalid":
+                # Not a JSON document at all: a malformed request (400, as FastAPI answers
+                # a body that is not even UTF-8), not a request whose content is wrong.
+                why = (err.get("ctx") or {}).get("error", "JSON decode error")
+                return JSONResponse({"detail": f"the body is not a JSON document: {why}"},
+                                    status_code=400)
+        file = f"{request.method} {request.url.path}"  # what the problems are about
         errors = []
-        for err in exc.errors():
+        for err in found:
             where = ".".join(str(part) for part in err.get("loc", ()))
             got = err.get("input")
             errors.append(problem(where, str(err.get("msg", "a valid value")),
-                                  None if got is None else repr(got)))
+                                  None if got is None else repr(got), file=file))
         return _unprocessable(InputProblems(errors=errors))
 
     @app.exception_handler(QueueFull)

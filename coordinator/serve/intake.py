@@ -16,10 +16,10 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Final, Generic, Literal, TypeVar
+from typing import Annotated, Final, Generic, Literal, TypeVar
 
 import anyio
-from fastapi import HTTPException, Request
+from fastapi import Header, HTTPException, Request
 
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.research import ResearchPolicy, check_research_policy
@@ -71,10 +71,11 @@ class JobRejected(Exception):
 
 
 def problem(
-    field: str, expected: str, got: str | None = None, *, line: int | None = None
+    field: str, expected: str, got: str | None = None, *, line: int | None = None,
+    file: str = SUBMITTED,
 ) -> InputProblem:
-    """One problem, worded like an InputFileError."""
-    text = InputFileError(SUBMITTED, line, field, expected, got=got).describe()
+    """One problem, worded like an InputFileError (``file``: the request it is about)."""
+    text = InputFileError(file, line, field, expected, got=got).describe()
     return InputProblem(line=line, field=field, expected=expected, got=got, message=text)
 
 
@@ -123,7 +124,17 @@ async def read_body(request: Request, limit: int, deadline_s: float = 30.0) -> b
     return b"".join(chunks)
 
 
-def check_key(key: str | None) -> str | None:
+# The Idempotency-Key as check_key reads it, its constraints declared so that a client (and
+# schemathesis) knows an empty or over-long key is refused; check_key stays the one place
+# that checks it (the lean route of POST /runs reads the header itself).
+IdempotencyKey = Annotated[str | None, Header(
+    description="The same key returns the run it made before: 1 to 200 visible ASCII "
+    "characters.",
+    json_schema_extra={"minLength": 1, "maxLength": 200, "pattern": "^[!-~]+$"},
+)]
+
+
+def check_key(key: str | None, *, file: str = SUBMITTED) -> str | None:
     """The Idempotency-Key header, if given and well formed.
 
     Raises:
@@ -133,13 +144,32 @@ def check_key(key: str | None) -> str | None:
         return None
     if _KEY.fullmatch(key) is None:
         raise JobRejected([problem("Idempotency-Key", "1 to 200 visible ASCII characters",
-                                   f"{len(key)} characters")])
+                                   f"{len(key)} characters", file=file)])
     return key
 
 
-def input_problems(exc: InputFileError) -> list[InputProblem]:
-    """An input error's problems, as a 422 lists them."""
-    return _problems(exc)
+# `fanout ask` words its problems in its flags; an ask says them in its own fields.
+_ASK_FIELDS = {"--docs": "docs", "--search": "search", "FANOUT_SEARCH": "search",
+               "--model": "model", "QUESTION": "question"}
+_NO_TOOLS = ("tools to research with: docs (a folder the server serves), web: true (the "
+             "server's search backend), search (searxng:URL, brave or tavily) or tools (a "
+             "tools file's text: tools, mcp_servers, research_tools)")
+_NO_MODEL = "a model: model (PROVIDER:NAME), or a model block in tools (the server has none)"
+
+
+def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
+    """An ask's problems (``POST /ask``: ``file``) in its own fields, never in `fanout
+    ask`'s flags."""
+    out = []
+    for e in exc.errors if isinstance(exc, InputFileErrors) else [exc]:
+        field, expected = _ASK_FIELDS.get(e.file, e.field or "<document>"), e.expected
+        if e.field == "tools" and e.got == "no tools":
+            expected = _NO_TOOLS
+        elif e.file == "--model" and e.got == "no model":
+            expected = _NO_MODEL
+        expected = expected.replace("come from the command line", "are fields of the ask")
+        out.append(problem(field, expected, e.got, line=e.line, file=file))
+    return out
 
 
 def _problems(exc: InputFileError) -> list[InputProblem]:

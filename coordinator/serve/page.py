@@ -48,6 +48,8 @@ ul.errors code { background: #fff5f5; padding: 0 4px; border-radius: 4px; }
 .pill.st-throttled { background:#fff4e6; color:#d9480f; }
 .pill.st-done, .pill.st-finished { background:#d3f9d8; color:#2b8a3e; }
 .pill.st-escalated, .pill.st-interrupted { background:#ffe3e3; color:#c92a2a; }
+.pill.st-gap { background:#fff4e6; color:#d9480f; }
+.pill.st-waiting { background:#f1f3f5; color:#495057; }
 td.c-query { color: var(--muted); overflow-wrap: anywhere; }
 tr.run-row a { color: #1864ab; }
 #ask-question { font-family: inherit; font-size: 15px; }

@@ -14,11 +14,13 @@ SCRIPT: Final = r"""
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
-  const KINDS = ["state", "call", "start", "attempt", "wait", "plan"];
+  const KINDS = ["state", "call", "start", "attempt", "wait", "plan", "followups"];
   const session = window.sessionStorage;
   let token = session.getItem("fanout-token") || "";
   let current = null;
   let runsTimer = null;
+  // The run each form's result line names: the line follows that run to its end.
+  const named = { "ask-result": null, "submit-result": null };
 
   function el(tag, cls, text) {
     const node = document.createElement(tag);
@@ -95,6 +97,9 @@ SCRIPT: Final = r"""
                 el("td", "num", r.coverage === null ? "" : pct(r.coverage)),
                 el("td", "", r.started));
       body.append(tr);
+      for (const [line, id] of Object.entries(named)) {
+        if (id === r.id) $(line).textContent = "run " + r.id + " " + r.status;
+      }
     }
     $("no-runs").hidden = runs.length > 0;
   }
@@ -118,17 +123,20 @@ SCRIPT: Final = r"""
     let data = {};
     try { data = await res.json(); } catch (_) { data = {}; }
     if (res.status === 201) {
+      named["submit-result"] = data.run_id;
       $("submit-result").textContent = "run " + data.run_id + " " + data.status;
       location.hash = "run=" + encodeURIComponent(data.run_id);
       loadRuns();
       return;
     }
+    named["submit-result"] = null;
     $("submit-result").textContent = "not submitted (" + res.status + ")";
     showProblems($("submit-errors"), data, res);
   });
-  function showProblems(list, data, res) {
+  function showProblems(list, data, res, rename) {
     const problems = data.errors || [{ message: data.detail || res.statusText }];
-    for (const p of problems) {
+    for (const raw of problems) {
+      const p = rename ? rename(raw) : raw;
       const li = el("li");
       if (p.line !== undefined && p.line !== null) li.append(el("b", "", "line " + p.line + " "));
       if (p.field) li.append(el("code", "", p.field), " ");
@@ -154,14 +162,34 @@ SCRIPT: Final = r"""
     let data = {};
     try { data = await res.json(); } catch (_) { data = {}; }
     if (res.status === 201) {
+      named["ask-result"] = data.run_id;
       $("ask-result").textContent = "run " + data.run_id + " " + data.status;
       location.hash = "run=" + encodeURIComponent(data.run_id);
       loadRuns();
       return;
     }
+    named["ask-result"] = null;
     $("ask-result").textContent = "not asked (" + res.status + ")";
-    showProblems(errors, data, res);
+    showProblems(errors, data, res, askProblem);
   });
+  // POST /ask names its JSON fields; the box shows its own labels. An ask with no tools
+  // at all is, here, a box with neither a folder nor the web ticked.
+  const ASK_LABELS = { question: "question", docs: "documents", web: "the web",
+                       search: "the web", model: "model",
+                       "research_tools.docs.path": "documents",
+                       "research_tools.web.search": "the web" };
+  function askProblem(p) {
+    if (p.field === "tools" && p.got === "no tools") {
+      return { field: "documents", expected: "a folder the server serves, or tick the web: " +
+               "there is nothing to research with" };
+    }
+    if (p.field === "model" && p.got === "no model") {
+      return { field: "model", expected: "PROVIDER:NAME, e.g. anthropic:claude-sonnet-4-5 " +
+               "(this server has no model of its own)" };
+    }
+    const label = ASK_LABELS[p.field];
+    return label ? Object.assign({}, p, { field: label }) : p;
+  }
 
   // -- a run, live --------------------------------------------------------------------
   function route() {
@@ -196,7 +224,8 @@ SCRIPT: Final = r"""
   }
   function paint(row) {
     row.tr.dataset.state = row.state;
-    const label = row.state === "throttled" ? "waiting for the rate limit" : row.state;
+    const label = { throttled: "waiting for the rate limit",
+                    waiting: "waiting for subagents" }[row.state] || row.state;
     row.cells.state.replaceChildren(el("span", "pill st-" + row.state, label));
     if (row.tool && (row.state === "running" || row.state === "retrying")) {
       row.cells.state.append(" ", el("span", "muted", row.tool));
@@ -213,12 +242,13 @@ SCRIPT: Final = r"""
   function onEvent(cur, ev) {
     if (cur !== current || ev.seq <= cur.lastSeq) return;
     cur.lastSeq = ev.seq;
-    if (ev.kind === "plan") {  // the lead agent decomposed the job: its subtasks
-      for (const s of ev.subtasks || []) rowFor(cur, s.id, s.query);
-      return;
+    if (ev.kind === "plan" || ev.kind === "followups") {  // the lead's (next) subtasks
+      for (const s of ev.subtasks || ev.followups || []) rowFor(cur, s.id, s.query);
     }
     const row = rowFor(cur, ev.subtask_id);
-    if (ev.kind === "state") {
+    if (ev.kind === "plan" || ev.kind === "followups") {
+      row.state = "waiting";  // the lead, until its subagents are done
+    } else if (ev.kind === "state") {
       row.state = ev.state;
       row.trigger = ev.state === "escalated" ? (ev.trigger || "") : "";
       if (ev.state === "done" || ev.state === "escalated") refreshSoon(cur);
@@ -226,6 +256,10 @@ SCRIPT: Final = r"""
       row.tool = ev.tool || "";
     } else if (ev.kind === "start") {
       row.attempts += 1;
+      // The lead has no state events: a call of its model is the lead at work.
+      if (row.state === "queued" || row.state === "waiting") {
+        row.state = ev.tool === "model" ? "thinking" : "running";
+      }
     } else if (ev.kind === "attempt") {
       row.last = outcome(ev.result);
     }
@@ -242,7 +276,7 @@ SCRIPT: Final = r"""
     const res = await api(runPath(cur.id));
     if (!res.ok || cur !== current) return;
     showDetail(cur, await res.json());
-    await loadGaps(cur);
+    return await loadGaps(cur);
   }
   function showDetail(cur, run) {
     $("run-status").textContent = run.status;
@@ -256,7 +290,7 @@ SCRIPT: Final = r"""
   }
   async function loadGaps(cur) {
     const res = await api(runPath(cur.id) + "/gaps");
-    if (!res.ok || cur !== current) return;
+    if (!res.ok || cur !== current) return null;
     const gaps = (await res.json()).gaps;
     const body = $("gaps").tBodies[0];
     body.replaceChildren();
@@ -270,6 +304,25 @@ SCRIPT: Final = r"""
     }
     $("gap-count").textContent = String(gaps.length);
     $("no-gaps").hidden = gaps.length > 0;
+    return gaps;
+  }
+  // Once a run has ended, no row may still look at work: the lead (which has no state
+  // events) and subtasks a cancel or a deadline cut before they started take their end.
+  function settle(cur, status, gaps) {
+    const byId = new Map((gaps || []).map((g) => [g.subtask_id, g]));
+    for (const [id, row] of cur.rows) {
+      if (row.state === "done" || row.state === "escalated") continue;
+      const gap = byId.get(id);
+      if (status === "interrupted") {
+        row.state = "interrupted";
+      } else if (gap) {
+        row.state = "gap";
+        row.trigger = gap.trigger || "";
+      } else {
+        row.state = "done";
+      }
+      paint(row);
+    }
   }
   async function loadReport(cur) {
     const res = await api(runPath(cur.id) + "/report?format=html");
@@ -288,7 +341,9 @@ SCRIPT: Final = r"""
     if (cur !== current) return;
     cur.ended = true;
     $("run-status").textContent = data.status;
-    await refresh(cur);
+    const gaps = await refresh(cur);
+    if (cur !== current) return;
+    settle(cur, data.status, gaps);
     if (data.status === "finished" || data.status === "interrupted") await loadReport(cur);
     loadRuns();
   }

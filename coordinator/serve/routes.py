@@ -25,9 +25,10 @@ from coordinator.jobfile.ask import build_ask_job
 from coordinator.serve.auth import Authorizer
 from coordinator.serve.events import run_events
 from coordinator.serve.intake import (
+    IdempotencyKey,
     JobRejected,
+    ask_problems,
     check_key,
-    input_problems,
     loaded_before,
     media_kind,
     parse_job,
@@ -105,6 +106,7 @@ def _url(request: Request, run_id: str) -> str:
 ASK_FILE = "POST /ask"  # the "file" an ask's problems name
 
 
+
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
     """``POST /ask``: a question becomes a decomposed job on the tools it names (DESIGN §8)."""
     router = APIRouter(tags=["runs"], dependencies=[Depends(auth.api)],
@@ -112,29 +114,35 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
 
     @router.post(
         "/ask", status_code=201, response_model=RunCreated,
-        responses={422: {"model": InputProblems}}, summary="Ask a question",
+        responses={400: {"model": Problem, "description": "The body is not a JSON document."},
+                   422: {"model": InputProblems, "description": "The ask cannot run: it names "
+                         "no tools (docs, web, search or tools), a folder the server does not "
+                         "serve, a model or a search key the server lacks, or a tools file "
+                         "that does not load."},
+                   503: {"model": Problem, "description": "Every slot is taken and the "
+                         "queue is full; `Retry-After` says when to try again."}},
+        summary="Ask a question",
     )
     async def ask(
         request: Request,
         response: Response,
         body: AskRequest,
-        idempotency_key: Annotated[str | None, Header(description="The same key returns "
-                                                      "the run it made before.")] = None,
+        idempotency_key: IdempotencyKey = None,
     ) -> RunCreated:
-        key = check_key(idempotency_key)
+        key = check_key(idempotency_key, file=ASK_FILE)
         docs = body.docs
         if docs is not None and not Path(docs).is_absolute():
             if not config.docs:
-                raise JobRejected([problem("docs", "no docs: the server was started without "
-                                           "--docs", repr(docs))])
+                raise JobRejected([problem("docs", "no docs: the server serves no folder",
+                                           repr(docs), file=ASK_FILE)])
             docs = str(config.docs[0] / docs)
         search = body.search
         if search is None and body.web:
             search = config.search or os.environ.get("FANOUT_SEARCH") or None
             if search is None:
                 raise JobRejected([problem("web", "false: the server has no search backend "
-                                           "(start it with --search, or set FANOUT_SEARCH)",
-                                           "true")])
+                                           "(its operator starts it with --search, or sets "
+                                           "FANOUT_SEARCH)", "true", file=ASK_FILE)])
         # Composed as `fanout ask` composes it; then read back and checked exactly like a
         # job sent to POST /runs (the served folders, the server's keys, no base_url).
         try:
@@ -146,7 +154,7 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
                 tools_name=ASK_FILE,
             )
         except InputFileError as exc:
-            raise JobRejected(input_problems(exc)) from None
+            raise JobRejected(ask_problems(exc, ASK_FILE)) from None
         job = text.encode("utf-8")
         policy = config.research_policy()
         run_id, status, earlier = await manager.submit(
@@ -258,8 +266,7 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         request: Request,
         speed: Annotated[float, Query(gt=0, le=10_000, description="Run simulated time "
                                       "this many times faster (fanout run --speed).")] = 1.0,
-        idempotency_key: Annotated[str | None, Header(description="The same key returns "
-                                                      "the run it made before.")] = None,
+        idempotency_key: IdempotencyKey = None,
     ) -> Response:
         return await submit(request, speed, idempotency_key)
 

@@ -223,8 +223,10 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=4000, description="The question.")
+    # An empty string names no folder, backend, model or tools file: the schema says so
+    # (minLength) rather than the server refusing a schema-valid "" with a 422.
     docs: str | None = Field(
-        default=None,
+        default=None, min_length=1,
         description="A folder the server serves (`serve --docs`), absolute or relative to "
         "the first; its documents are searched and read.",
     )
@@ -232,13 +234,15 @@ class AskRequest(BaseModel):
         default=False, description="Research the web with the server's search backend."
     )
     search: str | None = Field(
-        default=None, description="searxng:URL, brave or tavily (instead of the server's)."
+        default=None, min_length=1,
+        description="searxng:URL, brave or tavily (instead of the server's).",
     )
     model: str | None = Field(
-        default=None, description="PROVIDER:NAME (default: the server's `serve --model`)."
+        default=None, min_length=1,
+        description="PROVIDER:NAME (default: the server's `serve --model`).",
     )
     tools: str | None = Field(
-        default=None, max_length=1_000_000,
+        default=None, min_length=1, max_length=1_000_000,
         description="A tools file's text: tools, mcp_servers, research_tools, model.",
     )
     max_subtasks: int = Field(default=6, ge=1, le=50)

@@ -184,6 +184,10 @@ def open_backend(target: str) -> Backend:
 
         from coordinator.store.sqlite import SqliteBackend
 
+        if "://" in target:  # "://runs", ":://x": a URL gone wrong, never a file to make
+            raise StoreError(f"--store {redact(target)}: not a path nor a URL fanout can open; "
+                             "give a file path (SQLite) or a postgresql://user@host:port/dbname "
+                             "URL")
         return SqliteBackend(Path(target))
     scheme = match.group(1).lower()
     if scheme in ("postgresql", "postgres"):
@@ -196,10 +200,19 @@ def open_backend(target: str) -> Backend:
         from coordinator.store.sqlite import SqliteBackend
 
         path = target[match.end():]  # sqlite:///abs/runs.db → /abs/runs.db
-        if match.group(2) is not None and not path.startswith("/"):
-            path = "/" + path
+        if match.group(2) is not None:
+            host, _, rest = path.partition("/")
+            if host:
+                raise StoreError(f"--store {target}: a sqlite: URL names a file, not a host "
+                                 f"({host!r}); sqlite:///abs/path/runs.db or a path")
+            path = "/" + rest
         if path.strip("/") == "":
             raise StoreError(f"--store {target}: a sqlite: URL needs a path (sqlite:///runs.db)")
+        if path.startswith(":") or "://" in path:
+            # sqlite:://bad made a folder ":" holding a file "bad"; sqlite::memory: would
+            # make a file ":memory:" (an in-memory store keeps nothing between commands).
+            raise StoreError(f"--store {target}: not a sqlite: URL fanout can open; "
+                             "sqlite:///abs/path/runs.db or a path")
         return SqliteBackend(Path(path))
     raise StoreError(
         f"--store {redact(target)}: fanout cannot open a {scheme!r} store; give a file "

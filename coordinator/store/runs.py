@@ -31,6 +31,7 @@ from coordinator.store.backend import Backend, Conn, open_backend
 from coordinator.store.recorder import RunRecorder, now_iso
 from coordinator.store.schema import (
     APP_ID,
+    POSTGRES_MIGRATIONS,
     SQLITE_MIGRATIONS,
     ResumeRefused,
     RunNotFound,
@@ -42,8 +43,7 @@ from coordinator.store.writer import Tx, lease_end
 __all__ = [
     "APP_ID",
     "DEFAULT_STORE",
-    "MIGRATIONS",
-    "SCHEMA_VERSION",
+    "SCHEMA_VERSIONS",
     "ResumeRefused",
     "RunNotFound",
     "RunRecorder",
@@ -58,8 +58,12 @@ __all__ = [
 ]
 
 DEFAULT_STORE: Final = Path(".fanout") / "runs.sqlite"
-MIGRATIONS: Final = SQLITE_MIGRATIONS
-SCHEMA_VERSION: Final = len(SQLITE_MIGRATIONS)
+# The schema version each database writes, by backend kind: each numbers its own
+# migrations (DESIGN §12), so one number for both would be right for one of them only.
+SCHEMA_VERSIONS: Final[dict[str, int]] = {
+    "sqlite": len(SQLITE_MIGRATIONS),
+    "postgresql": len(POSTGRES_MIGRATIONS),
+}
 
 # The one status vocabulary, shared by the store, the CLI and the service's API.
 RunStatus = Literal["queued", "running", "interrupted", "finished"]

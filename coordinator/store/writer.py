@@ -50,6 +50,11 @@ _BATCH: Final = 512
 # FANOUT_TEST_KILL_AT_WRITE=N the process SIGKILLs itself inside its Nth store write,
 # after the write's statement ran and before its transaction commits.
 _KILL_AT_WRITE = int(os.environ.get("FANOUT_TEST_KILL_AT_WRITE") or 0)
+# Its twin: with FANOUT_TEST_STOP_AFTER_EVENTS=N the process stops itself (SIGSTOP) once
+# its commits hold N trace events, wherever its other threads are; the test, told by
+# waitpid that it stopped, SIGKILLs it. A kill from outside at the Nth event, without
+# a poller racing the run (which needed a slow run, and lost under load).
+_STOP_AFTER_EVENTS = int(os.environ.get("FANOUT_TEST_STOP_AFTER_EVENTS") or 0)
 
 
 def _on_asyncio() -> bool:
@@ -77,6 +82,7 @@ class Tx:
         self.backend = backend
         self.conn = conn
         self.events_of: set[str] = set()  # runs whose events this transaction wrote
+        self.events = 0  # how many
         self.cancels_of: set[str] = set()
         # The last event number this transaction gave each run it locked: the run's lock
         # is held to the commit, so the next one is this plus one, without asking again
@@ -135,6 +141,7 @@ class StoreWriter:
         self._conn = backend.writer_connection()
         self.error: Exception | None = None
         self._writes = 0
+        self._events = 0
         self._held: set[str] = set()
         self._pid = os.getpid()
         self._host = socket.gethostname()
@@ -222,6 +229,10 @@ class StoreWriter:
                 self.backend.notify(self._conn, EVENTS_CHANNEL, run_id)
             for run_id in sorted(tx.cancels_of):
                 self.backend.notify(self._conn, CANCELS_CHANNEL, run_id)
+        if _STOP_AFTER_EVENTS:  # committed
+            self._events += tx.events
+            if self._events >= _STOP_AFTER_EVENTS:
+                os.kill(os.getpid(), signal.SIGSTOP)
         return results
 
     @staticmethod
@@ -330,6 +341,7 @@ class StoreWriter:
             tx.execute("INSERT INTO events VALUES (?,?,?,?,?,?,?)",
                        (run_id, number, session, subtask_id, kind, at, payload))
             tx.events_of.add(run_id)
+            tx.events += 1
 
         self.submit(op)
 

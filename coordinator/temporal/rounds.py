@@ -26,7 +26,7 @@ from coordinator.store.runner import event_data
 from coordinator.temporal.budget import AllowanceMeter, spent_in
 from coordinator.temporal.payloads import RoundInput, RoundOutput, State
 from coordinator.temporal.resources import WorkerResources
-from shared.clock import AnyioClock, JobClock
+from shared.clock import AnyioClock, JobClock, PacedClock
 from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentRun, run_subagent
 from subagents.checkpoint import restore_run, snapshot_run
@@ -53,6 +53,25 @@ def job_clock(speed: float, started_at: float) -> JobClock:
     subtask's ``started_s``/``ended_s`` (and the deadline cut) and nowhere else.
     """
     return JobClock(AnyioClock(speed), offset=(time.time() - started_at) * speed)
+
+
+def round_clock(inp: RoundInput) -> JobClock:
+    """The round's job time: paced virtual time when all it runs is simulated, else the
+    wall (:func:`job_clock`).
+
+    A round of simulated tools, planned by its script or a scripted model, reads the time
+    it slept (:class:`~shared.clock.PacedClock`), at the pace ``--speed`` asks: what it
+    decides from the clock (a retry's ``max_total_s``, its deadline) is then what a replay
+    decides, on any worker however loaded. It read the wall, and on a busy machine 200 ms
+    of overhead in a round at speed 20 took a retry budget's third attempt away. A real
+    tool or model keeps real time.
+    """
+    scripted = inp.subtask.planner != "model" or (
+        inp.model is not None and inp.model.get("provider") == "scripted")
+    if inp.mcp_servers or not scripted:
+        return job_clock(inp.speed, inp.started_at)
+    offset = (time.time() - inp.started_at) * inp.speed
+    return JobClock(PacedClock(inp.speed), offset=offset)
 
 
 def simulated_tools(specs: Mapping[str, Mapping[str, Any]], clock: JobClock) -> SimulatedTools:
@@ -143,7 +162,7 @@ async def run_round(
         StoreError: the run store cannot be written.
     """
     spec, sid, run_id = inp.subtask, inp.subtask.id, inp.run_id
-    clock = job_clock(inp.speed, inp.started_at)
+    clock = round_clock(inp)
     sim = simulated_tools(inp.tools, clock)
     trace_ids = SeededTraceIds(f"{inp.seed}/{run_id}")
     writer = resources.writer(inp.store) if inp.store else None

@@ -209,14 +209,28 @@ def _data_html(data: object, depth: int = 0) -> str:
     return _e(_cut(str(data)))
 
 
+def _link(url: object, text: str | None = None) -> str | None:
+    """A link to ``url`` if it is an http(s) URL (never ``javascript:`` or ``data:``),
+    escaped and opening outside the report; None for anything else."""
+    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+        return None
+    return (f'<a href="{_e(url)}" target="_blank" rel="noopener noreferrer nofollow">'
+            f"{_e(text if text is not None else _cut(url))}</a>")
+
+
 def _value_html(value: object, depth: int) -> str:
+    if isinstance(value, dict) and (link := _link(value.get("url"),
+                                                 str(value.get("title") or value.get("url")))):
+        # A search result or a cited page: its link, then what else it says.
+        rest = {k: v for k, v in value.items() if k not in ("url", "title")}
+        return link + (f" <code>{_e(_compact(rest))}</code>" if rest else "")
     if isinstance(value, dict | list) and value:
         if depth < 1 and (isinstance(value, list) or len(value) <= _MAX_ITEMS):
             return _data_html(value, depth + 1)
         return f"<code>{_e(_compact(value))}</code>"
     if isinstance(value, dict | list):
         return f"<code>{_e(_compact(value))}</code>"
-    return _e(_cut(str(value)))
+    return _link(value) or _e(_cut(str(value)))
 
 
 def _more(n: int) -> str:
@@ -232,8 +246,14 @@ def _finding(f: Mapping[str, Any]) -> str:
     body = "" if f.get("empty") and not f.get("data") else _data_html(f.get("data"))
     args = f.get("args")
     tip = f' title="{_e(_compact(args))}"' if args else ""
+    # The page or document the finding was read from: a link where it is on the web.
+    where = f.get("url") or f.get("path")
+    source = ""
+    if where:
+        source = " " + (_link(where, str(f.get("title") or where))
+                        or f"<code>{_e(where)}</code>")
     return (f'<div class="finding"><span class="tool"{tip}>{_e(f.get("tool"))}</span>{flags}'
-            f"{body}</div>")
+            f"{source}{body}</div>")
 
 
 def _answer(report: Mapping[str, Any]) -> str:
@@ -266,10 +286,9 @@ def _source(source: Mapping[str, Any]) -> str:
     of it escaped — titles and URLs come from the web."""
     url, path = source.get("url"), source.get("path")
     title = _e(source.get("title") or url or path or source.get("tool", ""))
-    if isinstance(url, str) and url.lower().startswith(("http://", "https://")):
-        shown = (f'<a href="{_e(url)}" target="_blank" rel="noopener noreferrer nofollow">'
-                 f'{title}</a> '
-                 f'<span class="where">{_e(url)}</span>')
+    link = _link(url, str(source.get("title") or url))
+    if link is not None:
+        shown = f'{link} <span class="where">{_e(url)}</span>'
     elif url or path:
         shown = f'{title} <code>{_e(url or path)}</code>'
     else:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
+from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
@@ -16,6 +17,22 @@ from coordinator.views.terminal import STATUS_STYLE, coverage_bar
 from shared.envelope import ToolResult
 from subagents.loop import ProgressEvent
 from subagents.spec import SubtaskSpec
+
+
+class BoardLive(Live):
+    """rich's Live, whose last picture ends its line wherever the output goes.
+
+    Into a file or a pipe rich prints the last picture once, at stop, without a newline
+    after it (on a terminal it moves to a fresh line itself), so what came next was glued
+    to it: Ctrl-C's ``interrupted:`` line read ``18.0sinterrupted:``.
+    """
+
+    def stop(self) -> None:
+        """Stop the display; its last line ends on any output."""
+        started = self.is_started
+        super().stop()
+        if started and not self.console.is_terminal and not self.transient:
+            self.console.line()
 
 
 @dataclass

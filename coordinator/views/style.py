@@ -83,6 +83,7 @@ svg.timeline .round { font-size: 11.5px; font-weight: 700; fill: #1971c2; }
 svg.timeline .trigger { font-size: 12px; font-weight: 700; }
 svg.timeline .st-complete { fill: #2f9e44; } svg.timeline .st-empty { fill: #4dabf7; }
 svg.timeline .st-partial { fill: #fab005; } svg.timeline .st-gap { fill: #e03131; }
+svg.timeline .st-done { fill: #2f9e44; }
 .note { color: var(--muted); font-size: 13px; margin: 8px 0 0; }
 table { width:100%; border-collapse: collapse; font-size: 13.5px; }
 th { text-align:left; font-size: 12px; text-transform: uppercase; letter-spacing:.05em;

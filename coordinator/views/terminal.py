@@ -222,14 +222,20 @@ def report_view(report: CoverageReport) -> RenderableType:
     return Group(*parts)
 
 
-def replay_view(summary: ReplaySummary) -> RenderableType:
-    """One row per scenario, then every mismatch as path, expected, actual."""
-    table = Table(title="Scenario replay", title_justify="left")
-    table.add_column("scenario", no_wrap=True)
-    for column in ("result", "outcome", "coverage", "virtual s", "wall ms"):
-        table.add_column(column, justify="left" if column in ("result", "outcome") else "right")
-    for r in summary.scenarios:
-        table.add_row(
+# Below this width the replay table would squeeze its columns to "p…": a line per
+# scenario instead.
+_REPLAY_TABLE_MIN = 64
+
+
+def replay_view(summary: ReplaySummary, width: int | None = None) -> RenderableType:
+    """One row per scenario, then every mismatch as path, expected, actual.
+
+    The short columns never wrap or shorten; a long scenario name folds onto more lines
+    (an 80-column terminal, or the 80 columns of a pipe). Under 64 columns each scenario is
+    one line of text instead of a table row.
+    """
+    rows = [
+        (
             r.scenario,
             Text("pass", style="green") if r.passed else Text("FAIL", style="bold red"),
             str(r.report.get("outcome")),
@@ -237,7 +243,27 @@ def replay_view(summary: ReplaySummary) -> RenderableType:
             f"{r.report.get('elapsed_s', 0):g}",
             f"{r.wall_s * 1000:.1f}",
         )
-    parts: list[RenderableType] = [table]
+        for r in summary.scenarios
+    ]
+    listing: RenderableType
+    if width is not None and width < _REPLAY_TABLE_MIN:
+        lines = [Text("Scenario replay", style="italic")]
+        for name, result, outcome, coverage, virtual, wall in rows:
+            line = Text(f"{name}: ")
+            line.append_text(result)
+            line.append(f" {outcome} {coverage} {virtual}s ({wall} ms)")
+            lines.append(line)
+        listing = Group(*lines)
+    else:
+        table = Table(title="Scenario replay", title_justify="left")
+        table.add_column("scenario", overflow="fold", min_width=12, ratio=1)
+        for column in ("result", "outcome", "coverage", "virtual s", "wall ms"):
+            table.add_column(column, no_wrap=True,
+                             justify="left" if column in ("result", "outcome") else "right")
+        for row in rows:
+            table.add_row(*row)
+        listing = table
+    parts: list[RenderableType] = [listing]
     failed = [r for r in summary.scenarios if not r.passed]
     if failed:
         mism = Table(title="Mismatches", title_justify="left")

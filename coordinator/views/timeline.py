@@ -115,7 +115,13 @@ def _rows_from_events(report: Mapping[str, Any], events: Sequence[Mapping[str, A
     gaps = {g["subtask_id"]: g for g in report.get("gaps", [])}
     rows = {s["id"]: _Row(s) for s in report.get("subtasks", [])}
     for sid in dict.fromkeys(str(e.get("subtask_id")) for e in events):
-        rows.setdefault(sid, _Row({"id": sid, "status": "gap"}))
+        if sid not in rows:
+            # Not a subtask: the lead. Its status is a gap only when the report has one for
+            # it (its plan or synthesis failed), and its attempts are its model calls.
+            attempts = sum(e.get("subtask_id") == sid and e.get("kind") == "attempt"
+                           for e in events)
+            rows[sid] = _Row({"id": sid, "status": "gap" if sid in gaps else "done",
+                              "attempts": attempts})
     by_sub: dict[str, list[Mapping[str, Any]]] = {sid: [] for sid in rows}
     for e in sorted(events, key=lambda e: (e.get("seq", 0))):
         by_sub[str(e.get("subtask_id"))].append(e)

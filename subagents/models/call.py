@@ -29,7 +29,7 @@ _MAX_TRACE_TEXT = 2000  # characters of a turn's text kept in its envelope (the 
 
 
 _NAMED_APIS = ("anthropic", "openai")
-"""The providers whose APIs restrict tool names (see subagents/models/names.py)."""
+"""The providers whose APIs restrict tool names (see subagents/models/compat/names.py)."""
 
 
 def _named(turn: ModelTurn, names: WireNames | None) -> ModelTurn:

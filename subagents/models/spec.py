@@ -130,7 +130,7 @@ class ModelSpec(BaseModel):
     max_tokens: int = Field(default=2048, gt=0)
     temperature: float = Field(default=0.0, ge=0, le=2)
     timeout_s: float = Field(default=120.0, gt=0)
-    # provider: openai only: what the server accepts (subagents/models/profiles.py).
+    # provider: openai only: what the server accepts (subagents/models/compat/profiles.py).
     profile: ProfileName = "auto"
     retry: RetryPolicy = Field(
         default_factory=lambda: RetryPolicy(

@@ -254,3 +254,12 @@ def test_a_subtask_without_a_result_is_a_gap_not_covered() -> None:
     assert report.coverage == 0.5
     (gap,) = report.gaps
     assert (gap.subtask_id, gap.trigger, gap.route) == ("b", "interrupted", "gap")
+
+
+def test_a_job_with_no_subtasks_yet_is_not_covered_and_does_not_divide_by_zero() -> None:
+    """A decomposed job whose lead is still planning has no subtasks: coverage 0, failed."""
+    from coordinator.report import coverage_of
+
+    assert coverage_of([]) == (0.0, "failed")
+    report = assemble_report(JobSpec(query="q", subtasks=[]), [], elapsed_s=0.0)
+    assert (report.coverage, report.outcome, report.gaps) == (0.0, "failed", [])

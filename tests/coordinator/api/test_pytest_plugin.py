@@ -65,13 +65,55 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_passing_and_failing_scenarios_are_items_named_after_them(
     project: pytest.Pytester,
 ) -> None:
-    """Each scenario file is one item named after its scenario; other YAML is left alone."""
+    """Each scenario file is one item named after its scenario; other YAML is no item, and
+    is named in one line after the collection (it was passed over without a word)."""
     result = project.runpytest("-v", *QUIET)
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         ["*bad.yaml::search-fails FAILED*", "*ok.yaml::search-works PASSED*"]
     )
-    assert "workflow" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["fanout: 1 YAML file(s) not collected, not scenarios "
+                                 "(no top-level `scenario` key): workflow.yaml"])
+    assert "workflow.yaml::" not in result.stdout.str()
+
+
+def test_a_flow_style_scenario_is_collected_as_replay_runs_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """A scenario written in YAML's flow style ({"scenario": ..., "job": ...}, JSON too)
+    is an item like any other: `fanout replay` runs it, and it was dropped unseen."""
+    import json
+
+    import yaml
+
+    from coordinator.cli import main
+
+    flow = json.dumps(yaml.safe_load(PASSING))
+    assert not flow.startswith("scenario")
+    pytester.makefile(".yaml", flow=flow)
+    assert main(["replay", str(pytester.path / "flow.yaml")]) == 0
+    result = pytester.runpytest("-v", *QUIET)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*flow.yaml::search-works PASSED*"])
+    assert "not collected" not in result.stdout.str()
+
+
+def test_no_yaml_file_in_scope_is_passed_over_without_a_word(
+    pytester: pytest.Pytester,
+) -> None:
+    """Not a scenario (a word "scenario" in a comment included), a list at the top, a file
+    under live/: no item, and each is named after the collection, also with -q."""
+    pytester.makefile(".yaml", ok=PASSING, workflow=NOT_A_SCENARIO,
+                      notes="# a scenario: not this one\nname: x\n",
+                      listed="- {scenario: x}\n")
+    pytester.mkdir("live").joinpath("real.yaml").write_text(PASSING)
+    result = pytester.runpytest("-q", *QUIET)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "fanout: 3 YAML file(s) not collected, not scenarios (no top-level `scenario` key): "
+        "listed.yaml, notes.yaml, workflow.yaml",
+        "fanout: 1 YAML file(s) not collected, under live/ *: live/real.yaml",
+    ])
 
 
 def test_a_failing_expect_shows_path_expected_actual_without_a_traceback(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from coordinator.cli import main
+from coordinator.cli import build_parser, main
 from coordinator.cli.main import EXIT_BROKEN_PIPE
 from coordinator.store.runs import RunStore
 from coordinator.views.terminal import runs_table, trace_entries, trace_table
@@ -98,6 +99,27 @@ def test_ctrl_c_on_run_says_how_to_resume(tmp_path: Path) -> None:
     assert RunStore(store).get(run_id).status == "interrupted"
 
 
+def test_ctrl_c_with_output_piped_starts_its_message_on_a_line_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """stdout and stderr into one pipe (`fanout run JOB 2>&1 | tee log`): the live
+    display's last line ends before `interrupted:` (it read `18.0sinterrupted:`)."""
+    proc = subprocess.Popen(
+        _fanout("run", str(DESIGN), "--speed", "0.05", "--store", str(tmp_path / "r.sqlite")),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    with proc:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the run is recorded: the live display is on
+        assert "recorded in" in line, line
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stdout.read()
+        assert proc.wait(timeout=60) == 130
+    said = [text for text in rest.splitlines() if "interrupted:" in text]
+    assert said and all(text.startswith("interrupted:") for text in said), rest
+
+
 def _stored_run(tmp_path: Path) -> RunStore:
     store_file = tmp_path / "runs.sqlite"
     assert main(["run", str(DESIGN), "--json", "--speed", "1000", "--store", str(store_file)]) == 0
@@ -130,3 +152,127 @@ def test_runs_and_trace_read_at_80_columns(
     wide = "\n".join(_render(trace_table(rows[0].id, entries, width=160), 160))
     assert "trace id" in wide and "session" in wide
     assert json.dumps(entries)  # --json keeps every field
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every subcommand's parser below it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                found += _parsers(child)
+    return found
+
+
+def test_no_parser_takes_an_abbreviation() -> None:
+    """Every parser, subcommands' included, has allow_abbrev off: `--doc` is not `--docs`."""
+    parsers = _parsers(build_parser())
+    assert len(parsers) > 15
+    assert [p.prog for p in parsers if p.allow_abbrev] == []
+
+
+@pytest.mark.parametrize(("argv", "usage"), [
+    pytest.param(["ask", "q?", "--doc", "papers"], "usage: fanout ask", id="ask-doc"),
+    pytest.param(["replay", "scenarios", "--jsn"], "usage: fanout replay", id="replay-typo"),
+    pytest.param(["serve", "--prot", "80"], "usage: fanout serve", id="serve-typo"),
+    pytest.param(["temporal", "dev", "--bogus"], "usage: fanout temporal dev", id="nested"),
+])
+def test_a_misspelled_option_is_exit_2_with_the_subcommands_usage(
+    argv: list[str], usage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown or abbreviated option is refused by the subcommand, which shows its own
+    usage (it was the top-level `usage: fanout [-h] COMMAND ...`)."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(usage), err
+    assert "unrecognized arguments" in err
+
+
+def test_fanout_version_prints_the_installed_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`fanout --version` prints `fanout X.Y.Z` (the installed distribution's) and exits 0."""
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"fanout {version('fanout')}"
+
+
+@pytest.mark.parametrize("columns", [pytest.param("80", id="80-columns"),
+                                     pytest.param(None, id="piped"),
+                                     pytest.param("50", id="50-columns")])
+def test_replay_at_80_columns_or_piped_keeps_every_column_whole(columns: str | None) -> None:
+    """`fanout replay scenarios/` in 80 columns or into a pipe: results, outcomes and
+    numbers whole (they were cut to "p…", "c…"), long names folded; narrower, a line each."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    proc = subprocess.run(_fanout("replay", str(SCENARIOS)), capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    width = int(columns or 80)
+    lines = proc.stdout.splitlines()
+    assert all(len(line) <= width for line in lines)
+    assert "…" not in proc.stdout
+    for whole in ("pass", "partial", "complete", "100%", "coverage" if width >= 64 else "ms"):
+        assert whole in proc.stdout, whole
+    rows = [line for line in lines if "deadline-retry-round" in line]
+    assert rows and "pass" in rows[0] and "partial" in rows[0] and "50%" in rows[0], rows
+
+
+SLOW_JOB = """\
+scenario: slow-resume
+job:
+  query: q
+  defaults: {tool_timeout_s: 5000}
+  subtasks:
+    - {id: a, query: a, tools: [slow], plan: [{call: slow, args: {}}]}
+tools:
+  slow: {params: {}, latency_s: 3000, responses: [{ok: {answer: 1}}]}
+"""
+
+
+def _interrupted(tmp_path: Path, speed: float) -> tuple[Path, str]:
+    """A run of SLOW_JOB whose holder is gone before it ran anything: interrupted."""
+    job = tmp_path / "slow.yaml"
+    job.write_text(SLOW_JOB)
+    store = tmp_path / "runs.sqlite"
+    made = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; from coordinator.store.runs import RunStore\n"
+         "r = RunStore(sys.argv[1]).create_run(job='slow-resume', query='q', file=sys.argv[2],"
+         " spec_text=open(sys.argv[2]).read(), seed='0', speed=float(sys.argv[3]))\n"
+         "print(r.run_id)", str(store), str(job), str(speed)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, check=True,
+    )
+    run_id = made.stdout.strip()
+    assert RunStore(store).get(run_id).status == "interrupted"
+    return store, run_id
+
+
+@pytest.mark.parametrize(("started_at", "flags"), [
+    pytest.param(1.0, ["--speed", "100000"], id="resume-speed"),
+    pytest.param(100000.0, [], id="the-runs-own-speed"),
+])
+def test_resume_runs_at_its_speed_flag_or_at_the_runs_own(
+    tmp_path: Path, started_at: float, flags: list[str]
+) -> None:
+    """`fanout resume ID --speed X` scales simulated time like `run --speed` (a 3,000
+    virtual-second tool call at speed 1 would outlast the test); without it, the run's own
+    speed."""
+    store, run_id = _interrupted(tmp_path, started_at)
+    done = subprocess.run(_fanout("resume", run_id, "--json", "--store", str(store), *flags),
+                          capture_output=True, text=True, timeout=90, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "complete" and report["elapsed_s"] >= 3000
+
+
+def test_resume_refuses_a_speed_that_is_not_positive(tmp_path: Path) -> None:
+    """`fanout resume ID --speed 0` is exit 2, as `run --speed 0` is."""
+    store, run_id = _interrupted(tmp_path, 1.0)
+    assert main(["resume", run_id, "--speed", "0", "--store", str(store)]) == 2

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,10 @@ SLOW = DATA / "slow.yaml"
 HOSTILE = DATA / "hostile.yaml"
 TOKEN = "test-token-0123456789abcdef"
 _LISTENING = re.compile(r"listening on (http://\S+?)/ ")
+# A speed at which SLOW's 20-virtual-second calls take 20,000 real seconds: a run at work
+# until the test cancels it. A test waits for that cancel (an event), never on a guess at
+# how long its own steps take (at speed 40 a run ended before a loaded machine looked).
+HELD = 0.001
 
 
 @dataclass
@@ -51,6 +56,20 @@ class Server:
         assert r.status_code == 201, r.text
         body: dict[str, Any] = r.json()
         return body
+
+    @contextmanager
+    def slots_held(self, slots: int) -> Iterator[list[str]]:
+        """``slots`` runs at work until the block ends, then cancelled and finished: a run
+        submitted inside waits, queued, for as long as the test needs it to."""
+        held = [self.submit(SLOW, speed=HELD)["run_id"] for _ in range(slots)]
+        try:
+            yield held
+        finally:
+            with self.client() as c:
+                for run_id in held:
+                    c.post(f"/runs/{run_id}/cancel")
+            for run_id in held:
+                self.wait_status(run_id, "finished")
 
     def wait_status(self, run_id: str, status: str, timeout: float = 30) -> dict[str, Any]:
         """Poll ``GET /runs/{id}`` until the run has ``status``; its body."""
@@ -101,12 +120,13 @@ class Launched:
 
 def launch(
     tmp: Path, *args: str, token: str | None = TOKEN, store: Path | str | None = None,
-    name: str = "serve", cwd: Path = ROOT,
+    name: str = "serve", cwd: Path = ROOT, env_extra: dict[str, str] | None = None,
 ) -> Launched:
     """Start ``fanout serve --port 0`` (a free loopback port) without waiting for it."""
     store = store or tmp / "runs.sqlite"
     log = tmp / f"{name}.log"
     env = {k: v for k, v in os.environ.items() if k not in ("FANOUT_TOKEN", "FANOUT_STORE")}
+    env.update(env_extra or {})
     if token is not None:
         env["FANOUT_TOKEN"] = token
     with open(log, "ab") as sink:
@@ -120,10 +140,11 @@ def launch(
 
 def start_server(
     tmp: Path, *args: str, token: str | None = TOKEN, store: Path | str | None = None,
-    name: str = "serve", cwd: Path = ROOT,
+    name: str = "serve", cwd: Path = ROOT, env_extra: dict[str, str] | None = None,
 ) -> Server:
     """Start ``fanout serve`` and wait until its application has started."""
-    return launch(tmp, *args, token=token, store=store, name=name, cwd=cwd).ready()
+    return launch(tmp, *args, token=token, store=store, name=name, cwd=cwd,
+                  env_extra=env_extra).ready()
 
 
 @pytest.fixture(scope="package")
@@ -164,17 +185,18 @@ def read_stream(
     client: httpx.Client, path: str, *, headers: dict[str, str] | None = None,
     stop_after: int | None = None, timeout: float = 30,
     into: list[dict[str, Any]] | None = None, tolerate_disconnect: bool = False,
-    until: Callable[[list[dict[str, Any]]], bool] | None = None,
+    until: Callable[[list[dict[str, Any]]], bool] | None = None, pings: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Read an SSE stream: its messages ({id, event, data}) and its comment lines.
 
-    Stops at ``end`` (or after ``stop_after`` messages with an id, or once ``until`` holds
-    for the messages so far: how a test waits for an event). ``into`` receives the
-    messages as they arrive (another thread may watch it); with ``tolerate_disconnect``
-    a connection the server drops ends the read instead of raising.
+    Stops at ``end`` (or after ``stop_after`` messages with an id, once ``until`` holds
+    for the messages so far, or after ``pings`` ping comments: how a test waits for an
+    event). ``into`` receives the messages as they arrive (another thread may watch it);
+    with ``tolerate_disconnect`` a connection the server drops ends the read instead of
+    raising.
     """
     try:
-        return _read_stream(client, path, headers, stop_after, timeout, into, until)
+        return _read_stream(client, path, headers, stop_after, timeout, into, until, pings)
     except httpx.TransportError:
         if not tolerate_disconnect:
             raise
@@ -184,7 +206,7 @@ def read_stream(
 def _read_stream(
     client: httpx.Client, path: str, headers: dict[str, str] | None,
     stop_after: int | None, timeout: float, into: list[dict[str, Any]] | None,
-    until: Callable[[list[dict[str, Any]]], bool] | None = None,
+    until: Callable[[list[dict[str, Any]]], bool] | None = None, pings: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     import json
 
@@ -197,6 +219,8 @@ def _read_stream(
         for line in r.iter_lines():
             if line.startswith(":"):
                 comments.append(line)
+                if pings is not None and comments.count(": ping") >= pings:
+                    break
             elif line == "":
                 if "event" in current:
                     current["data"] = json.loads(current["data"])

@@ -180,3 +180,89 @@ def test_the_operators_searxng_is_trusted_and_no_other_loopback_is(
     assert "<https://example.org/na>" in md
     findings = report2["answer"]["sections"][0]["findings"]
     assert all(f["tool"] != "web.search" for f in findings)  # refused: no search finding
+
+
+def _declared(srv: Server, path: str) -> dict[str, Any]:
+    """The POST operation at ``path`` in the document the server publishes."""
+    with srv.client() as c:
+        doc: dict[str, Any] = c.get("/openapi.json").json()
+    operation: dict[str, Any] = doc["paths"][path]["post"]
+    operation["components"] = doc["components"]
+    return operation
+
+
+def _string(schema: dict[str, Any]) -> dict[str, Any]:
+    """The constraints on a string: the schema's own and its string branch's (anyOf)."""
+    strings = [b for b in schema.get("anyOf", []) if b.get("type") == "string"]
+    branch: dict[str, Any] = strings[0] if strings else {}
+    return {**schema, **branch}
+
+
+def test_an_empty_string_is_refused_by_the_schema_that_the_server_publishes(
+    served: tuple[Server, Path],
+) -> None:
+    """docs, search, model and tools of POST /ask, and the Idempotency-Key of POST /runs
+    and POST /ask, declare minLength 1, and the server refuses "" with 422 (schemathesis
+    found "" schema-valid but refused)."""
+    srv, _ = served
+    ask = _declared(srv, "/ask")
+    fields = ask["components"]["schemas"]["AskRequest"]["properties"]
+    for name in ("docs", "search", "model", "tools"):
+        assert _string(fields[name]).get("minLength") == 1, (name, fields[name])
+    for path in ("/runs", "/ask"):
+        (key,) = [p for p in _declared(srv, path)["parameters"]
+                  if p["name"].lower() == "idempotency-key"]
+        schema = _string(key["schema"])
+        assert (schema.get("minLength"), schema.get("maxLength")) == (1, 200), (path, key)
+    assert _ask(srv, {"question": "q?", "tools": ""}).status_code == 422
+    with srv.client() as c:
+        r = c.post("/runs", content=DATA_JOB, headers={
+            "Content-Type": "application/yaml", "Idempotency-Key": ""})
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "Idempotency-Key"
+
+
+DATA_JOB = yaml.safe_dump({
+    "scenario": "tiny", "job": {"query": "q", "subtasks": [
+        {"id": "a", "query": "a", "tools": ["t"], "plan": [{"call": "t", "args": {}}]}]},
+    "tools": {"t": {"params": {}, "responses": [{"ok": 1}]}}}).encode()
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param(b"{not json", id="bad-syntax"),
+    pytest.param(b"s5\xfft\xfe{6t-}", id="not-utf-8"),
+])
+def test_a_body_that_is_not_json_is_a_declared_400(
+    served: tuple[Server, Path], body: bytes
+) -> None:
+    """POST /ask with a body that is no JSON document: 400 {"detail"}, and 400 is in the
+    document (it answered an undeclared 400 for bytes, 422 for bad syntax)."""
+    srv, _ = served
+    assert "400" in _declared(srv, "/ask")["responses"]
+    with srv.client() as c:
+        r = c.post("/ask", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400, r.text
+    assert list(r.json()) == ["detail"]
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    pytest.param({"model": "scripted"}, "tools", id="no-tools"),
+    pytest.param({"docs": "."}, "model", id="no-model"),
+    pytest.param({"docs": ".", "model": "nobody:x"}, "model", id="unknown-provider"),
+    pytest.param({"docs": ".", "search": "altavista", "model": "scripted"}, "search",
+                 id="unknown-search"),
+    pytest.param({"question": " ", "docs": ".", "model": "scripted"}, "question",
+                 id="blank-question"),
+])
+def test_an_asks_problems_name_its_own_fields_not_cli_flags(
+    served: tuple[Server, Path], body: dict[str, Any], field: str
+) -> None:
+    """A refused ask names the field of POST /ask it is about and never a `fanout ask`
+    flag (--docs, --tools, --model): the page and API clients have no flags."""
+    srv, _ = served
+    r = _ask(srv, {"question": "q?", **body})
+    assert r.status_code == 422, r.text
+    problems = r.json()["errors"]
+    assert field in [p["field"] for p in problems], problems
+    for p in problems:
+        assert "--" not in p["field"] + p["expected"] + p["message"], p
+        assert p["message"].startswith("POST /ask"), p

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from coordinator.store.runs import RunStore
-from tests.coordinator.serve.conftest import SLOW, Server, read_stream
+from tests.coordinator.serve.conftest import HELD, SLOW, Server, read_stream
 
 
 def ids_of(messages: list[dict[str, Any]]) -> list[int]:
@@ -49,12 +49,17 @@ def test_last_event_id_resumes_after_that_event(server: Server) -> None:
 
 
 def test_a_quiet_stream_gets_pings(server: Server) -> None:
-    """While nothing happens (a 2 s tool call), comment pings keep the connection alive."""
-    run_id = server.submit(SLOW, speed=20)["run_id"]
+    """While nothing happens (a tool call that lasts until the run is cancelled), comment
+    pings keep the connection alive; the run's end still ends the stream."""
+    run_id = server.submit(SLOW, speed=HELD)["run_id"]
     with server.client() as c:
-        messages, comments = read_stream(c, f"/runs/{run_id}/events")
+        # Three pings, or the stream is not quiet-proof: wait for them, not for a time
+        # (at speed 20 the run could end before a loaded machine had read three).
+        _, comments = read_stream(c, f"/runs/{run_id}/events", pings=3)
+        c.post(f"/runs/{run_id}/cancel")
+        messages, _ = read_stream(c, f"/runs/{run_id}/events")
+    assert comments.count(": ping") >= 3
     assert messages[-1]["event"] == "end"
-    assert comments.count(": ping") >= 3  # every 0.2 s over ~2 s of waiting
 
 
 def test_many_streams_of_one_run_see_the_same_events(server: Server) -> None:

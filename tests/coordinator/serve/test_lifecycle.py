@@ -14,7 +14,14 @@ import httpx
 from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import replay
 from coordinator.store.runs import RunStore, wait_for
-from tests.coordinator.serve.conftest import ROOT, SLOW, Server, read_stream, start_server
+from tests.coordinator.serve.conftest import (
+    HELD,
+    ROOT,
+    SLOW,
+    Server,
+    read_stream,
+    start_server,
+)
 from tests.coordinator.store.test_store import committed, normalized
 
 RESUMABLE = ROOT / "tests" / "coordinator" / "data" / "resumable.yaml"
@@ -30,9 +37,23 @@ def _attempts_begun(*subtasks: str) -> Callable[[list[dict[str, Any]]], bool]:
     return begun
 
 
+def _attempts_begun_in(
+    session: int, *subtasks: str
+) -> Callable[[list[dict[str, Any]]], bool]:
+    """True once the stream has shown an attempt start of ``session`` for each of
+    ``subtasks``."""
+
+    def begun(messages: list[dict[str, Any]]) -> bool:
+        started = {m["data"].get("subtask_id") for m in messages
+                   if m["event"] == "start" and m["data"].get("session") == session}
+        return set(subtasks) <= started
+
+    return begun
+
+
 def test_cancel_cuts_running_subagents_and_gaps_the_queued(server: Server) -> None:
     """Cancel: running subagents hand up with trigger cancelled, queued ones 0 attempts."""
-    run_id = server.submit(SLOW, speed=2)["run_id"]
+    run_id = server.submit(SLOW, speed=HELD)["run_id"]  # at work until the cancel
     with server.client() as c:
         # Wait for the events, not a time: both running subagents have begun an attempt.
         read_stream(c, f"/runs/{run_id}/events", until=_attempts_begun("first", "second"))
@@ -57,7 +78,7 @@ def test_cancel_cuts_running_subagents_and_gaps_the_queued(server: Server) -> No
 
 def test_cancelling_a_queued_run_ends_it_at_once(open_server: Server) -> None:
     """A run waiting for a slot, cancelled, ends now with every subtask a cancelled gap."""
-    busy = open_server.submit(SLOW, speed=10)["run_id"]
+    busy = open_server.submit(SLOW, speed=HELD)["run_id"]  # at work until cancelled below
     waiting = open_server.submit(SLOW, speed=10)
     assert waiting["status"] == "queued"
     with open_server.client() as c:
@@ -73,8 +94,11 @@ def test_cancelling_a_queued_run_ends_it_at_once(open_server: Server) -> None:
 
 def test_a_killed_then_a_stopped_server_lose_nothing(tmp_path: Path) -> None:
     """SIGKILL mid-run: the next server resumes it to replay's report, nothing run twice;
-    SIGTERM: streams end without `end`, exit 0, and the server after finishes the run."""
-    first = start_server(tmp_path, name="first")
+    SIGTERM: streams end without `end`, exit 0, and the server after resumes the run."""
+    # The first server stops itself (SIGSTOP) at its 60th event, before the job's 8th
+    # result (its 84th event): it cannot finish the run however late the kill comes.
+    first = start_server(tmp_path, name="first",
+                         env_extra={"FANOUT_TEST_STOP_AFTER_EVENTS": "60"})
     killed = first.submit(RESUMABLE, speed=6)["run_id"]
     assert wait_for(lambda: committed(first.store) >= 3, timeout=60), "the run never got going"
     first.stop(signal.SIGKILL)
@@ -98,7 +122,7 @@ def test_a_killed_then_a_stopped_server_lose_nothing(tmp_path: Path) -> None:
     rerun = {e["subtask_id"] for e in second_session if e["kind"] == "start"} & finished_before
     assert rerun == set(), f"finished subtasks executed again: {rerun}"
 
-    stopped = second.submit(SLOW, speed=20)["run_id"]
+    stopped = second.submit(SLOW, speed=HELD)["run_id"]  # at work until the SIGTERM
     streamed: dict[str, Any] = {"messages": []}
 
     def follow() -> None:
@@ -128,11 +152,16 @@ def test_a_killed_then_a_stopped_server_lose_nothing(tmp_path: Path) -> None:
 
     third = start_server(tmp_path, name="third", store=first.store)
     try:
-        done = third.wait_status(stopped, "finished", timeout=60)
         with third.client() as c:
-            resumed = c.get(f"/runs/{stopped}/report").json()
+            # The resumed session starts the two cut calls again, as their first attempts
+            # (never checkpointed, they are not counted twice); then it is cancelled.
+            read_stream(c, f"/runs/{stopped}/events", until=_attempts_begun_in(
+                2, "first", "second"))
+            c.post(f"/runs/{stopped}/cancel")
+        done = third.wait_status(stopped, "finished", timeout=60)
     finally:
         assert third.stop() == 0
     assert done["sessions"] == 2
-    # The attempts cut by the stop were never checkpointed: each subtask made one call.
-    assert [(s["status"], s["attempts"]) for s in resumed["subtasks"]] == [("complete", 1)] * 4
+    again = [e for e in runs.events(stopped) if e["session"] == 2 and e["kind"] == "start"]
+    assert sorted((e["subtask_id"], e["attempt"]) for e in again) == [("first", 1),
+                                                                    ("second", 1)]

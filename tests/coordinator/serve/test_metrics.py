@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from tests.coordinator.serve.conftest import ROOT, Server, read_stream
+from tests.coordinator.serve.conftest import ROOT, SLOW, Server, read_stream
 
 RATE_LIMITED = ROOT / "scenarios" / "rate_limit_retry_after.yaml"
 
@@ -45,7 +48,6 @@ def test_metrics_count_runs_attempts_429s_streams_and_delivery(server: Server) -
     live = families["fanout_subagents"]
     assert {s.labels["state"] for s in live} >= {"queued", "running", "retrying"}
     assert value(families["fanout_queue_depth"], "fanout_queue_depth") == 0
-    assert value(families["fanout_sse_clients"], "fanout_sse_clients") >= 0
     delivery = families["fanout_event_delivery_seconds"]
     assert value(delivery, "fanout_event_delivery_seconds_count") >= 1
     assert "fanout_limiter_wait_seconds" in families
@@ -55,3 +57,34 @@ def test_metrics_need_the_token(server: Server) -> None:
     """/metrics is behind the API's token like every other route."""
     with server.client(token=None) as c:
         assert c.get("/metrics").status_code == 401
+
+
+def _streams(server: Server) -> float:
+    return value(scrape(server)["fanout_sse_clients"], "fanout_sse_clients")
+
+
+def test_sse_clients_counts_the_open_event_streams(server: Server) -> None:
+    """fanout_sse_clients counts a stream while it is open and lets it go once it closes
+    (the test asserted `>= 0`, which no count can fail)."""
+    # A run that goes on for a while (40 virtual seconds at speed 1): its stream stays
+    # open until the run ends (a finished run's stream is written whole and closed).
+    run_id = server.submit(SLOW, speed=1)["run_id"]
+    during: list[float] = []
+
+    def count_now(messages: list[dict[str, Any]]) -> bool:
+        during.append(_streams(server))
+        return True  # one look, with this stream open, is enough
+
+    try:
+        with server.client() as c:
+            read_stream(c, f"/runs/{run_id}/events", until=count_now)
+        assert during and during[0] >= 1
+        # The server hears the close at its next write (a ping every 0.2 s): wait for it.
+        end = time.monotonic() + 30
+        while _streams(server) >= during[0]:
+            assert time.monotonic() < end, "the closed stream is still counted"
+            time.sleep(0.05)
+    finally:
+        with server.client() as c:
+            c.post(f"/runs/{run_id}/cancel")
+        server.wait_status(run_id, "finished")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.chromium import chromium as find_chromium
-from tests.coordinator.serve.conftest import HOSTILE, TOKEN, Server
+from tests.coordinator.serve.conftest import HOSTILE, ROOT, TOKEN, Server, start_server
 
 SCRIPT_QUERY = "<script>window.__pwned = 1</script>"
 
@@ -116,3 +116,54 @@ def test_a_wrong_token_stays_on_the_sign_in_form(server: Server, page: Any) -> N
     page.wait_for_selector("#login-error:has-text('refused')")
     assert page.locator("#app").is_hidden()
     assert page.locator("#runs-table tbody tr").count() == 0
+
+
+LEAD_JOB = ROOT / "scenarios" / "lead_decomposes.yaml"
+AT_WORK = ("queued", "running", "retrying", "thinking", "throttled", "waiting")
+
+
+def test_once_a_run_ends_nothing_on_the_page_still_looks_at_work(
+    tmp_path: Path, page: Any
+) -> None:
+    """After an ask and a decomposed job end, no row (the lead's neither) says queued or
+    running and the result lines say finished; the Ask box's errors name its own fields."""
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    (papers / "cold.md").write_text("# Cold\n\nSodium-ion cells keep 90 percent at -20 C.\n")
+    srv = start_server(tmp_path, "--docs", str(papers), "--model", "scripted")
+    try:
+        page.goto(srv.url + "/")
+        page.fill("#token", TOKEN)
+        page.click("#login-form button")
+        page.wait_for_selector("#ask-form", state="visible")
+
+        # An ask with neither a folder nor the web: the box's own words, no CLI flag.
+        page.fill("#ask-question", "How do sodium-ion cells do in the cold?")
+        page.click("#ask-btn")
+        page.wait_for_selector("#ask-errors li")
+        errors = page.locator("#ask-errors").text_content() or ""
+        assert "documents" in errors and "--" not in errors, errors
+
+        page.fill("#ask-docs", ".")
+        page.click("#ask-btn")
+        page.wait_for_selector("#ask-result:has-text('finished')", timeout=30_000)
+        page.wait_for_selector("#report-box", state="visible", timeout=30_000)
+        _nothing_at_work(page)
+
+        page.fill("#job-text", LEAD_JOB.read_text())
+        page.fill("#speed", "100")
+        page.click("#submit-btn")
+        page.wait_for_selector("#submit-result:has-text('finished')", timeout=30_000)
+        page.wait_for_selector("#report-box", state="visible", timeout=30_000)
+        page.wait_for_selector('#subagents tr[data-subtask="lead"]')
+        assert page.locator('#subagents tr[data-subtask="lead"]').get_attribute(
+            "data-state") == "done"
+        _nothing_at_work(page)
+    finally:
+        assert srv.stop() == 0, srv.log.read_text()
+
+
+def _nothing_at_work(page: Any) -> None:
+    states = page.eval_on_selector_all("#subagents tbody tr",
+                                       "rows => rows.map(r => r.dataset.state)")
+    assert states and not set(states) & set(AT_WORK), states

@@ -204,3 +204,32 @@ def test_a_runs_url_is_what_url_for_gives(
     request = Request(scope)
     run_id = new_run_id()
     assert _url(request, run_id) == str(request.url_for("get_run", run_id=run_id))
+
+
+def test_an_ask_whose_lead_is_still_planning_has_no_gaps_and_no_coverage_yet(
+    tmp_path: Path,
+) -> None:
+    """What GET /runs/{id}/gaps, GET /runs/{id} and the report read of a running ask with
+    no plan yet: no gaps, coverage 0 (it was a ZeroDivisionError, a 500 on every Ask)."""
+    import yaml
+
+    from coordinator.jobfile.ask import build_ask_job
+    from coordinator.serve.reading import coverage_so_far, gaps_so_far, report_of, scenario_of
+    from coordinator.store.runs import RunStore
+
+    tools = yaml.safe_dump({"tools": {"lookup": {"params": {"q": {"type": "string"}},
+                                                 "responses": [{"ok": {"a": 1}}]}}})
+    _, text, file = build_ask_job("q?", None, model="scripted", tools_text=tools,
+                                  tools_name="POST /ask")
+    store = RunStore(tmp_path / "runs.sqlite")
+    recorder = store.create_run(job="ask", query="q?", file=file, spec_text=text, seed="0",
+                                speed=1.0)
+    row = store.get(recorder.run_id)
+    assert row.status == "running"
+    scenario = scenario_of(store, row)
+    assert scenario is not None and scenario.job.subtasks == []
+    assert gaps_so_far(store, row, scenario) == []
+    assert coverage_so_far(store, row, scenario) == 0.0
+    assert report_of(store, row, scenario).coverage == 0.0
+    recorder.close()
+    store.close()

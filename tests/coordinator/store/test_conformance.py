@@ -81,6 +81,22 @@ def test_a_new_store_is_created_at_the_current_schema(store: RunStore) -> None:
     assert meta == {"app": "fanout-run-store", "schema_version": str(store.backend.schema_version)}
 
 
+def test_each_backend_writes_its_own_schema_version(store: RunStore) -> None:
+    """The version a store records is its backend's (SQLite 3, Postgres 2 migrations), as
+    runs.SCHEMA_VERSIONS says per backend; one module-wide number was SQLite's for both."""
+    from coordinator.store.runs import SCHEMA_VERSIONS
+    from coordinator.store.schema import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
+
+    new_run(store)
+    with store.backend.connection() as conn:
+        (written,) = conn.execute(
+            "SELECT value FROM fanout_meta WHERE key = 'schema_version'").fetchone()
+    mine = {"sqlite": SQLITE_MIGRATIONS, "postgresql": POSTGRES_MIGRATIONS}[store.backend.kind]
+    assert int(written) == SCHEMA_VERSIONS[store.backend.kind] == len(mine)
+    expected = {"sqlite": len(SQLITE_MIGRATIONS), "postgresql": len(POSTGRES_MIGRATIONS)}
+    assert expected == SCHEMA_VERSIONS
+
+
 def test_a_run_is_recorded_read_and_finished(store: RunStore) -> None:
     """Events, checkpoints, results and the report round-trip; the row reads finished."""
     recorder = store.create_run(job="j", query="q", file="f.yaml", spec_text="x", seed="7",

@@ -15,7 +15,7 @@ import pytest
 
 from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import replay
-from coordinator.store.runs import SCHEMA_VERSION, RunStore, connect, wait_for
+from coordinator.store.runs import SCHEMA_VERSIONS, RunStore, connect, wait_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RESUMABLE = DATA / "resumable.yaml"
@@ -205,7 +205,7 @@ def test_a_new_store_is_created_at_the_current_schema(tmp_path: Path) -> None:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     finally:
         conn.close()
-    assert int(version) == SCHEMA_VERSION
+    assert int(version) == SCHEMA_VERSIONS["sqlite"]
     assert mode == "wal"
 
 
@@ -250,13 +250,19 @@ def test_no_runs_and_unknown_run(tmp_path: Path) -> None:
         pytest.param("mysql://me:s3cret@db.example/runs", "cannot open a 'mysql' store",
                      id="unknown-scheme"),
         pytest.param("sqlite://", "needs a path", id="sqlite-url-without-path"),
+        pytest.param("sqlite:://bad", "not a sqlite: URL", id="sqlite-colon-slash-slash"),
+        pytest.param("sqlite::memory:", "not a sqlite: URL", id="sqlite-memory"),
+        pytest.param("sqlite://db.example/runs.db", "not a host", id="sqlite-url-with-host"),
+        pytest.param("://runs.db", "not a path nor a URL", id="url-without-scheme"),
     ],
 )
 def test_a_store_argument_fanout_cannot_open_is_exit_2(
     tmp_path: Path, store: str, says: str
 ) -> None:
-    """Exit 2 with a message naming the store (never its password); no file is made."""
-    for command in (["runs"], ["serve", "--port", "0"]):
+    """Exit 2 with a message naming the store (never its password); no file or folder is
+    made, by a command that only reads, one that serves, or one that runs a job."""
+    job = Path(__file__).resolve().parents[1] / "data" / "design_example.yaml"
+    for command in (["runs"], ["serve", "--port", "0"], ["run", str(job), "--speed", "1000"]):
         done = subprocess.run(
             [sys.executable, "-m", "coordinator.cli", *command, "--store", store],
             capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False,

@@ -22,8 +22,9 @@ from tests.coordinator.temporal.conftest import ROOT, Workers, normalized, submi
 LIBRARY = ROOT / "scenarios"
 NO_KEY = Path(__file__).parent / "data" / "lead_without_key.yaml"
 # Simulated latencies run this many times faster than written: the longest scenario
-# (74 virtual seconds) takes under 4 s, and the closest race in the library (an attempt
-# 1.5 virtual seconds past a retry budget) still has 75 ms of real time to spare.
+# (74 virtual seconds) takes under 4 s. A round of simulated tools reads paced virtual time
+# (coordinator.temporal.rounds.round_clock), so a busy worker's overhead cannot move a
+# decision (retry_time_budget's third attempt is 4 virtual seconds inside its budget).
 SPEED = 20.0
 # The deadline scenarios race the job's deadline against tool latencies of a few
 # seconds; a slower speed keeps scheduling overhead well inside those margins.

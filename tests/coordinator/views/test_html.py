@@ -237,3 +237,52 @@ def test_page_in_a_real_browser(tmp_path: Path) -> None:
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1280, 1600)
+
+
+def _label(page: str, sid: str) -> str:
+    """The detail line under a timeline row's name (status · attempts)."""
+    match = re.search(rf'<text class="sid" [^>]*>{re.escape(sid)}<title>.*?</title></text>'
+                      rf'<circle [^>]*class="st-(\w+)"/><text class="detail" [^>]*>([^<]*)</text>',
+                      page, flags=re.S)
+    assert match, sid
+    return f"{match.group(1)}: {match.group(2)}"
+
+
+@pytest.mark.parametrize(("name", "label"), [
+    pytest.param("followup_fills_gap", "done: done · 3 attempt(s)", id="covered-lead"),
+    pytest.param("lead_plan_never_valid", "gap: gap · ", id="lead-with-a-gap"),
+])
+def test_the_leads_timeline_row_is_a_gap_only_when_the_report_has_one(
+    name: str, label: str
+) -> None:
+    """The lead is no subtask: its row was a red "gap · 0 attempt(s)" even on a run covered
+    100%; it is a gap only with a gap of its own, and counts its model calls."""
+    report, events = traced(name)
+    shown = _label(render_html(report, events, RUN), "lead")
+    assert shown.startswith(label), shown
+
+
+def test_sources_and_urls_in_findings_are_links_only_for_http_and_escaped() -> None:
+    """A page a finding was read from, a URL in its data and a numbered source are links
+    (escaped, opening outside the report); javascript: and data: URLs stay text."""
+    report, events = _demo()
+    evil = 'https://example.org/a?q="><script>alert(1)</script>'
+    section = report["answer"]["sections"][0]
+    section["findings"][0].update(
+        url="https://example.org/page", title="A <b>page</b>",
+        data={"results": [{"url": evil}, {"url": "javascript:alert(1)"},
+                          {"url": "data:text/html,x"}]})
+    report["answer"].update(text="It says so [1].", sources=[
+        {"n": 1, "url": "https://example.org/page", "title": "A page", "subtask": "market",
+         "tool": "web.fetch"},
+        {"n": 2, "url": "javascript:alert(2)", "title": "bad", "subtask": "market",
+         "tool": "web.fetch"}])
+    page = render_html(report, events, RUN)
+    hrefs = re.findall(r'<a href="([^"]*)"', page)
+    assert "https://example.org/page" in hrefs
+    assert 'https://example.org/a?q=&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;' in hrefs
+    assert all(h.startswith("https://") for h in hrefs), hrefs
+    assert ">A &lt;b&gt;page&lt;/b&gt;</a>" in page and "<script>alert" not in page
+    assert "javascript:alert(1)" in page and "javascript:alert(2)" in page  # shown as text
+    assert all('target="_blank" rel="noopener noreferrer nofollow"' in a
+               for a in re.findall(r"<a [^>]*>", page))
