@@ -105,6 +105,31 @@ def _url(request: Request, run_id: str) -> str:
 ASK_FILE = "POST /ask"  # the "file" an ask's problems name
 
 
+def served_folder(asked: str, served: tuple[Path, ...]) -> str:
+    """The folder ``POST /ask``'s ``docs`` names (absolute, or relative to the first
+    served folder), resolved; or one refusal for every folder the server does not serve.
+
+    A folder that does not exist, one outside the served ones, a symlink out of them and
+    a file all get the same answer, which echoes only what the client wrote: the client
+    learns nothing of the server's file system beyond the folders it serves.
+    """
+    if not served:
+        raise JobRejected([problem("docs", "no docs: the server was started without --docs",
+                                   repr(asked))])
+    refused = JobRejected([problem(
+        "docs", "a folder the server serves (serve --docs), absolute or relative to the "
+        "first one", repr(asked))])
+    candidate = Path(asked)
+    try:
+        folder = (candidate if candidate.is_absolute() else served[0] / candidate).resolve()
+        inside = any(folder.is_relative_to(root.resolve()) for root in served)
+        if not inside or not folder.is_dir():
+            raise refused
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the name
+        raise refused from None
+    return str(folder)
+
+
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
     """``POST /ask``: a question becomes a decomposed job on the tools it names (DESIGN §8)."""
     router = APIRouter(tags=["runs"], dependencies=[Depends(auth.api)],
@@ -122,12 +147,7 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
                                                       "the run it made before.")] = None,
     ) -> RunCreated:
         key = check_key(idempotency_key)
-        docs = body.docs
-        if docs is not None and not Path(docs).is_absolute():
-            if not config.docs:
-                raise JobRejected([problem("docs", "no docs: the server was started without "
-                                           "--docs", repr(docs))])
-            docs = str(config.docs[0] / docs)
+        docs = None if body.docs is None else served_folder(body.docs, config.docs)
         search = body.search
         if search is None and body.web:
             search = config.search or os.environ.get("FANOUT_SEARCH") or None

@@ -81,6 +81,7 @@ CREATE VIRTUAL TABLE passage_text USING fts5(
 _BATCH = 2000  # passages written at a time
 _COMMIT_CHARS = 8_000_000  # characters of text written between commits
 _POOL = 4  # idle reader connections kept
+_TOO_LARGE = "larger than docs.max_bytes"  # how a skip for size begins (reading.py)
 
 
 def index_path(folder: str | os.PathLike[str], store_dir: str | os.PathLike[str]) -> Path:
@@ -278,11 +279,22 @@ class DocIndex:
         return scan(self.root)
 
     def is_stale(self) -> bool:
-        """Whether any file was added, changed or removed since the last refresh."""
+        """Whether any file was added, changed or removed since the last refresh (or
+        would be judged otherwise under this index's ``max_bytes``)."""
         with self._reader(None) as conn:
-            known = {p: (m, s) for p, m, s in conn.execute(
-                "SELECT path, mtime_ns, size FROM files")}
-        return known != {p: (e.mtime_ns, e.size) for p, e in self.files().items()}
+            known = {p: (m, s, k) for p, m, s, k in conn.execute(
+                "SELECT path, mtime_ns, size, skipped FROM files")}
+        current = self.files()
+        return known.keys() != current.keys() or any(
+            not self._unchanged(known[p], e) for p, e in current.items())
+
+    def _unchanged(self, old: tuple[int, int, str | None], entry: Entry) -> bool:
+        """Whether a file's row still stands: same time and size, and judged the same
+        way about its size (a file skipped as too large under another limit is not)."""
+        mtime, size, skipped = old
+        too_large = skipped is not None and skipped.startswith(_TOO_LARGE)
+        return (mtime, size) == (entry.mtime_ns, entry.size) and too_large == (
+            entry.size > self.max_bytes)
 
     def refresh(self, stop: threading.Event | None = None) -> IndexStats:
         """Index what changed since the last refresh; drop what is gone.
@@ -324,7 +336,7 @@ class DocIndex:
                     stats.removed += 1
             for path, entry in sorted(current.items()):
                 old = known.get(path)
-                if old is not None and old[1:3] == (entry.mtime_ns, entry.size):
+                if old is not None and self._unchanged(old[1:], entry):
                     stats.unchanged += 1
                     if old[3] is not None:
                         stats.skipped.append((path, old[3]))

@@ -124,9 +124,10 @@ async def open_research_tools(
         if spec.docs is not None:
             docs_root = resolve_docs_folder(spec.docs.path, base_dir)
             if not docs_root.is_dir():
+                # The path as the file wrote it: where it resolved to is the machine's.
                 raise InputFileError(
                     "research_tools", None, "docs.path", "a folder of documents",
-                    got=repr(str(docs_root)),
+                    got=repr(spec.docs.path),
                 )
             index = await _open_index(docs_root, store_dir, spec.docs.max_bytes)
             # Closed in a worker thread too: the event loop never waits on the index.
