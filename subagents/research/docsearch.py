@@ -11,10 +11,12 @@ bounded whatever the size of the documents:
   are ranked instead of every one;
 - snippets are cut from the few passages shown, in Python, never by FTS5 over a row.
 
-The best passage of each document is its result; documents whose signatures say they
-are the same text under two names (a reStructuredText source and its rendered page)
-are one result, shown by the rendered page when it is among them (``also`` names the
-others).
+The best passage of each document is its result, scored by its bm25 raised a little by
+the document's next best passages (a page about the query has several; a table of
+contents mentions it once). Documents whose signatures say they are the same text under
+two names (a reStructuredText source and its rendered page) are one result, shown by
+the rendered page when it is among them (``also`` names the others). Weights were
+chosen on the query set of ``benchmarks/data/python_docs_queries.json``.
 """
 
 from __future__ import annotations
@@ -23,22 +25,41 @@ import re
 import sqlite3
 from typing import Any
 
-from subagents.research.documents.passages import similarity, snippet
+from subagents.research.documents.passages import same_text, snippet
 
-__all__ = ["BUDGET", "WEIGHTS", "query_words", "read_window", "search"]
+__all__ = ["BUDGET", "STOPWORDS", "WEIGHTS", "query_words", "read_window", "search"]
 
 BUDGET = 8000  # passages one search ranks at most
-WEIGHTS = (6.0, 3.0, 1.0)  # bm25 weights of title, heading, body
-SAME_TEXT = 0.5  # signature similarity from which two documents are one result
+WEIGHTS = (4.0, 2.0, 1.0)  # bm25 weights of title, heading, body
+_POOL = 200  # passages ranked for one search (the best of each document kept)
+_MORE = 3  # a document's next best passages that add to its score …
+_SPREAD = 0.2  # … each at this fraction of its own
 _WORD = re.compile(r"\w+", re.UNICODE)
+# A question's function words: in a passage index they are not rare enough to be
+# ignored by bm25 (FAQ headings begin "How do I …?"), and they never name a topic.
+_FUNCTION_WORDS = (
+    "a about above after again against all am an and any are as at be because been before "
+    "being below between both but by can could did do does doing down during each few for "
+    "from further had has have having he her here hers herself him himself his how i if in "
+    "into is it its itself just me more most my myself no nor not now of off on once only "
+    "or other our ours ourselves out over own same she should so some such than that the "
+    "their theirs them themselves then there these they this those through to too under "
+    "until up very was we were what when where which while who whom why will with would "
+    "you your yours yourself yourselves get use using want need way make"
+)
+STOPWORDS = frozenset(_FUNCTION_WORDS.split())
 _MAX_WORDS = 32
 # Which of several names of one text shows it: the rendered page first.
 _PREFERRED = {"html": 0, "markdown": 1, "text": 2, "pdf": 3}
 
 
 def query_words(query: str) -> list[str]:
-    """The distinct words of ``query`` (at most 32), lower-cased, in order."""
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:_MAX_WORDS]
+    """The distinct words of ``query`` (at most 32), lower-cased, in order; English
+    function words left out when the query has others ("how do I read a CSV file" is
+    read as "read csv file")."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    content = [w for w in words if w not in STOPWORDS]
+    return (content or words)[:_MAX_WORDS]
 
 
 def _phrase(word: str) -> str:
@@ -92,7 +113,7 @@ def search(conn: sqlite3.Connection, query: str, limit: int) -> list[dict[str, A
     words = query_words(query)
     if not words:
         return []
-    ranked = _candidates(conn, words, limit * 4 + 20)
+    ranked = _candidates(conn, words, max(_POOL, limit * 10))
     if not ranked:
         return []
     marks = ",".join("?" * len(ranked))
@@ -104,51 +125,69 @@ def search(conn: sqlite3.Connection, query: str, limit: int) -> list[dict[str, A
             [i for i, _ in ranked],
         )
     }
-    groups: list[dict[str, Any]] = []
-    seen: dict[int, dict[str, Any]] = {}
+    files: dict[int, _File] = {}
     for passage, score in ranked:
         if passage not in meta:
             continue  # removed by a refresh since the ranking
         file, start, path, title, kind, sig = meta[passage]
-        group = seen.get(file)
-        if group is None:
-            group = next((g for g in groups if any(
-                similarity(sig, other) >= SAME_TEXT for other in g["signatures"])), None)
-            if group is None:
-                if len(groups) == limit:
-                    continue
-                group = {"members": {}, "signatures": [], "score": score}
-                groups.append(group)
-            group["signatures"].append(sig)
-            group["members"][file] = (passage, start, path, title, kind, score)
-            seen[file] = group
+        entry = files.get(file)
+        if entry is None:
+            files[file] = _File(path, title, kind, bytes(sig), passage, start, -score)
+        elif len(entry.more) < _MORE:
+            entry.more.append(-score)
+    groups: list[list[_File]] = []
+    for entry in sorted(files.values(), key=lambda f: -f.score):
+        group = next((g for g in groups if any(same_text(entry.sig, o.sig) for o in g)), None)
+        if group is not None:
+            group.append(entry)
+        elif len(groups) < limit:
+            groups.append([entry])
     return _results(conn, groups, words)
 
 
+class _File:
+    """One document's best passage among the candidates, and its next best scores."""
+
+    __slots__ = ("kind", "more", "passage", "path", "sig", "start", "title", "top")
+
+    def __init__(self, path: str, title: str, kind: str, sig: bytes, passage: int,
+                 start: int, top: float) -> None:
+        self.path, self.title, self.kind, self.sig = path, title, kind, sig
+        self.passage, self.start, self.top = passage, start, top
+        self.more: list[float] = []
+
+    @property
+    def score(self) -> float:
+        """Its best passage's score, raised a little by its other good passages: a
+        document about the query has several; a list of links mentions it once."""
+        return self.top + _SPREAD * sum(self.more)
+
+
 def _results(
-    conn: sqlite3.Connection, groups: list[dict[str, Any]], words: list[str]
+    conn: sqlite3.Connection, groups: list[list[_File]], words: list[str]
 ) -> list[dict[str, Any]]:
-    """Each group shown by its preferred name, with its best passage's snippet."""
+    """Each group shown by its preferred name (the rendered page), with its best
+    passage's snippet; groups ordered by their best document's score."""
     shown = []
     for group in groups:
-        members = list(group["members"].values())
-        best = min(members, key=lambda m: (_PREFERRED.get(m[4], 9), m[5]))
-        shown.append((group, best, sorted(m[2] for m in members if m is not best)))
+        best = min(group, key=lambda f: (_PREFERRED.get(f.kind, 9), -f.score))
+        shown.append((max(f.score for f in group), best,
+                      sorted(f.path for f in group if f is not best)))
+    shown.sort(key=lambda item: -item[0])
     marks = ",".join("?" * len(shown))
     texts = {
         int(rowid): (heading, body)
         for rowid, heading, body in conn.execute(
             f"SELECT rowid, heading, body FROM passage_text WHERE rowid IN ({marks})",
-            [best[0] for _, best, _ in shown],
+            [best.passage for _, best, _ in shown],
         )
     }
     results = []
-    for group, (passage, start, path, title, _kind, _score), also in shown:
-        heading, body = texts.get(passage, ("", ""))
+    for score, best, also in shown:
+        heading, body = texts.get(best.passage, ("", ""))
         result: dict[str, Any] = {
-            "path": path, "title": title, "heading": heading,
-            "snippet": snippet(body, words), "score": round(-group["score"], 4),
-            "start": start,
+            "path": best.path, "title": best.title, "heading": heading,
+            "snippet": snippet(body, words), "score": round(score, 4), "start": best.start,
         }
         if also:
             result["also"] = also

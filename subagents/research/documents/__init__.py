@@ -1,7 +1,7 @@
 """Documents read for the index: a folder's files, their text, their passages (DESIGN §10)."""
 
 from subagents.research.documents.folder import SUFFIXES, Entry, scan, shown
-from subagents.research.documents.passages import Passage, signature, similarity, snippet
+from subagents.research.documents.passages import Passage, same_text, signature, snippet
 from subagents.research.documents.reading import (
     DEFAULT_MAX_BYTES,
     Document,
@@ -17,9 +17,9 @@ __all__ = [
     "NotIndexed",
     "Passage",
     "read_file",
+    "same_text",
     "scan",
     "shown",
     "signature",
-    "similarity",
     "snippet",
 ]

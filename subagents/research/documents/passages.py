@@ -7,10 +7,10 @@ shorter than :data:`MIN` joins the next one, so a heading alone is never a passa
 Passages are slices of the text, end to end: joined they are the text, so a document is
 read back by offset from them. Each keeps the path of headings it lies under.
 
-Also here: a document's *signature* (a bottom-k sketch of its words) that tells two
-names for the same text apart from two documents (a reStructuredText source and the
-page rendered from it share most of their words; two pages of one manual share far
-fewer), and the *snippet* of a passage for a query (the window of words with the most
+Also here: a document's *signature* that tells two names for the same text (a
+reStructuredText source and the page rendered from it) from two documents — sketches of
+its beginning's word triples and of its headings (:func:`same_text` says how they are
+compared) — and the *snippet* of a passage for a query (the window of words with the most
 query words in it, computed from the passage — never by the index over a whole
 document).
 """
@@ -30,8 +30,8 @@ __all__ = [
     "TARGET",
     "Passage",
     "PassageSplitter",
+    "same_text",
     "signature",
-    "similarity",
     "snippet",
 ]
 
@@ -121,12 +121,14 @@ def _break(text: str, pos: int, end_max: int) -> int:
     return end_max
 
 
-def signature(text: str) -> bytes:
-    """The bottom-k sketch of the word triples (shingles) of ``text``'s beginning.
+def signature(text: str, headings: Sequence[tuple[int, int, str]] = ()) -> bytes:
+    """The document's signature: bottom-k sketches of the word triples (shingles) of its
+    beginning and of its headings.
 
     Triples, not words: two pages of one manual share most of their words, but few
-    runs of three; a source and its rendered page share most runs. Hashes are CRC-32
-    (stable across processes, as the index needs), combined per triple.
+    runs of three; a source and its rendered page share most runs. Headings: a source
+    and its page have the same ones, whatever their markup. Hashes are CRC-32 (stable
+    across processes, as the index needs).
     """
     crc = zlib.crc32
     hashes = [crc(w) for w in _WORD.findall(text[:_SIGNED].lower().encode())]
@@ -134,16 +136,42 @@ def signature(text: str) -> bytes:
         (a * 0x9E3779B1 + b * 0x85EBCA77 + c) & 0xFFFFFFFF
         for a, b, c in zip(hashes, hashes[1:], hashes[2:], strict=False)
     }
-    return array("I", heapq.nsmallest(_SKETCH, triples)).tobytes()
+    heads = {crc(b" ".join(_WORD.findall(h.lower().encode()))) for _, _, h in headings}
+    sketch = heapq.nsmallest(_SKETCH, triples)
+    return array("I", [len(sketch), *sketch, *heapq.nsmallest(_SKETCH, heads)]).tobytes()
 
 
-def similarity(a: bytes, b: bytes) -> float:
-    """The Jaccard similarity of two signatures' triple sets, as the sketches estimate it."""
-    if not a or not b:
+def _sketches(signature: bytes) -> tuple[set[int], set[int]]:
+    values = array("I", signature)
+    if not values:
+        return set(), set()
+    n = values[0]
+    return set(values[1:1 + n]), set(values[1 + n:])
+
+
+def _jaccard(left: set[int], right: set[int]) -> float:
+    """The Jaccard similarity of two sets, as their bottom-k sketches estimate it."""
+    if not left or not right:
         return 0.0
-    left, right = set(array("I", a)), set(array("I", b))
     union = heapq.nsmallest(_SKETCH, left | right)
     return sum(1 for h in union if h in left and h in right) / len(union)
+
+
+def same_text(a: bytes, b: bytes) -> bool:
+    """Whether two signatures are of the same text under two names.
+
+    Measured on Debian's Python documentation (a page, and its reStructuredText source
+    beside it): a source and its page share at least a third of their triples, or most
+    headings and a tenth of their triples, or nearly all of eight headings or more (463
+    of the 496 pairs; most others are tables of contents, whose source is only
+    directives); two different pages never did.
+    """
+    (ta, ha), (tb, hb) = _sketches(a), _sketches(b)
+    triples = _jaccard(ta, tb)
+    if triples >= 0.35:
+        return True
+    heads = _jaccard(ha, hb)
+    return (triples >= 0.1 and heads >= 0.5) or (heads >= 0.8 and min(len(ha), len(hb)) >= 8)
 
 
 def _stem(word: str) -> str:

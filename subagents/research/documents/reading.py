@@ -119,7 +119,7 @@ def read_file(
         text = _normalise(pdf.text)
         return Document(pdf.title, kind, signature(text), PassageSplitter().feed(text, ()))
     page = html_text(data, _page_encoding(data))
-    return Document(page.title, kind, signature(page.text),
+    return Document(page.title, kind, signature(page.text, page.headings),
                     PassageSplitter().feed(page.text, page.headings))
 
 
@@ -183,7 +183,7 @@ def _plain(f: BinaryIO, head: bytes, kind: str, stopped: Callable[[], bool]) -> 
         finally:
             f.close()
 
-    return Document(text_title(first, headings), kind, signature(first), passages())
+    return Document(text_title(first, headings), kind, signature(first, headings), passages())
 
 
 def _chunks(f: BinaryIO, decoder: codecs.IncrementalDecoder, data: bytes) -> Iterator[str]:
