@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Awaitable, Callable, Coroutine
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -105,30 +104,6 @@ def _url(request: Request, run_id: str) -> str:
 ASK_FILE = "POST /ask"  # the "file" an ask's problems name
 
 
-def served_folder(asked: str, served: tuple[Path, ...]) -> str:
-    """The folder ``POST /ask``'s ``docs`` names (absolute, or relative to the first
-    served folder), resolved; or one refusal for every folder the server does not serve.
-
-    A folder that does not exist, one outside the served ones, a symlink out of them and
-    a file all get the same answer, which echoes only what the client wrote: the client
-    learns nothing of the server's file system beyond the folders it serves.
-    """
-    if not served:
-        raise JobRejected([problem("docs", "no docs: the server was started without --docs",
-                                   repr(asked))])
-    refused = JobRejected([problem(
-        "docs", "a folder the server serves (serve --docs), absolute or relative to the "
-        "first one", repr(asked))])
-    candidate = Path(asked)
-    try:
-        folder = (candidate if candidate.is_absolute() else served[0] / candidate).resolve()
-        inside = any(folder.is_relative_to(root.resolve()) for root in served)
-        if not inside or not folder.is_dir():
-            raise refused
-    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the name
-        raise refused from None
-    return str(folder)
-
 
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
     """``POST /ask``: a question becomes a decomposed job on the tools it names (DESIGN §8)."""
@@ -147,7 +122,7 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
                                                       "the run it made before.")] = None,
     ) -> RunCreated:
         key = check_key(idempotency_key)
-        docs = None if body.docs is None else served_folder(body.docs, config.docs)
+        docs = None if body.docs is None else config.served_folder(body.docs)
         search = body.search
         if search is None and body.web:
             search = config.search or os.environ.get("FANOUT_SEARCH") or None

@@ -7,8 +7,8 @@ bounded whatever the size of the documents:
 - each word's frequency is counted only up to :data:`BUDGET` passages;
 - the words are taken rarest first while their passages together stay within the
   budget (a word in most passages — "how", "the" — ranks little and costs most);
-- when every word is that common, the first :data:`BUDGET` passages holding all of them
-  are ranked instead of every one;
+- when every word is that common, the first thousand passages holding all of them are
+  ranked instead of every one (such a query names no topic: "the", "python");
 - snippets are cut from the few passages shown, in Python, never by FTS5 over a row.
 
 The best passage of each document is its result, scored by its bm25 raised a little by
@@ -29,7 +29,8 @@ from subagents.research.documents.passages import same_text, snippet
 
 __all__ = ["BUDGET", "STOPWORDS", "WEIGHTS", "query_words", "read_window", "search"]
 
-BUDGET = 8000  # passages one search ranks at most
+BUDGET = 4000  # passages one search ranks at most (bm25 costs a few µs a passage)
+_COMMON_BUDGET = 1000  # … when every word of the query is more common than that
 WEIGHTS = (4.0, 2.0, 1.0)  # bm25 weights of title, heading, body
 _POOL = 200  # passages ranked for one search (the best of each document kept)
 _MORE = 3  # a document's next best passages that add to its score …
@@ -96,12 +97,12 @@ def _candidates(conn: sqlite3.Connection, words: list[str], wanted: int) -> list
             (" OR ".join(_phrase(w) for w in chosen), wanted),
         ).fetchall()
     else:
-        # Every word is in more passages than a search ranks: those holding all of them,
-        # as many as the budget, ranked among themselves.
+        # Every word is in more passages than a search ranks: the first of those holding
+        # all of them, ranked among themselves.
         rows = conn.execute(
             f"SELECT rowid, bm25(passage_text, {weights}) FROM passage_text "
             "WHERE passage_text MATCH ? LIMIT ?",
-            (" AND ".join(_phrase(w) for w in present), BUDGET),
+            (" AND ".join(_phrase(w) for w in present), _COMMON_BUDGET),
         ).fetchall()
         rows = sorted(rows, key=lambda r: r[1])[:wanted]
     return [(int(i), float(s)) for i, s in rows]
