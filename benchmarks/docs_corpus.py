@@ -94,9 +94,10 @@ def _rst(title: str, sections: list[tuple[str, list[str]]], module: str) -> str:
     return "\n".join(out)
 
 
-def make_text(path: Path, size: int, seed: int = 11) -> None:
+def make_text(path: Path, size: int, seed: int = 11) -> list[str]:
     """A plain text document of about ``size`` bytes, written a block at a time (a
-    200 MB one takes a second or two): made-up paragraphs under a title."""
+    200 MB one takes a second or two): made-up paragraphs under a title. Returns its
+    vocabulary, most frequent first."""
     rng = random.Random(seed)
     words = _Words(rng)
     block = "\n\n".join(words.paragraphs(1 << 20)) + "\n\n"
@@ -108,6 +109,7 @@ def make_text(path: Path, size: int, seed: int = 11) -> None:
             f.write(chunk[: size - written])
             written += len(chunk)
             n += 1
+    return words.vocab
 
 
 def make_corpus(folder: Path, *, fillers: int, topics: int = 16, big_mib: int = 16,

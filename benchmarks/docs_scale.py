@@ -119,8 +119,9 @@ def _corpus_figures(name: str, folder: Path, queries: Sequence[Query], repeat: i
 
 
 def _latencies(folder: Path, tmp: Path, sizes_mb: Sequence[float], queries: int,
-               words: Sequence[str]) -> list[Figure]:
-    """docs.search p99 as documents of each size join the index."""
+               topics: Sequence[str]) -> list[Figure]:
+    """docs.search p99 as documents of each size join the index: queries of one to three
+    words, common, middling and rare in the documents, and words of no document."""
     import anyio
 
     from subagents.research.docindex import DocIndex
@@ -131,11 +132,13 @@ def _latencies(folder: Path, tmp: Path, sizes_mb: Sequence[float], queries: int,
     rng = random.Random(13)
     figures = []
     for n, size in enumerate(sizes_mb):
-        make_text(folder / f"size{n}.txt", int(size * 1_000_000), seed=20 + n)
+        vocab = make_text(folder / f"size{n}.txt", int(size * 1_000_000), seed=20 + n)
         began = time.perf_counter()
         stats = index.refresh()
         indexed = time.perf_counter() - began
-        asked = [" ".join(rng.sample(words, rng.randint(1, 3))) for _ in range(queries)]
+        pools = (vocab[:100], vocab[100:2000], vocab[2000:], list(topics))
+        asked = [" ".join(rng.choice(pools[k % 4]) for _ in range(rng.randint(1, 3)))
+                 for k in range(queries)]
 
         async def measure(asked: list[str] = asked) -> list[float]:
             out = []
@@ -181,8 +184,8 @@ def run(*, fillers: int, big_mib: int, sizes_mb: Sequence[float], queries: int, 
             result.figures.append(Figure(
                 "python-doc: skipped", "", None,
                 note="skipped: Debian's python3-doc is absent (apt-get install python3-doc)"))
-        words = [w for q in asked for w in q.keywords.split()] + ["the", "and", "mark3"]
+        topics = [w for q in asked for w in q.keywords.split()]
         latency = tmp / "latency-docs"
         latency.mkdir()
-        result.figures += _latencies(latency, tmp, sizes_mb, queries, words)
+        result.figures += _latencies(latency, tmp, sizes_mb, queries, topics)
     return result
