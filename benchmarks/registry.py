@@ -125,6 +125,15 @@ REGISTRY: tuple[Entry, ...] = (
     Entry("search_first", "benchmarks.search_first", full={"subtasks": 20},
           quick={"subtasks": 3}),
     Entry(
+        # Issue 31: a generated corpus of every size and Debian's python3-doc (where it is
+        # installed), each beside the naive FTS5 baseline; search latency up to 200 MB.
+        "docs_scale", "benchmarks.docs_scale",
+        full={"fillers": 150, "big_mib": 16, "sizes_mb": (1, 16, 200), "queries": 200,
+              "repeat": 3},
+        quick={"fillers": 6, "big_mib": 0, "sizes_mb": (0.1, 0.5), "queries": 10,
+               "repeat": 1, "real": False},
+    ),
+    Entry(
         "research", "benchmarks.research",
         full={"docs": 10_000, "queries": 1_000, "page_bytes": 2**20, "repeat": 5},
         quick={"docs": 60, "queries": 20, "page_bytes": 32_768, "repeat": 1},

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from benchmarks.stats import BenchResult, Figure, Stats, Target
 from subagents.research.docindex import DocIndex
-from subagents.research.docs import DocsReader
 from subagents.research.fetch import _extract
 
 KEY = "research"
@@ -81,7 +80,6 @@ def run(docs: int, queries: int, page_bytes: int, repeat: int) -> BenchResult:
             unchanged = index.refresh()
             again.append(time.perf_counter() - t0)
             assert unchanged.unchanged == docs
-        reader = DocsReader(index)
         rng = random.Random(9)
         common = vocab[:400]  # the corpus's own frequent-to-middling words
         latencies: list[float] = []
@@ -89,7 +87,7 @@ def run(docs: int, queries: int, page_bytes: int, repeat: int) -> BenchResult:
         for _ in range(queries):
             query = " ".join(rng.sample(common, rng.randint(2, 3)))
             t0 = time.perf_counter()
-            hits = reader.search(query, 8)["results"]
+            hits = index.search(query, 8)
             latencies.append(time.perf_counter() - t0)
             found += bool(hits)
         index.close()

@@ -117,11 +117,14 @@ async def execute(
     store: StoreLike | None = None,
     speed: float = 1.0,
     on_report: Callable[[CoverageReport], None] | None = None,
+    allow_private_fetch: bool = False,
 ) -> CoverageReport:
     """Run ``job`` in real time with its MCP servers and Python tools.
 
     ``on_report`` hears the report before the call returns or, when the caller is
     cancelled, before the cancellation propagates (an event stream keeps it).
+    ``allow_private_fetch`` lets ``web.fetch`` read loopback and private addresses: the
+    caller's permission (a job file cannot give it).
 
     Raises:
         MissingModelKey: the model's key variable is not set (nothing ran).
@@ -129,6 +132,9 @@ async def execute(
         InputFileErrors: the job calls a tool its MCP server does not offer.
     """
     scenario, spec_text, python_tools = job
+    from coordinator.jobfile.research import ResearchPolicy
+
+    policy = ResearchPolicy(allow_private_fetch=allow_private_fetch)
     TokenCounter()  # load the encoding now, not on the job's clock
     clock = AnyioClock(speed=speed)
     planning = JobPlanning(scenario, clock=clock)
@@ -190,6 +196,7 @@ async def execute(
                         cancel=cancel,
                         planning=planning,
                         extra_tools=python_tools,
+                        research_policy=policy,
                     )
                 )
                 return
@@ -199,7 +206,7 @@ async def execute(
 
                 # Not recorded: the index goes where a default store would keep it.
                 research = await stack.enter_async_context(
-                    job_research_tools(scenario, Path(".fanout"))
+                    job_research_tools(scenario, Path(".fanout"), policy)
                 )
                 if research is not None:
                     base = CombinedTools(base, research)
@@ -314,6 +321,7 @@ async def ask(
     on_escalation: EscalationCallback | None = None,
     store: StoreLike | None = None,
     seed: int | str = 0,
+    allow_private_fetch: bool = False,
 ) -> CoverageReport:
     """Research ``question`` with ``tools`` and ``model``; the report the CLI prints.
 
@@ -333,6 +341,8 @@ async def ask(
             alternative is recorded in the report's ``decisions``.
         store: a run store path to record the run in; None: not recorded.
         seed: seeds retry jitter and trace ids (same seed, same schedule).
+        allow_private_fetch: let ``web.fetch`` read loopback and private addresses (a
+            server on this machine); only the caller can allow it, never a job file.
 
     Raises:
         ValueError: a tool, the question or the model is not usable as given.
@@ -350,7 +360,8 @@ async def ask(
         deadline_s=deadline_s,
         seed=seed,
     )
-    return await execute(job, on_event=on_event, on_escalation=on_escalation, store=store)
+    return await execute(job, on_event=on_event, on_escalation=on_escalation, store=store,
+                         allow_private_fetch=allow_private_fetch)
 
 
 async def run_file(
@@ -360,10 +371,12 @@ async def run_file(
     on_escalation: EscalationCallback | None = None,
     store: StoreLike | None = None,
     speed: float = 1.0,
+    allow_private_fetch: bool = False,
 ) -> CoverageReport:
     """Run the job file at ``path`` in real time (what ``fanout run`` does, without a view).
 
     ``speed`` runs simulated latencies faster; real tools and models keep real time.
+    ``allow_private_fetch`` is ``--allow-private-fetch`` (the file itself cannot set it).
 
     Raises:
         InputFileErrors: the file is invalid (file, line, field, expected).
@@ -377,4 +390,5 @@ async def run_file(
         on_escalation=on_escalation,
         store=store,
         speed=speed,
+        allow_private_fetch=allow_private_fetch,
     )

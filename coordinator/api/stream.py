@@ -81,6 +81,7 @@ async def _stream(
     on_escalation: EscalationCallback | None,
     store: StoreLike | None,
     speed: float = 1.0,
+    allow_private_fetch: bool = False,
 ) -> AsyncIterator[JobEvents]:
     send: MemoryObjectSendStream[ProgressEvent]
     send, receive = anyio.create_memory_object_stream[ProgressEvent](math.inf)
@@ -104,6 +105,7 @@ async def _stream(
                     store=store,
                     speed=speed,
                     on_report=keep,
+                    allow_private_fetch=allow_private_fetch,
                 )
             except Exception as exc:  # handed to the iteration, which raises it
                 events._error = exc
@@ -124,13 +126,15 @@ def ask_events(
     *,
     on_escalation: EscalationCallback | None = None,
     store: StoreLike | None = None,
+    allow_private_fetch: bool = False,
     **job: Any,
 ) -> AbstractAsyncContextManager[JobEvents]:
     """``ask(question, ...)`` with its progress events to iterate instead of ``on_event``.
 
     The job is validated now: bad arguments raise here, before the block is entered.
     """
-    return _stream(prepare_ask(question, **job), on_escalation, store)
+    return _stream(prepare_ask(question, **job), on_escalation, store,
+                   allow_private_fetch=allow_private_fetch)
 
 
 def run_file_events(
@@ -139,6 +143,8 @@ def run_file_events(
     on_escalation: EscalationCallback | None = None,
     store: StoreLike | None = None,
     speed: float = 1.0,
+    allow_private_fetch: bool = False,
 ) -> AbstractAsyncContextManager[JobEvents]:
     """``run_file(path, ...)`` with its progress events to iterate."""
-    return _stream(prepare_file(path), on_escalation, store, speed)
+    return _stream(prepare_file(path), on_escalation, store, speed,
+                   allow_private_fetch=allow_private_fetch)

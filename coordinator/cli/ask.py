@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from coordinator.cli.common import EXIT_BAD_INPUT
+from coordinator.cli.common import EXIT_BAD_INPUT, add_private_fetch_option
 from coordinator.cli.run import run_live
 from coordinator.jobfile.ask import build_ask_job
 from subagents.models.spend import TokenBudget
@@ -71,6 +71,7 @@ def add_ask_parser(sub: Any) -> None:
     p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
     p.add_argument("--store", metavar="PATH|URL",
                    help="the run store: a SQLite file or a postgresql:// URL")
+    add_private_fetch_option(p)
     p.set_defaults(func=cmd_ask)
 
 

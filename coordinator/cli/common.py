@@ -35,6 +35,16 @@ def outcome_exit(report: CoverageReport) -> int:
     return EXIT_FAILED if report.outcome == "failed" else EXIT_OK
 
 
+def add_private_fetch_option(parser: argparse.ArgumentParser) -> None:
+    """``--allow-private-fetch``: the user's own permission for ``web.fetch`` to read
+    loopback and private addresses (a job or tools file cannot give it)."""
+    parser.add_argument(
+        "--allow-private-fetch", action="store_true",
+        help="let web.fetch read loopback, private and link-local addresses (a server on "
+        "this machine or network); a job or tools file cannot allow it",
+    )
+
+
 def dump(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False)
 

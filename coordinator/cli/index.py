@@ -3,7 +3,9 @@
 The index lives beside the run store (``--store``'s folder, ``docs/``); only files added
 or changed since the last refresh are read again, and files gone from the folder leave
 it. ``fanout ask --docs DIR`` and jobs with ``research_tools.docs`` do the same before
-they run, so this command is for building a large index ahead of time, or checking it.
+they run, so this command is for building a large index ahead of time, or checking it:
+it lists every file the index leaves out, and why (over ``--max-bytes``, binary,
+unreadable). A second ``fanout index`` of the same folder waits for the first.
 """
 
 from __future__ import annotations
@@ -21,26 +23,36 @@ from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump
 from coordinator.store.backend import open_backend
 from coordinator.store.runs import store_path
 
+DEFAULT_MAX_BYTES = 20_000_000
+
 
 def add_index_parser(sub: Any) -> None:
     """Register ``fanout index`` on the subcommand parser."""
     p = sub.add_parser("index", help="index a folder of documents for docs.search/docs.read")
     p.add_argument("folder", metavar="DIR")
     p.add_argument("--store", metavar="PATH", help="the run store; the index lives beside it")
+    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="BYTES",
+                   help="skip (and list) files larger than this (default 20,000,000)")
     p.add_argument("--json", action="store_true", help="print the refresh's figures as JSON")
     p.set_defaults(func=cmd_index)
 
 
 def cmd_index(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Refresh the index of ``args.folder``: changed files only."""
-    folder = Path(args.folder).expanduser()
-    if not folder.is_dir():
-        err.print(f"[bold red]error:[/] {escape(str(folder))}: expected a folder of documents")
-        return EXIT_BAD_INPUT
     # Imported here: every other command starts without the index's extractors.
     from subagents.research.docindex import DocIndex
+    from subagents.research.documents import shown
 
-    index = DocIndex.for_folder(folder, open_backend(store_path(args.store)).home())
+    folder = Path(args.folder).expanduser()
+    if not folder.is_dir():
+        err.print(f"[bold red]error:[/] {escape(shown(str(folder)))}: expected a folder of "
+                  "documents")
+        return EXIT_BAD_INPUT
+    if args.max_bytes < 1024:
+        err.print("[bold red]error:[/] --max-bytes: expected at least 1024")
+        return EXIT_BAD_INPUT
+    index = DocIndex.for_folder(folder, open_backend(store_path(args.store)).home(),
+                                max_bytes=args.max_bytes)
     try:
         stats = index.refresh()
     finally:
@@ -49,14 +61,16 @@ def cmd_index(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.write(dump(stats.to_json()) + "\n")
         return EXIT_OK
     table = Table(title=f"index of {escape(stats.folder)}", title_justify="left")
-    for column in ("added", "updated", "removed", "unchanged", "failed", "documents", "size"):
+    for column in ("added", "updated", "removed", "unchanged", "skipped", "documents",
+                   "passages", "size"):
         table.add_column(column, justify="right")
     table.add_row(
         str(stats.added), str(stats.updated), str(stats.removed), str(stats.unchanged),
-        str(len(stats.failed)), str(stats.documents), f"{stats.size_bytes / 1e6:.1f} MB",
+        str(len(stats.skipped)), str(stats.documents), str(stats.passages),
+        f"{stats.size_bytes / 1e6:.1f} MB",
     )
     out.print(table)
-    for path, reason in stats.failed:
+    for path, reason in stats.skipped:
         out.print(f"[yellow]not indexed:[/] {escape(path)}: {escape(reason)}")
     out.print(f"[dim]{escape(stats.index)} ({stats.elapsed_s:.2f}s)[/]")
     return EXIT_OK

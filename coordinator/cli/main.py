@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from coordinator.cli.ask import add_ask_parser
-from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_REFUSED
+from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_REFUSED, add_private_fetch_option
 from coordinator.cli.index import add_index_parser
 from coordinator.cli.read import cmd_gaps, cmd_record, cmd_report, cmd_runs, cmd_trace
 from coordinator.cli.replay import cmd_replay, cmd_schema
@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
     p.add_argument("--ask", action="store_true", help="pick an alternative for each escalation")
     p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
+    add_private_fetch_option(p)
     add_run_options(p)
     p.set_defaults(func=cmd_run)
 

@@ -153,14 +153,16 @@ def _job_servers(scenario: Scenario) -> AbstractAsyncContextManager[McpToolSourc
 
 
 def _research_tools(
-    scenario: Scenario, store_dir: Path
+    scenario: Scenario, store_dir: Path, *, allow_private_fetch: bool = False
 ) -> AbstractAsyncContextManager[ResearchTools | None]:
-    """The job's built-in research tools, open (None without any); its folder indexed."""
+    """The job's built-in research tools, open (None without any); its folder indexed.
+    ``allow_private_fetch`` is ``--allow-private-fetch``: the user's, never the file's."""
     if scenario.research_tools is None:
         return nullcontext(None)
-    from coordinator.jobfile.research import job_research_tools
+    from coordinator.jobfile.research import ResearchPolicy, job_research_tools
 
-    return job_research_tools(scenario, store_dir)
+    policy = ResearchPolicy(allow_private_fetch=allow_private_fetch)
+    return job_research_tools(scenario, store_dir, policy)
 
 
 def check_model_endpoint(
@@ -264,7 +266,10 @@ def run_live(
         # no half-made run in the store.
         async with (
             _job_servers(scenario) as mcp,
-            _research_tools(scenario, store.backend.home()) as research,
+            _research_tools(
+                scenario, store.backend.home(),
+                allow_private_fetch=getattr(args, "allow_private_fetch", False),
+            ) as research,
         ):
             return await run_recorded(
                 scenario,

@@ -143,7 +143,16 @@ def _research_flags(
                 [InputFileError("--docs", None, "docs", "a folder of documents", got=repr(docs))]
             )
         # Absolute: the composed job is resumed and recorded from the store, anywhere.
-        block["docs"] = {"path": str(folder.resolve())}
+        resolved = str(folder.resolve())
+        try:
+            resolved.encode("utf-8")
+        except UnicodeEncodeError:
+            # The job's text records the folder: a name that is not UTF-8 cannot be in it
+            # (the files inside may have any names).
+            raise InputFileErrors([InputFileError(
+                "--docs", None, "docs", "a folder whose path is UTF-8 text", got=repr(docs),
+            )]) from None
+        block["docs"] = {"path": resolved}
     if search is not None:
         block["web"] = parse_search_flag(search)
     elif env_search:

@@ -319,6 +319,18 @@ def _check_references(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
     checker.mcp_servers()
     if "source" in data:
         checker.add(("source",), "a known field (the loader sets source to the file's path)")
+    research = data.get("research_tools")
+    web = research.get("web") if isinstance(research, dict) else None
+    fetch = web.get("fetch") if isinstance(web, dict) else None
+    if isinstance(fetch, dict) and fetch.get("allow_private") is True:
+        # Reading the machine's own network is the user's act, never a file's: any job
+        # or tools file (one sent to a server, one downloaded) could otherwise set it.
+        checker.add(
+            ("research_tools", "web", "fetch", "allow_private"),
+            "no allow_private in a file: private addresses are allowed only by the user "
+            "(--allow-private-fetch on the command line, allow_private_fetch=True in Python)",
+            got="true",
+        )
     job = data.get("job")
     subtasks = job.get("subtasks") if isinstance(job, dict) else None
     if isinstance(subtasks, list):

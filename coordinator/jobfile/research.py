@@ -3,9 +3,10 @@
 :func:`job_research_tools` opens a scenario's ``research_tools`` for one run (the folder
 indexed first when its index is missing or stale); :class:`CombinedTools` serves them
 next to the job's simulated and MCP tools. A :class:`ResearchPolicy` says what the place
-the job runs allows: on the command line a job may read any folder and, with
-``allow_private``, any address; ``fanout serve`` allows the web but never private
-addresses, and documents only under the folders it was started with.
+the job runs allows: on the command line a job may read any folder, and any address
+when the user asked for it (``--allow-private-fetch``; a file cannot: the loader refuses
+``allow_private: true``); ``fanout serve`` allows the web but never private addresses,
+and documents only under the folders it was started with.
 """
 
 from __future__ import annotations
@@ -45,12 +46,15 @@ class ResearchPolicy:
 
     ``docs_roots`` None allows any folder; a tuple allows only folders inside one of
     them (empty: no documents at all). ``private`` False refuses private addresses
-    whatever the job says, and guards the search backend's address too. The resolver,
+    whatever anyone asks, and guards the search backend's address too;
+    ``allow_private_fetch`` is the user's own permission for ``web.fetch`` to read them
+    (``--allow-private-fetch``, or Python's ``allow_private_fetch=True``). The resolver,
     dialler and transport are the seams tests use to run a loopback web.
     """
 
     docs_roots: tuple[Path, ...] | None = None
     private: bool = True
+    allow_private_fetch: bool = False
     # Where a relative docs.path is resolved (None: the job file's folder). The service
     # resolves a submitted job's relative path under the first folder it serves.
     docs_base: Path | None = None
@@ -79,13 +83,15 @@ def check_research_policy(scenario: Scenario, policy: ResearchPolicy) -> list[In
     roots = [r.resolve() for r in policy.docs_roots]
     if any(folder.is_relative_to(root) for root in roots):
         return []
-    allowed = ", ".join(str(r) for r in roots) or "none: the server was started without --docs"
+    # The served folders are not named: a client learns nothing of the server's paths.
+    allowed = "a folder under one the server serves (serve --docs)" if roots else (
+        "no docs: the server was started without --docs")
     return [
         InputFileError(
             scenario.source or scenario.scenario,
             _line(scenario, ("research_tools", "docs", "path")),
             "research_tools.docs.path",
-            f"a folder under one the server serves ({allowed})",
+            allowed,
             got=repr(spec.docs.path),
         )
     ]
@@ -116,9 +122,10 @@ async def job_research_tools(
     problems = check_research_policy(scenario, policy)
     if problems:
         raise InputFileErrors(problems)
-    if not policy.private and spec.web is not None and spec.web.fetch.allow_private:
-        # The place the job runs forbids private addresses, whatever the file says.
-        fetch = spec.web.fetch.model_copy(update={"allow_private": False})
+    allow = policy.private and policy.allow_private_fetch
+    if spec.web is not None and spec.web.fetch.allow_private != allow:
+        # Private addresses only by the user's own act, where the place allows them.
+        fetch = spec.web.fetch.model_copy(update={"allow_private": allow})
         spec = spec.model_copy(update={"web": spec.web.model_copy(update={"fetch": fetch})})
     from subagents.research.tools import open_research_tools
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Awaitable, Callable, Coroutine
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -130,12 +129,7 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
         idempotency_key: IdempotencyKey = None,
     ) -> RunCreated:
         key = check_key(idempotency_key, file=ASK_FILE)
-        docs = body.docs
-        if docs is not None and not Path(docs).is_absolute():
-            if not config.docs:
-                raise JobRejected([problem("docs", "no docs: the server serves no folder",
-                                           repr(docs), file=ASK_FILE)])
-            docs = str(config.docs[0] / docs)
+        docs = None if body.docs is None else config.served_folder(body.docs)
         search = body.search
         if search is None and body.web:
             search = config.search or os.environ.get("FANOUT_SEARCH") or None

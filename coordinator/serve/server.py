@@ -108,6 +108,37 @@ class ServeConfig:
     resolver: Resolver | None = None
     dial: Dialler | None = None
 
+    def served_folder(self, asked: str) -> str:
+        """The folder ``POST /ask``'s ``docs`` names (absolute, or relative to the first
+        served folder), resolved; or one refusal for every folder this server does not
+        serve.
+
+        A folder that does not exist, one outside the served ones, a symlink out of them
+        and a file all get the same answer, which echoes only what the client wrote: the
+        client learns nothing of the server's file system beyond the folders it serves.
+
+        Raises:
+            JobRejected: ``asked`` is no folder this server serves.
+        """
+        from coordinator.serve.intake import JobRejected, problem
+
+        if not self.docs:
+            raise JobRejected([problem(
+                "docs", "no docs: the server was started without --docs", repr(asked))])
+        refused = JobRejected([problem(
+            "docs", "a folder the server serves (serve --docs), absolute or relative to the "
+            "first one", repr(asked))])
+        candidate = Path(asked)
+        try:
+            folder = (candidate if candidate.is_absolute() else self.docs[0] / candidate
+                      ).resolve()
+            inside = any(folder.is_relative_to(root.resolve()) for root in self.docs)
+            if not inside or not folder.is_dir():
+                raise refused
+        except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the name
+            raise refused from None
+        return str(folder)
+
     def research_policy(self) -> ResearchPolicy:
         """What the research tools of jobs run here may do (DESIGN §8, §10)."""
         roots = tuple(p.resolve() for p in self.docs)

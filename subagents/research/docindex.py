@@ -1,12 +1,25 @@
-"""A folder of documents indexed in SQLite FTS5, searched with BM25, refreshed incrementally.
+"""A folder of documents indexed as passages in SQLite FTS5, refreshed incrementally.
 
 The index lives beside the run store (``<store folder>/docs/``), one database per folder,
-named after the folder's absolute path: the folder itself is never written to. A file
-is read again only when its size or modification time changed; files gone from the
-folder leave the index. Text, Markdown, reStructuredText, HTML and PDF are indexed
-(through :mod:`subagents.research.extract`, as ``web.fetch`` reads them); a file that
-cannot be read is reported, not fatal. Hidden files and folders, and symlinks that lead
-out of the folder, are skipped.
+named after the folder's absolute path: the folder itself is never written to. A file is
+read again only when its size or modification time changed; files gone from the folder
+leave the index. Each file is a row of ``files`` (its shown path, its raw path, title,
+kind, length, signature — or why it is not indexed); its text is cut into passages
+(:mod:`subagents.research.documents`), one FTS5 row each (title, heading, body). Searches
+and reads are in :mod:`subagents.research.docsearch`.
+
+Concurrency (DESIGN §10, "Work that can be cut off"):
+
+- **One writer.** A refresh holds an exclusive lock on ``<index>.lock`` (``flock``): a
+  second refresh — another ``fanout index``, another run opening the same folder —
+  waits for it, then finds nothing left to do. Readers never wait: the database is in
+  WAL mode, so they read the index as it was when their query began.
+- **Interruptible readers.** Searches and reads run on pooled connections; a call made
+  with an :class:`Interrupt` can be cut off from another thread (``interrupt()``, and a
+  progress handler for the moment before its statement starts). An interrupted call
+  holds nothing afterwards.
+- **Bounded.** Files over ``max_bytes`` and binary files are not indexed, and are
+  listed with the reason (:class:`IndexStats`); a read holds one window of text.
 """
 
 from __future__ import annotations
@@ -17,225 +30,314 @@ import re
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from subagents.research.extract import Extracted, decode, extract_html, extract_pdf, title_of_text
+from subagents.research import docsearch
+from subagents.research.documents import DEFAULT_MAX_BYTES, SUFFIXES, Entry, scan, shown
+from subagents.research.docwriter import (
+    SCHEMA_VERSION,
+    IndexStats,
+    IndexWriter,
+    create_schema,
+    unchanged,
+)
+from subagents.research.writelock import WriteLock
 
-__all__ = ["SUFFIXES", "DocIndex", "IndexStats", "index_path"]
+__all__ = [
+    "SUFFIXES",
+    "DocIndex",
+    "DocumentError",
+    "IndexStats",
+    "Interrupt",
+    "Interrupted",
+    "index_path",
+]
 
-SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm", ".pdf"})
-_WORD = re.compile(r"\w+", re.UNICODE)
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS files (
-    id INTEGER PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,
-    mtime_ns INTEGER NOT NULL,
-    size INTEGER NOT NULL,
-    title TEXT NOT NULL
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(
-    title, body, tokenize = 'porter unicode61 remove_diacritics 2'
-);
-"""
+_POOL = 4  # idle reader connections kept
 
 
 def index_path(folder: str | os.PathLike[str], store_dir: str | os.PathLike[str]) -> Path:
     """Where the index of ``folder`` lives under ``store_dir``."""
-    root = Path(folder).resolve()
-    digest = hashlib.sha256(str(root).encode()).hexdigest()[:12]
-    name = re.sub(r"[^A-Za-z0-9_-]+", "-", root.name)[:40] or "root"
+    root = os.path.realpath(folder)
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:12]
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", os.path.basename(root))[:40] or "root"
     return Path(store_dir) / "docs" / f"{name}-{digest}.sqlite"
 
 
-@dataclass
-class IndexStats:
-    """What one refresh did."""
-
-    folder: str
-    index: str
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    unchanged: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    elapsed_s: float = 0.0
-    documents: int = 0
-    size_bytes: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        """The stats as ``fanout index --json`` prints them."""
-        return {
-            "folder": self.folder, "index": self.index, "added": self.added,
-            "updated": self.updated, "removed": self.removed, "unchanged": self.unchanged,
-            "failed": [{"path": p, "reason": r} for p, r in self.failed],
-            "elapsed_s": round(self.elapsed_s, 3), "documents": self.documents,
-            "size_bytes": self.size_bytes,
-        }
+class Interrupted(Exception):
+    """A search or read that was cut off before it finished."""
 
 
-def read_document(path: Path) -> Extracted:
-    """A file's title and text, by its suffix.
+class DocumentError(Exception):
+    """``docs.read`` of a path that is no document of the index: ``field`` and
+    ``error_type`` say what the model should correct (the message names no folder)."""
 
-    Raises:
-        ValueError: the file is not readable as its kind (a damaged PDF).
-        OSError: the file cannot be read.
-    """
-    data = path.read_bytes()
-    suffix = path.suffix.lower()
-    if suffix == ".pdf":
-        return extract_pdf(data)
-    text = decode(data)
-    if suffix in (".html", ".htm"):
-        extracted = extract_html(text)
-        return extracted if extracted.title else Extracted(path.stem, extracted.text)
-    return Extracted(title_of_text(text) or path.stem, text)
+    def __init__(self, message: str, error_type: str, *, field: str = "path",
+                 expected: str = "a path docs.search returned") -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.field = field
+        self.expected = expected
+
+
+class Interrupt:
+    """Cuts off one call's index work from another thread (a timeout, a cancellation)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self.stopped = False
+
+    def stop(self) -> None:
+        """Interrupt the statement running now, and any the call would start next."""
+        with self._lock:
+            self.stopped = True
+            if self._conn is not None:
+                self._conn.interrupt()
+
+    @contextmanager
+    def attached(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """Make ``conn``'s statements interruptible by :meth:`stop` while inside."""
+        with self._lock:
+            if self.stopped:
+                raise Interrupted("interrupted before it began")
+            self._conn = conn
+        conn.set_progress_handler(lambda: 1 if self.stopped else 0, 1000)
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if self.stopped or "interrupted" in str(exc):
+                raise Interrupted(str(exc)) from None
+            raise
+        finally:
+            with self._lock:
+                self._conn = None
+            conn.set_progress_handler(None, 0)
 
 
 class DocIndex:
-    """The FTS5 index of one folder."""
+    """The passage index of one folder."""
 
-    def __init__(self, folder: str | os.PathLike[str], db_path: str | os.PathLike[str]) -> None:
-        self.root = Path(folder).resolve()
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        db_path: str | os.PathLike[str],
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self.root = Path(os.path.realpath(folder))
+        self._root_raw = os.fsencode(self.root)
+        self.shown_root = shown(self._root_raw)
         self.db_path = Path(db_path)
+        self.max_bytes = max_bytes
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        # One connection shared by the worker threads tool bodies run in, behind a lock.
-        self._db = sqlite3.connect(self.db_path, timeout=30, check_same_thread=False)
-        self._lock = threading.Lock()
-        with self._lock:
-            self._db.executescript(_SCHEMA)
+        self._lock = WriteLock(self.db_path.with_name(self.db_path.name + ".lock"))
+        self._pool: list[sqlite3.Connection] = []
+        self._pool_lock = threading.Lock()
+        self._closed = False
+        self._ensure_schema()
 
     @classmethod
     def for_folder(
-        cls, folder: str | os.PathLike[str], store_dir: str | os.PathLike[str]
+        cls, folder: str | os.PathLike[str], store_dir: str | os.PathLike[str],
+        *, max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> DocIndex:
         """The index of ``folder`` kept under ``store_dir``."""
-        return cls(folder, index_path(folder, store_dir))
+        return cls(folder, index_path(folder, store_dir), max_bytes=max_bytes)
+
+    # -- connections ---------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.db_path, timeout=60, check_same_thread=False,
+                               isolation_level=None)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _version(self) -> tuple[int, int]:
+        conn = self._connect()
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            tables = int(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+        finally:
+            conn.close()
+        return version, tables
+
+    def _ensure_schema(self) -> None:
+        if self._version()[0] == SCHEMA_VERSION:
+            return
+        with self._lock.held():
+            version, tables = self._version()
+            if version == SCHEMA_VERSION:
+                return  # another process made it while this one waited
+            if tables:
+                # An index of another version is a cache of the folder: made anew.
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
+            conn = self._connect()
+            try:
+                create_schema(conn)
+            finally:
+                conn.close()
+
+    @contextmanager
+    def _reader(self, interrupt: Interrupt | None) -> Iterator[sqlite3.Connection]:
+        """A pooled connection for one call, interruptible through ``interrupt``."""
+        with self._pool_lock:
+            if self._closed:
+                raise Interrupted("the index is closed")
+            conn = self._pool.pop() if self._pool else None
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only = 1")
+        healthy = False
+        try:
+            if interrupt is None:
+                yield conn
+            else:
+                with interrupt.attached(conn):
+                    yield conn
+            healthy = True
+        finally:
+            with self._pool_lock:
+                keep = healthy and not self._closed and len(self._pool) < _POOL
+                if keep:
+                    self._pool.append(conn)
+            if not keep:
+                conn.close()
 
     def close(self) -> None:
-        """Close the database."""
-        with self._lock:
-            self._db.close()
+        """Close the idle connections; calls still running close theirs when they end."""
+        with self._pool_lock:
+            self._closed = True
+            idle, self._pool = self._pool, []
+        for conn in idle:
+            conn.close()
 
-    def files(self) -> dict[str, tuple[int, int]]:
-        """Every indexable file under the folder: relative path → (mtime_ns, size)."""
-        found: dict[str, tuple[int, int]] = {}
-        root = self.root
-        # os.scandir: one directory read gives names, kinds and (cached) stats; a refresh
-        # that finds nothing changed is this walk and one SELECT.
-        pending = [(str(root), "")]
-        while pending:
-            folder, prefix = pending.pop()
-            try:
-                entries = list(os.scandir(folder))
-            except OSError:
-                continue
-            for entry in entries:
-                name = entry.name
-                if name.startswith("."):
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, f"{prefix}{name}/"))
-                    continue
-                if os.path.splitext(name)[1].lower() not in SUFFIXES:
-                    continue
-                if entry.is_symlink() and not Path(entry.path).resolve().is_relative_to(root):
-                    continue  # a link out of the folder is not part of it
-                try:
-                    st = entry.stat()
-                except OSError:
-                    continue
-                if not entry.is_file():
-                    continue
-                found[prefix + name] = (st.st_mtime_ns, st.st_size)
-        return found
+    # -- refresh -------------------------------------------------------------------
+
+    def files(self) -> dict[str, Entry]:
+        """Every indexable file under the folder, by its shown relative path."""
+        return scan(self.root)
 
     def is_stale(self) -> bool:
-        """Whether any file was added, changed or removed since the last refresh."""
-        with self._lock:
-            known = {
-                p: (m, s) for p, m, s in self._db.execute("SELECT path, mtime_ns, size FROM files")
-            }
-        return known != self.files()
-
-    def refresh(self) -> IndexStats:
-        """Index what changed since the last refresh; drop what is gone."""
-        began = time.perf_counter()
-        stats = IndexStats(folder=str(self.root), index=str(self.db_path))
+        """Whether any file was added, changed or removed since the last refresh (or
+        would be judged otherwise under this index's ``max_bytes``)."""
+        with self._reader(None) as conn:
+            known = {p: (m, s, k) for p, m, s, k in conn.execute(
+                "SELECT path, mtime_ns, size, skipped FROM files")}
         current = self.files()
-        with self._lock, self._db:
-            db = self._db
-            known = {
-                p: (i, m, s)
-                for i, p, m, s in db.execute("SELECT id, path, mtime_ns, size FROM files")
-            }
-            for path, (rowid, _m, _s) in known.items():
-                if path not in current:
-                    db.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
-                    db.execute("DELETE FROM files WHERE id = ?", (rowid,))
-                    stats.removed += 1
-            for path, (mtime, size) in sorted(current.items()):
-                old = known.get(path)
-                if old is not None and old[1:] == (mtime, size):
-                    stats.unchanged += 1
-                    continue
+        return known.keys() != current.keys() or any(
+            not unchanged(known[p], e, self.max_bytes) for p, e in current.items())
+
+    def refresh(self, stop: threading.Event | None = None) -> IndexStats:
+        """Index what changed since the last refresh; drop what is gone.
+
+        Waits while another refresh of the same index runs (then usually finds nothing
+        left to do). ``stop`` ends the refresh early: what was written stays.
+        """
+        stopped = stop.is_set if stop is not None else (lambda: False)
+        began = time.perf_counter()
+        stats = IndexStats(folder=self.shown_root, index=shown(os.fsencode(self.db_path)))
+        with self._lock.held(stopped) as acquired:
+            if acquired:
+                conn = self._connect()
                 try:
-                    doc = read_document(self.root / path)
-                except (OSError, ValueError) as exc:
-                    stats.failed.append((path, str(exc)[:200]))
-                    doc = None
-                if old is not None:
-                    db.execute("DELETE FROM docs WHERE rowid = ?", (old[0],))
-                    db.execute("DELETE FROM files WHERE id = ?", (old[0],))
-                if doc is None:
-                    continue
-                cur = db.execute(
-                    "INSERT INTO files (path, mtime_ns, size, title) VALUES (?, ?, ?, ?)",
-                    (path, mtime, size, doc.title),
-                )
-                db.execute(
-                    "INSERT INTO docs (rowid, title, body) VALUES (?, ?, ?)",
-                    (cur.lastrowid, doc.title, doc.text),
-                )
-                if old is None:
-                    stats.added += 1
-                else:
-                    stats.updated += 1
-            stats.documents = int(db.execute("SELECT count(*) FROM files").fetchone()[0])
+                    writer = IndexWriter(conn, self._root_raw, self.max_bytes, stopped)
+                    writer.refresh(self.files(), stats)
+                finally:
+                    conn.close()
         stats.elapsed_s = time.perf_counter() - began
         stats.size_bytes = self.db_path.stat().st_size
         return stats
 
-    def search(self, query: str, limit: int = 8) -> list[dict[str, Any]]:
-        """The best ``limit`` documents for ``query`` by BM25 (titles weigh 4× the text).
+    # -- reads ---------------------------------------------------------------------
 
-        Every word of the query must appear; when no document has them all, any word will
-        do (ranked by BM25, so documents with more of them come first). The query is
-        words, never FTS5 syntax: quotes and operators a model writes cannot break it.
-        """
-        words = _WORD.findall(query)
-        if not words:
-            return []
-        terms = [f'"{w}"' for w in words[:32]]
-        rows: list[Any] = []
-        for match in (" AND ".join(terms), " OR ".join(terms)):
-            with self._lock:
-                rows = self._db.execute(
-                    "SELECT f.path, f.title, snippet(docs, 1, '', '', '…', 24), "
-                    "bm25(docs, 4.0, 1.0) AS rank FROM docs JOIN files f ON f.id = docs.rowid "
-                    "WHERE docs MATCH ? ORDER BY rank LIMIT ?",
-                    (match, limit),
-                ).fetchall()
-            if rows or len(terms) == 1:
-                break
-        return [
-            {"path": p, "title": t, "snippet": " ".join(s.split()), "score": round(-r, 4)}
-            for p, t, s, r in rows
-        ]
+    def search(
+        self, query: str, limit: int = 8, interrupt: Interrupt | None = None
+    ) -> list[dict[str, Any]]:
+        """The best ``limit`` passages for ``query`` (see :mod:`docsearch`)."""
+        with self._reader(interrupt) as conn:
+            return docsearch.search(conn, query, limit)
 
     def title_of(self, path: str) -> str | None:
         """The indexed title of ``path``, or None when it is not indexed."""
-        with self._lock:
-            row = self._db.execute("SELECT title FROM files WHERE path = ?", (path,)).fetchone()
+        with self._reader(None) as conn:
+            row = conn.execute("SELECT title FROM files WHERE path = ?", (path,)).fetchone()
         return None if row is None else str(row[0])
+
+    def read(
+        self, path: str, start: int, window: int, interrupt: Interrupt | None = None
+    ) -> dict[str, Any]:
+        """``window`` characters of the document ``path`` from ``start``: ``{path, title,
+        text, truncated, start, next_start, length}``. A file changed (or added) since
+        the last refresh is indexed again first — unless a refresh holds the index, when
+        the indexed text is read.
+
+        Raises:
+            DocumentError: ``path`` is no document of the folder, or ``start`` is past
+                its end.
+        """
+        row = self._row(path, interrupt)
+        full = self._full(path, row)
+        try:
+            st = os.stat(full)
+        except OSError:
+            raise DocumentError(f"no document {path!r} in the folder", "not_found") from None
+        if row is None or (row[2], row[3]) != (st.st_mtime_ns, st.st_size):
+            raw = row[1] if row is not None else os.fsencode(path)
+            if self._refresh_one(path, Entry(raw, st.st_mtime_ns, st.st_size)):
+                row = self._row(path, interrupt)
+            if row is None:
+                raise DocumentError(f"{path!r} is not indexed yet (a refresh is running)",
+                                    "not_indexed")
+        file_id, _raw, _m, _s, title, length, skipped = row
+        if skipped is not None:
+            raise DocumentError(f"{path!r} is not indexed: {skipped}", "unreadable_content",
+                                expected="a document of the folder that is indexed")
+        if start > length:
+            raise DocumentError(f"start {start} is past the end of {path!r}", "out_of_range",
+                                field="start", expected=f"at most {length} (the text's length)")
+        end = min(length, start + window)
+        with self._reader(interrupt) as conn:
+            text = docsearch.read_window(conn, file_id, start, end)
+        return {
+            "path": path, "title": title, "text": text, "truncated": end < length,
+            "start": start, "next_start": end if end < length else None, "length": length,
+        }
+
+    def _row(self, path: str, interrupt: Interrupt | None) -> tuple[Any, ...] | None:
+        with self._reader(interrupt) as conn:
+            row = conn.execute(
+                "SELECT id, raw, mtime_ns, size, title, length, skipped FROM files "
+                "WHERE path = ?", (path,)).fetchone()
+        return None if row is None else tuple(row)
+
+    def _full(self, path: str, row: tuple[Any, ...] | None) -> bytes:
+        """The file's absolute path (bytes), confined to the folder."""
+        raw = bytes(row[1]) if row is not None else os.fsencode(path)
+        full = self._root_raw + b"/" + raw
+        real = os.path.realpath(full)
+        if not real.startswith(self._root_raw.rstrip(b"/") + b"/"):
+            # A symlink on the way leads out: the folder's own files only.
+            raise DocumentError(f"{path!r} leads out of the folder", "outside_corpus")
+        if os.path.splitext(raw)[1].lower().decode("ascii", "replace") not in SUFFIXES:
+            raise DocumentError(f"{path!r} is not an indexed kind of document",
+                                "outside_corpus",
+                                expected="a document of the folder (text, Markdown, HTML "
+                                "or PDF)")
+        return full
+
+    def _refresh_one(self, path: str, entry: Entry) -> bool:
+        """Index one changed or new file now, if no refresh holds the index (False)."""
+        with self._lock.held(wait=False) as acquired:
+            if not acquired:
+                return False
+            conn = self._connect()
+            try:
+                IndexWriter(conn, self._root_raw, self.max_bytes).reindex(path, entry)
+            finally:
+                conn.close()
+        return True

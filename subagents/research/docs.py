@@ -1,28 +1,45 @@
 """``docs.search`` and ``docs.read``: a local folder, searched and read, never left.
 
-``docs.read`` takes a path relative to the folder and refuses, as a ``validation``
-failure naming ``path``, anything that would leave it: ``..``, an absolute path, a
-symlink (file or folder on the way) that resolves outside, a file that is not one of the
-indexed kinds. It reads the file as it is now (not the indexed copy), a window of
-``WINDOW`` characters from ``start``.
+``docs.read`` takes a path as ``docs.search`` shows it (relative to the folder; a name
+that is not UTF-8 shown escaped) and refuses, as a ``validation`` failure naming
+``path``, anything that would leave the folder: ``..``, an absolute path, a symlink
+(file or folder on the way) that resolves outside, a hidden file, a file that is not
+one of the indexed kinds. It reads the indexed text — the file indexed again first if
+it changed — a window of ``WINDOW`` characters from ``start``.
+
+Both run in worker threads (a limiter of their own, so a burst of them never takes the
+threads the rest of the process needs) and never block the event loop. A call that is
+cancelled — the executor's timeout, a cancelled run — interrupts its SQLite statement
+at once: the thread ends, and no connection or lock stays held. Messages name paths
+relative to the folder, never the folder itself.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from pathlib import Path, PurePosixPath
-from typing import Any
+import sqlite3
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import Any, TypeVar
 
-from subagents.research.docindex import SUFFIXES, DocIndex, read_document
-from subagents.research.errors import invalid
+import anyio
+import anyio.to_thread
 
-__all__ = ["WINDOW", "DocsReader", "confine"]
+from shared.envelope import ToolError
+from subagents.research.docindex import DocIndex, DocumentError, Interrupt, Interrupted
+from subagents.research.errors import ResearchToolError, invalid
+
+__all__ = ["WINDOW", "DocsReader", "check_path"]
 
 WINDOW = 20_000  # characters of one docs.read
+_THREADS = 4  # index calls running at once per folder
+_T = TypeVar("_T")
 
 
-def confine(root: Path, path: str) -> Path:
-    """``path`` inside ``root`` (resolved), or a validation failure naming ``path``."""
+def check_path(path: str) -> None:
+    """Refuse a ``docs.read`` path that is not a relative path inside the folder (a
+    validation failure naming ``path``)."""
     expected = "a path relative to the documents folder, as docs.search returns it"
     if not path or "\x00" in path:
         raise invalid("docs.read", "path", expected, f"{path!r} is not a path", "invalid_path")
@@ -32,22 +49,8 @@ def confine(root: Path, path: str) -> Path:
     if ".." in pure.parts:
         raise invalid("docs.read", "path", expected, f"{path!r} leaves the folder",
                       "outside_corpus")
-    full = (root / Path(*pure.parts)).resolve()
-    if not full.is_relative_to(root):
-        # A symlink on the way leads out: the folder's own files only.
-        raise invalid("docs.read", "path", expected, f"{path!r} leads out of the folder",
-                      "outside_corpus")
-    if any(part.startswith(".") for part in pure.parts):
+    if any(part.startswith(".") for part in PurePosixPath(path).parts):
         raise invalid("docs.read", "path", expected, f"{path!r} is hidden", "outside_corpus")
-    if not full.is_file():
-        raise invalid("docs.read", "path", expected, f"no document {path!r} in the folder",
-                      "not_found")
-    if full.suffix.lower() not in SUFFIXES:
-        raise invalid(
-            "docs.read", "path", "a document of the folder (text, Markdown, HTML or PDF)",
-            f"{path!r} is not an indexed kind of document", "outside_corpus",
-        )
-    return full
 
 
 class DocsReader:
@@ -56,35 +59,59 @@ class DocsReader:
     def __init__(self, index: DocIndex) -> None:
         self.index = index
         self.root = index.root
+        self._limiter = anyio.CapacityLimiter(_THREADS)
 
-    def search(self, query: str, limit: int) -> dict[str, Any]:
-        """``{results: [{path, title, snippet, score}]}``, best first."""
+    async def _call(self, work: Callable[[Interrupt], _T], tool: str) -> _T:
+        """``work`` in a worker thread; interrupted (and its thread ended) when this call
+        is cancelled."""
+        interrupt = Interrupt()
+        finished = False
+        try:
+            result = await anyio.to_thread.run_sync(
+                work, interrupt, abandon_on_cancel=True, limiter=self._limiter
+            )
+            finished = True
+            return result
+        except Interrupted:
+            finished = True
+            raise ResearchToolError(ToolError.of(
+                "transient", "timeout", f"{tool}: the index stopped the call")) from None
+        except (sqlite3.Error, OSError) as exc:
+            finished = True
+            # The index's own failure (a damaged file, a full disk): named without the
+            # server's paths.
+            detail = f"{type(exc).__name__}: {exc}"
+            for where in (str(self.index.db_path), str(self.root), self.index.shown_root):
+                detail = detail.replace(where, "<docs>")
+            raise ResearchToolError(ToolError.of(
+                "internal", "index_failed", f"{tool}: the document index failed ({detail})"
+            )) from None
+        finally:
+            if not finished:
+                interrupt.stop()  # cancelled: the thread's statement stops now
+
+    async def search(self, query: str, limit: int) -> dict[str, Any]:
+        """``{results: [{path, title, heading, snippet, score, start}]}``, best first."""
         if not query.strip():
             raise invalid("docs.search", "query", "a non-empty query", "the query is empty",
                           "invalid_query")
-        return {"results": self.index.search(query, limit)}
+        work = functools.partial(_search, self.index, query, limit)
+        return {"results": await self._call(work, "docs.search")}
 
-    def read(self, path: str, start: int) -> dict[str, Any]:
+    async def read(self, path: str, start: int) -> dict[str, Any]:
         """``{path, title, text, truncated, start, next_start, length}`` of one document."""
-        full = confine(self.root, path)
+        check_path(path)
+        work = functools.partial(_read, self.index, path, start)
         try:
-            doc = read_document(full)
-        except (OSError, ValueError) as exc:
-            raise invalid("docs.read", "path", "a readable document",
-                          f"{path!r} cannot be read ({exc})", "unreadable_content") from None
-        text = doc.text
-        if start > len(text):
-            raise invalid("docs.read", "start", f"at most {len(text)} (the text's length)",
-                          f"start {start} is past the end of {path!r}", "out_of_range")
-        window = text[start:start + WINDOW]
-        end = start + len(window)
-        rel = full.relative_to(self.root).as_posix()
-        return {
-            "path": rel,
-            "title": self.index.title_of(rel) or doc.title,
-            "text": window,
-            "truncated": end < len(text),
-            "start": start,
-            "next_start": end if end < len(text) else None,
-            "length": len(text),
-        }
+            return await self._call(work, "docs.read")
+        except DocumentError as exc:
+            raise invalid("docs.read", exc.field, exc.expected, str(exc),
+                          exc.error_type) from None
+
+
+def _search(index: DocIndex, query: str, limit: int, interrupt: Interrupt) -> Any:
+    return index.search(query, limit, interrupt)
+
+
+def _read(index: DocIndex, path: str, start: int, interrupt: Interrupt) -> Any:
+    return index.read(path, start, WINDOW, interrupt)

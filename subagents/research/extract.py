@@ -3,8 +3,9 @@
 Shared by ``web.fetch`` (bytes off the wire) and the document index (files on disk), so
 a page and a saved copy of it read the same. HTML goes through trafilatura, which keeps
 the article and drops navigation, footers and cookie banners; PDF through pypdf; bytes
-of unknown encoding through charset-normalizer. Everything here is pure and CPU-bound:
-callers run it in a worker thread.
+of unknown encoding through charset-normalizer. Everything here is pure — the same bytes
+give the same text, however often they are read — and CPU-bound: callers run it in a
+worker thread.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ __all__ = ["Extracted", "decode", "extract_html", "extract_pdf", "kind_of", "tit
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 _TAGS = re.compile(r"<[^>]+>")
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
-_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 # trafilatura and pypdf log every odd page at WARNING; a tool result says what matters.
 logging.getLogger("trafilatura").setLevel(logging.ERROR)
@@ -87,8 +87,10 @@ def extract_html(markup: str, url: str | None = None) -> Extracted:
 
     match = _TITLE.search(markup)
     title = _clean(html_lib.unescape(_TAGS.sub("", match.group(1)))) if match else ""
+    # No deduplicate=True: trafilatura then drops text it has seen before *in this
+    # process* (a process-wide cache), so the same page read twice lost text each time.
     text = trafilatura.extract(
-        markup, url=url, include_comments=False, include_tables=True, deduplicate=True
+        markup, url=url, include_comments=False, include_tables=True, deduplicate=False
     )
     if not text:
         # Too short or too odd for the extractor: the page's visible text, tags dropped.
@@ -120,14 +122,12 @@ def extract_pdf(data: bytes) -> Extracted:
 
 
 def title_of_text(text: str) -> str:
-    """A plain or Markdown text's title: its first heading, else its first line."""
-    heading = _MD_HEADING.search(text[:5000])
-    if heading:
-        return _clean(heading.group(1))
-    for line in text.splitlines():
-        if line.strip():
-            return _clean(line)[:120]
-    return ""
+    """A plain, Markdown or reStructuredText text's title: its first heading near the
+    top, else its first line of text (never a directive such as ``.. currentmodule::``)."""
+    from subagents.research.documents.text import TITLE_REACH, text_headings, text_title
+
+    head = text[:TITLE_REACH]
+    return text_title(head, text_headings(head, markdown=True))[:200]
 
 
 def _clean(text: str) -> str:

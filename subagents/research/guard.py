@@ -88,11 +88,15 @@ class AddressGuard:
         resolver: Resolver | None = None,
         dial: Dialler | None = None,
         tool: str = "web.fetch",
+        field: str = "url",
     ) -> None:
         self.allow_private = allow_private
         self.resolver = resolver or system_resolver
         self.dial = dial or (lambda ip, port: (ip, port))
         self.tool = tool
+        # The argument a refusal names: web.fetch's url; web.search's query (its backend's
+        # address is no argument of the call).
+        self.field = field
 
     async def vet(self, host: str, port: int) -> str:
         """The address to connect to for ``host``; raises a validation failure naming the
@@ -106,14 +110,14 @@ class AddressGuard:
             except OSError as exc:  # socket.gaierror: the name does not resolve
                 raise invalid(
                     self.tool,
-                    "url",
+                    self.field,
                     "a URL whose host resolves",
                     f"host {host!r} does not resolve ({exc.strerror or exc})",
                     "unresolvable_host",
                 ) from None
             if not addresses:
                 raise invalid(
-                    self.tool, "url", "a URL whose host resolves",
+                    self.tool, self.field, "a URL whose host resolves",
                     f"host {host!r} does not resolve", "unresolvable_host",
                 )
         if not self.allow_private:
@@ -124,7 +128,7 @@ class AddressGuard:
                     # address could be dialled there on the next connection.
                     raise invalid(
                         self.tool,
-                        "url",
+                        self.field,
                         "a public http(s) URL (loopback, private, link-local and metadata "
                         "addresses are refused)",
                         f"host {host!r} is {reason} ({address}); refused",

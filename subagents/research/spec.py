@@ -37,7 +37,9 @@ class FetchSpec(BaseModel):
     )
     allow_private: bool = Field(
         default=False,
-        description="Let web tools reach loopback, private, link-local and metadata addresses.",
+        description="Let web.fetch reach loopback, private, link-local and metadata "
+        "addresses. Only the user's own act sets it (`--allow-private-fetch`, or "
+        "`allow_private_fetch=True` in Python): a job or tools file that does is refused.",
     )
     max_redirects: int = Field(default=5, ge=0, le=20, description="Redirects followed.")
 
@@ -81,6 +83,11 @@ class DocsSpec(BaseModel):
     model_config = _SPEC
 
     path: str = Field(min_length=1, description="The folder (relative to the job file).")
+    max_bytes: int = Field(
+        default=20_000_000, ge=1024,
+        description="The largest file indexed; larger ones are skipped and listed by "
+        "`fanout index`.",
+    )
 
 
 class ResearchToolsSpec(BaseModel):

@@ -148,10 +148,10 @@ def test_a_hostile_page_reaches_the_model_only_as_data_and_the_report_escapes_it
             completion("Prices fell 20 percent."),
             completion("Battery prices fell 20 percent in 2025 [1]."),
         )
-        (tmp_path / "tools.yaml").write_text(
-            "research_tools:\n  web:\n    fetch: {allow_private: true}  # a loopback web\n")
+        (tmp_path / "tools.yaml").write_text("research_tools:\n  web: {}\n")
         done = _cli(tmp_path, "ask", "How did battery prices move?", "--tools", "tools.yaml",
                     "--model", "openai:gpt-loopback", "--base-url", model.base_url, "--json",
+                    "--allow-private-fetch",  # a loopback web: the user's own act
                     env={"OPENAI_API_KEY": "sk-test"})
         requests = list(model.requests)
     assert done.returncode == 0, done.stderr

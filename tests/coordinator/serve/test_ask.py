@@ -69,10 +69,9 @@ def test_ask_on_a_served_folder_answers_with_its_sources(served: tuple[Server, P
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        pytest.param({"docs": "/etc", "tools": TOOLS}, "research_tools.docs.path",
-                     id="folder-not-served"),
-        pytest.param({"docs": "../..", "tools": TOOLS}, "research_tools.docs.path",
-                     id="relative-escape"),
+        pytest.param({"docs": "/etc", "tools": TOOLS}, "docs", id="folder-not-served"),
+        pytest.param({"docs": "../..", "tools": TOOLS}, "docs", id="relative-escape"),
+        pytest.param({"docs": "no-such-folder", "tools": TOOLS}, "docs", id="missing"),
         pytest.param({"web": True, "tools": TOOLS}, "web", id="no-search-backend"),
         pytest.param({"model": "scripted"}, "tools", id="no-tools"),
         pytest.param({"search": "brave", "tools": TOOLS}, "research_tools.web.search",
@@ -91,14 +90,42 @@ def test_asks_the_server_cannot_serve_are_422(
     assert len(srv.client().get("/runs").json()["runs"]) == before  # nothing recorded
 
 
-def test_a_job_cannot_read_the_servers_network(served: tuple[Server, Path]) -> None:
-    """A submitted job asking allow_private for a loopback page gets a refused fetch."""
+def test_folders_the_server_does_not_serve_all_get_one_answer(
+    served: tuple[Server, Path],
+) -> None:
+    """A missing folder, one outside, and a symlink out of the served one get the same 422,
+    which echoes what the client wrote and names no path of the server's."""
     srv, tmp = served
+    (tmp / "papers" / "out").symlink_to(tmp, target_is_directory=True)
+    (tmp / "elsewhere").mkdir()
+    answers = []
+    for docs in ("no-such-folder", str(tmp / "elsewhere"), "out", str(tmp / "gone")):
+        r = _ask(srv, {"question": "q?", "docs": docs, "tools": TOOLS})
+        assert r.status_code == 422, r.text
+        (error,) = r.json()["errors"]
+        assert error["got"] == repr(docs)
+        answers.append((error["field"], error["expected"]))
+        assert str(tmp) not in r.text.replace(repr(docs), "")
+    assert len(set(answers)) == 1
+
+
+def test_a_job_file_cannot_allow_private_addresses(served: tuple[Server, Path]) -> None:
+    """A submitted job setting allow_private is refused (422 naming the field); one that
+    does not gets a refused fetch of a loopback page."""
+    srv, tmp = served
+    with srv.client() as c:
+        r = c.post("/runs", content=yaml.safe_dump({
+            "scenario": "peek", "research_tools": {"web": {"fetch": {"allow_private": True}}},
+            "job": {"query": "peek", "subtasks": [{"id": "peek", "query": "q",
+                                                   "tools": ["web.fetch"]}]},
+        }), headers={"content-type": "application/yaml"})
+    assert r.status_code == 422, r.text
+    assert "research_tools.web.fetch.allow_private" in [e["field"] for e in r.json()["errors"]]
     web = LoopbackWeb({"/secret": html_reply(article_html("internal", ["internal data " * 20]))})
     with web.serving():
         job = {
             "scenario": "peek",
-            "research_tools": {"web": {"fetch": {"allow_private": True}}},
+            "research_tools": {"web": {"fetch": {"timeout_s": 5}}},
             "job": {"query": "peek", "subtasks": [{
                 "id": "peek", "query": "read the internal page", "tools": ["web.fetch"],
                 "plan": [{"call": "web.fetch",

@@ -141,3 +141,18 @@ async def test_an_unset_key_variable_is_an_input_error() -> None:
         async with open_research_tools(spec, env={}):
             pass
 
+
+
+async def test_a_guarded_search_backend_on_loopback_is_refused_naming_the_query() -> None:
+    """Where the backend's address is guarded (the service), a loopback one is refused
+    before any request, as a validation failure naming web.search's argument, query."""
+    server = SearxngServer(HITS)
+    with server.serving():
+        spec = ResearchToolsSpec.model_validate({"web": {"search": "searxng",
+                                                         "url": server.origin}})
+        async with open_research_tools(spec, guard_search=True) as tools:
+            result = await execute_tool_safely(tools.tools["web.search"],
+                                               {"query": "sodium"}, timeout=10)
+    assert (result.category, result.error_type, result.field) == (
+        "validation", "blocked_address", "query")
+    assert server.requests == []

@@ -1,0 +1,25 @@
+"""Documents read for the index: a folder's files, their text, their passages (DESIGN §10)."""
+
+from subagents.research.documents.folder import SUFFIXES, Entry, scan, shown
+from subagents.research.documents.passages import Passage, same_text, signature, snippet
+from subagents.research.documents.reading import (
+    DEFAULT_MAX_BYTES,
+    Document,
+    NotIndexed,
+    read_file,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "SUFFIXES",
+    "Document",
+    "Entry",
+    "NotIndexed",
+    "Passage",
+    "read_file",
+    "same_text",
+    "scan",
+    "shown",
+    "signature",
+    "snippet",
+]

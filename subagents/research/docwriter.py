@@ -1,0 +1,256 @@
+"""The writes of the passage index: its schema, a refresh's rows, one file re-indexed.
+
+Callers hold the index's write lock (:mod:`subagents.research.writelock`) for the whole
+of a refresh. A refresh is a few long transactions (a commit every few million
+characters, so readers see it advance and the WAL stays small), not one per file:
+FTS5 flushes its pending terms at every savepoint and commit, which made indexing three
+times slower. A file that fails half-way is taken back by hand instead. After deletions
+the FTS5 segments are merged and the freed pages given back, so re-indexing the same
+files does not grow the index.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from subagents.research.documents import Entry, NotIndexed, read_file
+
+__all__ = ["SCHEMA_VERSION", "IndexStats", "IndexWriter", "create_schema", "unchanged"]
+
+SCHEMA_VERSION = 2
+_SCHEMA = """
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    raw BLOB NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL DEFAULT '',
+    length INTEGER NOT NULL DEFAULT 0,
+    signature BLOB NOT NULL DEFAULT x'',
+    skipped TEXT
+);
+CREATE TABLE passages (id INTEGER PRIMARY KEY, file INTEGER NOT NULL, start INTEGER NOT NULL);
+CREATE INDEX passages_by_file ON passages (file, start);
+CREATE VIRTUAL TABLE passage_text USING fts5(
+    title, heading, body, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+_BATCH = 2000  # passages written at a time
+_COMMIT_CHARS = 8_000_000  # characters of text written between commits
+_TOO_LARGE = "larger than docs.max_bytes"  # how a skip for size begins (reading.py)
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    """Make the tables of an empty database (incremental vacuum, WAL)."""
+    conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+
+
+def unchanged(old: tuple[int, int, str | None], entry: Entry, max_bytes: int) -> bool:
+    """Whether a file's row still stands: same time and size, and judged the same way
+    about its size (a file skipped as too large under another limit is not)."""
+    mtime, size, skipped = old
+    too_large = skipped is not None and skipped.startswith(_TOO_LARGE)
+    return (mtime, size) == (entry.mtime_ns, entry.size) and too_large == (
+        entry.size > max_bytes)
+
+
+@dataclass
+class IndexStats:
+    """What one refresh did, and what the index leaves out (``skipped``: every file not
+    indexed, with the reason — too large, binary, unreadable)."""
+
+    folder: str
+    index: str
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    documents: int = 0
+    passages: int = 0
+    size_bytes: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The stats as ``fanout index --json`` prints them."""
+        return {
+            "folder": self.folder, "index": self.index, "added": self.added,
+            "updated": self.updated, "removed": self.removed, "unchanged": self.unchanged,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "elapsed_s": round(self.elapsed_s, 3), "documents": self.documents,
+            "passages": self.passages, "size_bytes": self.size_bytes,
+        }
+
+
+class IndexWriter:
+    """Writes one refresh, or one file, on a connection whose write lock is held."""
+
+    def __init__(self, conn: sqlite3.Connection, root: bytes, max_bytes: int,
+                 stopped: Callable[[], bool] = lambda: False) -> None:
+        self.conn = conn
+        self.root = root
+        self.max_bytes = max_bytes
+        self.stopped = stopped
+
+    def refresh(self, current: dict[str, Entry], stats: IndexStats) -> None:
+        """Bring the rows to ``current`` (the folder's files now), counting in ``stats``."""
+        conn = self.conn
+        known = {
+            p: (i, m, s, k) for i, p, m, s, k in conn.execute(
+                "SELECT id, path, mtime_ns, size, skipped FROM files")
+        }
+        next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM passages").fetchone()[0])
+        changed = 0
+        written = 0
+        conn.execute("BEGIN IMMEDIATE")
+        done = False
+        try:
+            for path, (file_id, _m, _s, _k) in known.items():
+                if path not in current:
+                    changed += _delete(conn, file_id)
+                    stats.removed += 1
+            for path, entry in sorted(current.items()):
+                old = known.get(path)
+                if old is not None and unchanged(old[1:], entry, self.max_bytes):
+                    stats.unchanged += 1
+                    if old[3] is not None:
+                        stats.skipped.append((path, old[3]))
+                    continue
+                if self.stopped():
+                    break
+                if old is not None:
+                    changed += _delete(conn, old[0])
+                next_id, chars, reason = self.write(path, entry, next_id)
+                written += chars
+                if reason is not None:
+                    stats.skipped.append((path, reason))
+                if old is None:
+                    stats.added += 1
+                else:
+                    stats.updated += 1
+                if written >= _COMMIT_CHARS:
+                    conn.execute("COMMIT")
+                    conn.execute("BEGIN IMMEDIATE")
+                    written = 0
+            conn.execute("COMMIT")
+            done = True
+        finally:
+            if not done and conn.in_transaction:
+                conn.execute("ROLLBACK")
+        stats.documents, stats.passages = (int(x) for x in conn.execute(
+            "SELECT (SELECT count(*) FROM files WHERE skipped IS NULL), "
+            "(SELECT count(*) FROM passages)").fetchone())
+        if changed:
+            _tidy(conn, changed, stats.passages)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def write(self, path: str, entry: Entry, next_id: int) -> tuple[int, int, str | None]:
+        """Index one file (inside the caller's transaction): (the last passage id used,
+        characters written, why it was not indexed or None)."""
+        conn = self.conn
+        first = next_id
+        file_id: int | None = None
+        try:
+            doc = read_file(self.root + b"/" + entry.raw, size=entry.size,
+                            max_bytes=self.max_bytes, stopped=self.stopped)
+            file_id = conn.execute(
+                "INSERT INTO files (path, raw, mtime_ns, size, title, kind, signature) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (path, entry.raw, entry.mtime_ns, entry.size, doc.title, doc.kind,
+                 doc.signature),
+            ).lastrowid
+            assert file_id is not None
+            length = 0
+            batch: list[tuple[int, int, str, str]] = []
+            for passage in doc.passages:
+                next_id += 1
+                batch.append((next_id, passage.start, passage.heading, passage.text))
+                length = passage.start + len(passage.text)
+                if len(batch) >= _BATCH:
+                    _insert(conn, file_id, doc.title, batch)
+                    batch = []
+            _insert(conn, file_id, doc.title, batch)
+            conn.execute("UPDATE files SET length = ? WHERE id = ?", (length, file_id))
+            return next_id, length, None
+        except (NotIndexed, OSError, UnicodeError, ValueError) as exc:
+            # No savepoint per file (FTS5 flushes its pending terms at every one, which
+            # made indexing three times slower): what was written of it is taken back.
+            if file_id is not None:
+                _delete(conn, file_id)
+            conn.execute("DELETE FROM passage_text WHERE rowid > ? AND rowid <= ?",
+                         (first, next_id))
+            reason = str(exc) if isinstance(exc, NotIndexed) else _unreadable(exc)
+            conn.execute(
+                "INSERT INTO files (path, raw, mtime_ns, size, skipped) VALUES (?, ?, ?, ?, ?)",
+                (path, entry.raw, entry.mtime_ns, entry.size, reason),
+            )
+            return first, 0, reason
+
+
+    def reindex(self, path: str, entry: Entry) -> None:
+        """Index one changed or new file now, in a transaction of its own."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        done = False
+        try:
+            old = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+            if old is not None:
+                _delete(conn, int(old[0]))
+            next_id = int(conn.execute(
+                "SELECT coalesce(max(id), 0) FROM passages").fetchone()[0])
+            self.write(path, entry, next_id)
+            conn.execute("COMMIT")
+            done = True
+        finally:
+            if not done and conn.in_transaction:
+                conn.execute("ROLLBACK")
+
+
+def _insert(
+    conn: sqlite3.Connection, file_id: int, title: str, batch: list[tuple[int, int, str, str]]
+) -> None:
+    if not batch:
+        return
+    conn.executemany("INSERT INTO passages (id, file, start) VALUES (?, ?, ?)",
+                     [(i, file_id, start) for i, start, _, _ in batch])
+    conn.executemany(
+        "INSERT INTO passage_text (rowid, title, heading, body) VALUES (?, ?, ?, ?)",
+        [(i, title, heading, body) for i, _, heading, body in batch],
+    )
+
+
+def _delete(conn: sqlite3.Connection, file_id: int) -> int:
+    """Remove a file and its passages; how many passages went."""
+    conn.execute(
+        "DELETE FROM passage_text WHERE rowid IN (SELECT id FROM passages WHERE file = ?)",
+        (file_id,),
+    )
+    # Counted on the plain table: a virtual table's rowcount says nothing.
+    gone = conn.execute("DELETE FROM passages WHERE file = ?", (file_id,)).rowcount
+    conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
+    return max(gone, 1)
+
+
+def _tidy(conn: sqlite3.Connection, changed: int, total: int) -> None:
+    """After deletions: merge FTS5's segments (an update-only refresh must not grow the
+    index) and give the freed pages back to the file system."""
+    if changed * 8 >= total:
+        conn.execute("INSERT INTO passage_text (passage_text) VALUES ('optimize')")
+    else:
+        conn.execute("INSERT INTO passage_text (passage_text, rank) VALUES ('merge', 500)")
+    # executescript steps it to the end (execute() would free one page per call).
+    conn.executescript("PRAGMA incremental_vacuum;")
+
+
+def _unreadable(exc: BaseException) -> str:
+    """Why a file could not be read, without its absolute path."""
+    if isinstance(exc, OSError):
+        return f"unreadable ({exc.strerror or type(exc).__name__})"
+    return f"unreadable ({type(exc).__name__})"
