@@ -154,7 +154,11 @@ _ASK_FIELDS = {"--docs": "docs", "--search": "search", "FANOUT_SEARCH": "search"
 _NO_TOOLS = ("tools to research with: docs (a folder the server serves), web: true (the "
              "server's search backend), search (searxng:URL, brave or tavily) or tools (a "
              "tools file's text: tools, mcp_servers, research_tools)")
-_NO_MODEL = "a model: model (PROVIDER:NAME), or a model block in tools (the server has none)"
+_NO_MODEL = ("a model: model (PROVIDER:NAME), or a model block in tools (the server has "
+             "none); or, for a retrieval-only answer without a model, docs or web")
+_SCRIPTED = ("a model block with provider: scripted and its turns in tools (per subtask id, "
+             "and lead for the plan and the answer); or no model at all, for a "
+             "retrieval-only answer from docs or web")
 
 
 def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
@@ -165,8 +169,10 @@ def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
         field, expected = _ASK_FIELDS.get(e.file, e.field or "<document>"), e.expected
         if e.field == "tools" and e.got == "no tools":
             expected = _NO_TOOLS
-        elif e.file == "--model" and e.got == "no model":
+        elif e.file == "--model" and e.got in ("no model", "no model and no search tool"):
             expected = _NO_MODEL
+        elif e.file == "--model" and e.got == "scripted":
+            expected = _SCRIPTED
         expected = expected.replace("come from the command line", "are fields of the ask")
         out.append(problem(field, expected, e.got, line=e.line, file=file))
     return out

@@ -87,7 +87,7 @@ def test_a_file_cannot_allow_private_fetches(tmp_path: Path, command: str) -> No
         where = "job.yaml:5"
     else:
         (tmp_path / "tools.yaml").write_text(body)
-        done = _cli(tmp_path, "ask", "q?", "--tools", "tools.yaml", "--model", "scripted")
+        done = _cli(tmp_path, "ask", "q?", "--tools", "tools.yaml")  # retrieval only
         where = "tools.yaml:4"
     assert done.returncode == 2, done.stdout + done.stderr
     err = " ".join(done.stderr.split())

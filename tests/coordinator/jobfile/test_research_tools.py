@@ -94,6 +94,6 @@ def test_ask_composes_research_tools_from_flags_file_and_environment(tmp_path: P
     flagged, _, _ = build_ask_job("q?", tools, search="tavily", env_search="brave")
     assert flagged.research_tools is not None and flagged.research_tools.web is not None
     assert flagged.research_tools.web.search == "tavily"
-    env_only, _, _ = build_ask_job("q?", None, model="scripted", env_search="searxng:http://s:1")
+    env_only, _, _ = build_ask_job("q?", None, env_search="searxng:http://s:1")  # no model
     assert env_only.research_tools is not None and env_only.research_tools.web is not None
     assert env_only.research_tools.web.url == "http://s:1"

@@ -202,7 +202,8 @@ def test_the_operators_searxng_is_trusted_and_no_other_loopback_is(
             assert srv.stop() == 0, srv.log.read_text()
         searched, other_searched, fetched = len(searx.requests), len(other.requests), len(
             web.requests)
-    assert searched == 1 and other_searched == 0 and fetched == 0
+    # Two searches: search first (the subtask's own query), then the model's own call.
+    assert searched == 2 and other_searched == 0 and fetched == 0
     assert report["answer"]["sources"][0]["url"] == "https://example.org/na"
     assert "<https://example.org/na>" in md
     findings = report2["answer"]["sections"][0]["findings"]
@@ -273,7 +274,8 @@ def test_a_body_that_is_not_json_is_a_declared_400(
 
 @pytest.mark.parametrize(("body", "field"), [
     pytest.param({"model": "scripted"}, "tools", id="no-tools"),
-    pytest.param({"docs": "."}, "model", id="no-model"),
+    # No model at all is a retrieval-only ask (201); a scripted one needs its turns.
+    pytest.param({"docs": ".", "model": "scripted"}, "model", id="scripted-without-turns"),
     pytest.param({"docs": ".", "model": "nobody:x"}, "model", id="unknown-provider"),
     pytest.param({"docs": ".", "search": "altavista", "model": "scripted"}, "search",
                  id="unknown-search"),

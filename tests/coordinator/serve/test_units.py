@@ -218,8 +218,9 @@ def test_an_ask_whose_lead_is_still_planning_has_no_gaps_and_no_coverage_yet(
     from coordinator.store.runs import RunStore
 
     tools = yaml.safe_dump({"tools": {"lookup": {"params": {"q": {"type": "string"}},
-                                                 "responses": [{"ok": {"a": 1}}]}}})
-    _, text, file = build_ask_job("q?", None, model="scripted", tools_text=tools,
+                                                 "responses": [{"ok": {"a": 1}}]}},
+                            "model": {"provider": "scripted", "turns": {"lead": [{"text": "-"}]}}})
+    _, text, file = build_ask_job("q?", None, tools_text=tools,
                                   tools_name="POST /ask")
     store = RunStore(tmp_path / "runs.sqlite")
     recorder = store.create_run(job="ask", query="q?", file=file, spec_text=text, seed="0",

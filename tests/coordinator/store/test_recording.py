@@ -51,8 +51,9 @@ def test_a_run_whose_lead_failed_records_and_replays(
         tools = tmp_path / "tools.yaml"
         tools.write_text(TOOLS_FILE)
         argv = ["ask", "what is new in batteries?", "--tools", str(tools)]
-    assert main([*argv, "--json", "--speed", "1000", "--store", store, "--record", str(out)]) == 0
+    code = main([*argv, "--json", "--speed", "1000", "--store", store, "--record", str(out)])
     live = json.loads(capsys.readouterr().out)
+    assert code == (3 if live["outcome"] == "failed" else 0)  # exit 3: a failed run
     assert live["gaps"][0]["subtask_id"] == "lead"
     assert [s["id"] for s in live["subtasks"]] == ["lead", "question"]
     assert main(["replay", str(out), "--json"]) == 0, capsys.readouterr().err
