@@ -7,8 +7,9 @@ bounded whatever the size of the documents:
 - each word's frequency is counted only up to :data:`BUDGET` passages;
 - the words are taken rarest first while their passages together stay within the
   budget (a word in most passages — "how", "the" — ranks little and costs most);
-- when every word is that common, the first thousand passages holding all of them are
-  ranked instead of every one (such a query names no topic: "the", "python");
+- when every word is that common, the passages holding the two rarest are ranked, by
+  bm25 when they are few enough, else a sample of a hundred from all over the index on
+  their titles and headings (``_common``);
 - snippets are cut from the few passages shown, in Python, never by FTS5 over a row.
 
 The best passage of each document is its result, scored by its bm25 raised a little by
@@ -25,16 +26,20 @@ import re
 import sqlite3
 from typing import Any
 
-from subagents.research.documents.passages import same_text, snippet
+from subagents.research.documents.passages import Sketches, same_text, sketches, snippet
 
 __all__ = ["BUDGET", "STOPWORDS", "WEIGHTS", "query_words", "read_window", "search"]
 
-BUDGET = 4000  # passages one search ranks at most (bm25 costs a few µs a passage)
-_COMMON_BUDGET = 1000  # … when every word of the query is more common than that
+BUDGET = 2000  # passages an OR of the words may rank (bm25 costs a few µs a passage)
+_AND_BUDGET = 3000  # passages holding two common words bm25 may rank
+_SCAN = 20_000  # passages holding a word that bm25's weight of it may read
+_SAMPLE = 96  # passages ranked here, in Python, when even that is too many …
+_SLICES = 8  # … taken from this many stretches of the index
 WEIGHTS = (4.0, 2.0, 1.0)  # bm25 weights of title, heading, body
 _POOL = 200  # passages ranked for one search (the best of each document kept)
 _MORE = 3  # a document's next best passages that add to its score …
 _SPREAD = 0.2  # … each at this fraction of its own
+_LOOK = 3  # documents looked at per result wanted (the others cannot be shown)
 _WORD = re.compile(r"\w+", re.UNICODE)
 # A question's function words: in a passage index they are not rare enough to be
 # ignored by bm25 (FAQ headings begin "How do I …?"), and they never name a topic.
@@ -67,17 +72,23 @@ def _phrase(word: str) -> str:
     return '"' + word.replace('"', "") + '"'
 
 
-def _frequency(conn: sqlite3.Connection, word: str) -> int:
-    """How many passages hold ``word``, counted up to ``BUDGET + 1``."""
+def _count(conn: sqlite3.Connection, match: str, cap: int) -> int:
+    """How many passages ``match`` finds, counted up to ``cap`` (reading no further)."""
     row = conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM passage_text WHERE passage_text MATCH ? LIMIT ?)",
-        (_phrase(word), BUDGET + 1),
+        (match, cap),
     ).fetchone()
     return int(row[0])
 
 
+def _frequency(conn: sqlite3.Connection, word: str) -> int:
+    """How many passages hold ``word``, counted up to ``BUDGET + 1``."""
+    return _count(conn, _phrase(word), BUDGET + 1)
+
+
 def _candidates(conn: sqlite3.Connection, words: list[str], wanted: int) -> list[tuple[int, float]]:
-    """(passage id, bm25) of the best ``wanted`` passages for ``words``, best first."""
+    """(passage id, score: bm25, lower is better) of the best ``wanted`` passages for
+    ``words``, best first."""
     counts = {w: _frequency(conn, w) for w in words}
     present = sorted((w for w in words if counts[w]), key=lambda w: counts[w])
     if not present:
@@ -89,23 +100,58 @@ def _candidates(conn: sqlite3.Connection, words: list[str], wanted: int) -> list
             break
         chosen.append(word)
         total += counts[word]
-    weights = ", ".join(f"{w:g}" for w in WEIGHTS)
     if total <= BUDGET:
-        rows = conn.execute(
-            f"SELECT rowid, bm25(passage_text, {weights}) AS score FROM passage_text "
-            "WHERE passage_text MATCH ? ORDER BY score LIMIT ?",
-            (" OR ".join(_phrase(w) for w in chosen), wanted),
+        return _bm25(conn, " OR ".join(_phrase(w) for w in chosen), wanted)
+    return _common(conn, present, wanted)
+
+
+def _bm25(conn: sqlite3.Connection, match: str, wanted: int) -> list[tuple[int, float]]:
+    weights = ", ".join(f"{w:g}" for w in WEIGHTS)
+    rows = conn.execute(
+        f"SELECT rowid, bm25(passage_text, {weights}) AS score FROM passage_text "
+        "WHERE passage_text MATCH ? ORDER BY score LIMIT ?",
+        (match, wanted),
+    ).fetchall()
+    return [(int(i), float(score)) for i, score in rows]
+
+
+def _common(conn: sqlite3.Connection, present: list[str], wanted: int) -> list[tuple[int, float]]:
+    """Every word is in more passages than an OR may rank ("python function" in Python's
+    documentation; any word of a 200 MB file): the passages holding the two rarest.
+
+    bm25 ranks them when they are few enough and bm25's own weight of each word (which
+    reads every passage holding it) stays cheap; otherwise a sample of the passages
+    holding them, from all over the index, is ranked here on their titles and headings.
+    """
+    pair = present[:2]
+    match = " AND ".join(_phrase(w) for w in pair)
+    both = _count(conn, match, _AND_BUDGET + 1)
+    if both == 0:  # the two never meet: the rarer alone
+        pair, match = present[:1], _phrase(present[0])
+    elif both <= _AND_BUDGET and all(
+        _count(conn, _phrase(w), _SCAN + 1) <= _SCAN for w in pair
+    ):
+        return _bm25(conn, match, wanted)
+    # A sample from across the index (rowids follow the files' order: the first ones alone
+    # would all be one corner of the folder).
+    low, high = conn.execute(  # two subqueries: each an index lookup, not a scan
+        "SELECT (SELECT min(id) FROM passages), (SELECT max(id) + 1 FROM passages)"
+    ).fetchone()
+    step = max(1, (high - low) // _SLICES)
+    rows = []
+    for lo in range(low, high, step):
+        # Titles and headings only: a passage's text is the bulk of its row, read from
+        # disk for nothing here.
+        rows += conn.execute(
+            "SELECT rowid, title, heading FROM passage_text WHERE passage_text MATCH ? "
+            "AND rowid >= ? AND rowid < ? LIMIT ?", (match, lo, lo + step, _SAMPLE // _SLICES),
         ).fetchall()
-    else:
-        # Every word is in more passages than a search ranks: the first of those holding
-        # all of them, ranked among themselves.
-        rows = conn.execute(
-            f"SELECT rowid, bm25(passage_text, {weights}) FROM passage_text "
-            "WHERE passage_text MATCH ? LIMIT ?",
-            (" AND ".join(_phrase(w) for w in present), _COMMON_BUDGET),
-        ).fetchall()
-        rows = sorted(rows, key=lambda r: r[1])[:wanted]
-    return [(int(i), float(s)) for i, s in rows]
+    scored = []
+    for rank, (rowid, title, heading) in enumerate(rows):
+        title, heading = title.lower(), heading.lower()
+        hits = sum(4 * (w in title) + 2 * (w in heading) for w in pair)
+        scored.append((int(rowid), -hits - 1 / (2 + rank)))
+    return sorted(scored, key=lambda r: r[1])[:wanted]
 
 
 def search(conn: sqlite3.Connection, query: str, limit: int) -> list[dict[str, Any]]:
@@ -133,12 +179,14 @@ def search(conn: sqlite3.Connection, query: str, limit: int) -> list[dict[str, A
         file, start, path, title, kind, sig = meta[passage]
         entry = files.get(file)
         if entry is None:
-            files[file] = _File(path, title, kind, bytes(sig), passage, start, -score)
+            files[file] = _File(path, title, kind, sketches(sig), passage, start, -score)
         elif len(entry.more) < _MORE:
             entry.more.append(-score)
     groups: list[list[_File]] = []
-    for entry in sorted(files.values(), key=lambda f: -f.score):
-        group = next((g for g in groups if any(same_text(entry.sig, o.sig) for o in g)), None)
+    # The best documents only (a twin ranks near its other name): each compared with
+    # each group's first document, a twin being the same text as it.
+    for entry in sorted(files.values(), key=lambda f: -f.score)[:limit * _LOOK]:
+        group = next((g for g in groups if same_text(entry.sig, g[0].sig)), None)
         if group is not None:
             group.append(entry)
         elif len(groups) < limit:
@@ -151,7 +199,7 @@ class _File:
 
     __slots__ = ("kind", "more", "passage", "path", "sig", "start", "title", "top")
 
-    def __init__(self, path: str, title: str, kind: str, sig: bytes, passage: int,
+    def __init__(self, path: str, title: str, kind: str, sig: Sketches, passage: int,
                  start: int, top: float) -> None:
         self.path, self.title, self.kind, self.sig = path, title, kind, sig
         self.passage, self.start, self.top = passage, start, top

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, P
     papers.mkdir()
     (papers / "perovskite.md").write_text(
         "# Perovskite tandem cells\n\nPerovskite-silicon tandem cells reached 33.9 percent.\n")
+    # A name that is not UTF-8 once crash-looped the service's runs: now it is indexed.
+    with open(os.fsencode(papers) + b"/tandem-r\xe9sum\xe9.md", "wb") as f:
+        f.write(b"# Tandem notes\n\nOlder tandem cells reached 29 percent.\n")
     srv = start_server(tmp, "--docs", str(papers))
     yield srv, tmp
     assert srv.stop() == 0, srv.log.read_text()
