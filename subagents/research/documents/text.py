@@ -115,7 +115,8 @@ def text_title(text: str, headings: list[tuple[int, int, str]]) -> str:
         in_directive = line.startswith("..") or bool(re.match(r":[\w-]+:", line))
         if in_directive or _UNDERLINE.fullmatch(line.rstrip()):
             continue
-        title = clean_inline(line.lstrip("#").strip())
+        heading = line.lstrip("#")  # a Markdown heading's marks
+        title = clean_inline(heading.strip())
         if title:
             return title[:200]
     return ""
