@@ -48,7 +48,7 @@ def postgres_cluster() -> Iterator[Any]:
 def _fresh_endpoint_limiters() -> None:
     """Each test starts with no shared endpoint limiter and no learned endpoint facts: one
     test's 429 or context window never reaches another's (session servers share ports)."""
-    from subagents.models.endpoint import forget_endpoints
+    from subagents.models.endpoints.facts import forget_endpoints
     from subagents.models.limiter import forget_shared_limiters
 
     forget_shared_limiters()

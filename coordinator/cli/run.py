@@ -51,7 +51,7 @@ from subagents.simulated.tools import SimulatedTools
 
 if TYPE_CHECKING:
     from subagents.mcp.tools import McpToolSource
-    from subagents.models.preflight import EndpointProblem
+    from subagents.models.endpoints.preflight import EndpointProblem
     from subagents.research.tools import ResearchTools
 
 
@@ -178,7 +178,7 @@ def check_model_endpoint(
         return None
     import os
 
-    from subagents.models.preflight import check_endpoint
+    from subagents.models.endpoints.preflight import check_endpoint
 
     spec = scenario.model
 

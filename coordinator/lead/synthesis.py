@@ -28,8 +28,8 @@ from coordinator.lead.extractive import with_extractive_answer
 from coordinator.report import CoverageReport, Section
 from coordinator.sources import cited_sources, number_sources, source_texts
 from subagents.models.base import UserMessage
-from subagents.models.endpoint import SAFETY_TOKENS, EndpointFacts, fitted_max_tokens
-from subagents.planners.model import probe_endpoint_of
+from subagents.models.endpoints.facts import SAFETY_TOKENS, EndpointFacts, fitted_max_tokens
+from subagents.planners.search import probe_endpoint_of
 
 _FINDING_CHARS = 1200  # of one finding's data
 _TOTAL_CHARS = 24000  # of all findings together
@@ -189,7 +189,7 @@ async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageRepor
     facts = getattr(lead.client, "facts", None)
     fitted, prompt, cut = _fitted(report, facts, cap or lead.model.max_tokens)
     # No window known: the model block's own max_tokens (or the budget's cap), as ever,
-    # but for a local server's bound (subagents.models.endpoint.UNSTATED_LOCAL_MAX_TOKENS).
+    # but for a local server's bound (subagents.models.endpoints.facts.UNSTATED_LOCAL_MAX_TOKENS).
     sent = fitted if isinstance(facts, EndpointFacts) and (facts.window or facts.local) else cap
     result, turn = await lead.call(SYSTEM, [UserMessage(prompt)], max_tokens=sent)
     if (

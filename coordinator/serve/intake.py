@@ -26,7 +26,8 @@ from coordinator.jobfile.research import ResearchPolicy, check_research_policy
 from coordinator.jobfile.scenario import Scenario
 from coordinator.serve.schemas import InputProblem
 from shared.errors import InputFileError, InputFileErrors
-from subagents.models.spec import DEFAULT_KEY_ENV, ModelSpec
+from subagents.models.endpoints.preflight import keyless
+from subagents.models.spec import DEFAULT_KEY_ENV
 
 BodyKind = Literal["yaml", "json"]
 
@@ -154,11 +155,9 @@ _ASK_FIELDS = {"--docs": "docs", "--search": "search", "FANOUT_SEARCH": "search"
 _NO_TOOLS = ("tools to research with: docs (a folder the server serves), web: true (the "
              "server's search backend), search (searxng:URL, brave or tavily) or tools (a "
              "tools file's text: tools, mcp_servers, research_tools)")
-_NO_MODEL = ("a model: model (PROVIDER:NAME), or a model block in tools (the server has "
-             "none); or, for a retrieval-only answer without a model, docs or web")
-_SCRIPTED = ("a model block with provider: scripted and its turns in tools (per subtask id, "
-             "and lead for the plan and the answer); or no model at all, for a "
-             "retrieval-only answer from docs or web")
+_NO_MODEL = "a model (PROVIDER:NAME) or a model block in tools; or docs or web (retrieval only)"
+_WORDS = {("--model", "no model"): _NO_MODEL, ("--model", "no model and no search tool"): _NO_MODEL,
+          ("--model", "scripted"): "a model block of provider scripted with turns in tools"}
 
 
 def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
@@ -167,12 +166,7 @@ def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
     out = []
     for e in exc.errors if isinstance(exc, InputFileErrors) else [exc]:
         field, expected = _ASK_FIELDS.get(e.file, e.field or "<document>"), e.expected
-        if e.field == "tools" and e.got == "no tools":
-            expected = _NO_TOOLS
-        elif e.file == "--model" and e.got in ("no model", "no model and no search tool"):
-            expected = _NO_MODEL
-        elif e.file == "--model" and e.got == "scripted":
-            expected = _SCRIPTED
+        expected = _WORDS.get((e.file, e.got), expected)
         expected = expected.replace("come from the command line", "are fields of the ask")
         out.append(problem(field, expected, e.got, line=e.line, file=file))
     return out
@@ -331,15 +325,6 @@ def _check_research(
             )])
 
 
-def _local_endpoint(model: ModelSpec, environ: Mapping[str, str]) -> bool:
-    """Whether the server's endpoint for ``model`` is a local one that needs no key (its
-    operator's ``serve --base-url`` or OPENAI_BASE_URL naming this machine or its network)."""
-    from subagents.models.local import is_local
-    from subagents.models.preflight import endpoint_url
-
-    return model.provider == "openai" and is_local(endpoint_url(model, environ))
-
-
 def parse_job(
     body: bytes,
     kind: BodyKind,
@@ -385,7 +370,7 @@ def parse_job(
         model is not None
         and (variable := model.key_env)
         and not environ.get(variable, "").strip()
-        and not _local_endpoint(model, environ)
+        and not keyless(model, environ)  # a local server (serve --base-url): no key
     ):
         # As `fanout run` does before recording: the key is the server's, from its
         # environment; a job naming a variable the server lacks cannot run.

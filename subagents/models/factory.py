@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from shared.clock import Clock
 from shared.errors import FanoutError
 from subagents.models.base import ModelClient
+from subagents.models.endpoints.local import is_local
 from subagents.models.limiter import attach_limiter, limiter_for, shared_limiter
-from subagents.models.local import is_local
 from subagents.models.scripted import ScriptedModel
 from subagents.models.spec import ModelSpec
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from shared.categories import Trigger
-from shared.envelope import Finding, ToolError, ToolResult
+from shared.envelope import Finding, ToolError
 from subagents.executor import ExecEvent
 from subagents.jitter import DeferredRandom
 from subagents.models.base import (
@@ -35,7 +35,7 @@ from subagents.models.base import (
     UserMessage,
 )
 from subagents.models.call import MODEL_TOOL, call_model
-from subagents.models.endpoint import SAFETY_TOKENS, EndpointFacts, fitted_max_tokens
+from subagents.models.endpoints.facts import SAFETY_TOKENS, EndpointFacts, fitted_max_tokens
 from subagents.models.spec import ModelSpec
 from subagents.models.spend import Spent, TokenMeter, add_spent, counted
 from subagents.planners.base import (
@@ -46,6 +46,7 @@ from subagents.planners.base import (
     Observation,
     PlanEnv,
 )
+from subagents.planners.failures import budget_spent, model_failure
 from subagents.planners.prompt import (
     ESCALATE_SCHEMA,
     ESCALATE_TOOL,
@@ -54,6 +55,7 @@ from subagents.planners.prompt import (
     system_prompt,
     tool_specs,
 )
+from subagents.planners.search import is_search, probe_endpoint_of
 from subagents.planners.transcript import (
     Entry,
     ResultEntry,
@@ -65,27 +67,6 @@ from subagents.planners.transcript import (
     entry_out,
 )
 from subagents.schema import validate
-from subagents.tool import Tool
-
-SEARCH_TOOLS = frozenset({"docs.search", "web.search"})
-"""The built-in searches (DESIGN §10); any other tool is one when declared ``search: true``."""
-
-
-async def probe_endpoint_of(client: ModelClient) -> None:
-    """Ask a live endpoint what it is (its window, its slots) before the first request.
-
-    Once per endpoint and process; a client without a probe (the scripted model, the
-    official APIs) has nothing to ask. A probe that fails says nothing (the window is
-    then learned from a refusal).
-    """
-    probe = getattr(client, "server_profile", None)
-    if probe is not None:
-        await probe()
-
-
-def is_search(tool: Tool) -> bool:
-    """Whether ``tool`` is a search a subtask starts with (DESIGN §7, "Search first")."""
-    return tool.search or tool.name in SEARCH_TOOLS
 
 
 @runtime_checkable
@@ -439,75 +420,3 @@ def _signature(tool: str, args: dict[str, Any]) -> str:
 def _trigger(value: str) -> Trigger:
     assert value in MODEL_TRIGGERS
     return value  # type: ignore[return-value]  # checked against the closed list above
-
-
-def budget_spent(why: str) -> EscalateAction:
-    """The hand-up of a subagent whose job has spent its token budget (less the reserve)."""
-    return EscalateAction(
-        "threshold_breach",
-        f"the job's token budget is spent: {why}",
-        category="business",
-        alternatives=(
-            "raise job.budget (fanout ask --budget) and run the job again",
-            "narrow the question, so fewer subtasks share the budget",
-        ),
-    )
-
-
-def model_failure(result: ToolResult, model: ModelSpec) -> EscalateAction:
-    """The escalation a model call that failed for good leads to (DESIGN §7's table)."""
-    message = f"model: {result.message or 'the model call failed'}"
-    name, provider = model.model_name, model.provider
-    other = f"plan the subtask with another model (model.name, now {name!r}) or provider"
-    if result.error_type == "context_length":
-        # The transcript outgrew the model's window: a budget stop, not a fault.
-        return EscalateAction(
-            "context_budget",
-            message,
-            alternatives=(f"use a model with a larger context window than {name!r}",),
-        )
-    if result.category == "business":
-        return EscalateAction(
-            "threshold_breach",
-            message,
-            result=result,
-            alternatives=(
-                f"raise the {provider} account's quota or spend limit, or wait for it to reset",
-                other,
-            ),
-        )
-    if result.category == "validation":
-        # Nothing the model can correct (no such model): a validation error with no
-        # correction is no_progress; it routes as a gap.
-        return EscalateAction(
-            "no_progress",
-            message,
-            result=result,
-            alternatives=(f"set model.name to a model {provider} serves (not {name!r})",),
-        )
-    if result.category == "permission":
-        key = model.key_env or "the key variable"
-        return EscalateAction(
-            "permission_denied",
-            message,
-            result=result,
-            alternatives=(f"set {key} to a {provider} key allowed to use {name!r}", other),
-        )
-    if result.category == "transient":
-        return EscalateAction(
-            "retries_exhausted",
-            message,
-            result=result,
-            alternatives=(
-                f"retry later: {provider} answered {result.error_type} "
-                f"{result.attempts} times",
-                f"raise model.retry.max_attempts (now {model.retry.max_attempts})",
-                other,
-            ),
-        )
-    return EscalateAction(
-        "internal_error",
-        message,
-        result=result,
-        alternatives=(f"report a bug in fanout's {provider} request: {result.message}",),
-    )

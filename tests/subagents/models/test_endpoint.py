@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from subagents.models import ModelCallFailed, ModelRequest, OpenAIClient, UserMessage
-from subagents.models.endpoint import EndpointFacts, fitted_max_tokens, read_refusal
+from subagents.models.endpoints.facts import EndpointFacts, fitted_max_tokens, read_refusal
 from subagents.models.factory import build_client
 from subagents.models.limiter import limiter_of
 from subagents.models.spec import ModelSpec

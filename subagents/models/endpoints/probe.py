@@ -4,7 +4,7 @@ One probe per endpoint and process, made with the first call: what ``GET /v1/mod
 answered (its ``owned_by`` and, on vLLM, ``max_model_len``), then the server's own word
 where it has one (llama.cpp's ``/props``, Ollama's ``/api/show``). A probe that fails
 says nothing: the window is then learned from the first refusal that names it
-(:mod:`subagents.models.endpoint`). The key goes in the header the server expects and
+(:mod:`subagents.models.endpoints.facts`). The key goes in the header the server expects and
 nowhere else.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import httpx
 
-from subagents.models.endpoint import EndpointFacts
+from subagents.models.endpoints.facts import EndpointFacts
 
 __all__ = ["OLLAMA_DEFAULT_NUM_CTX", "probe_endpoint"]
 

@@ -21,10 +21,11 @@ import httpx
 from shared.clock import Clock
 from subagents.executor import execute_tool_safely
 from subagents.jitter import DeferredRandom
+from subagents.models.endpoints.local import is_local
 from subagents.models.spec import ModelSpec
 from subagents.tool import Tool
 
-__all__ = ["EndpointProblem", "check_endpoint", "endpoint_url"]
+__all__ = ["EndpointProblem", "check_endpoint", "endpoint_url", "keyless"]
 
 _NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 _OFFICIAL = ("api.openai.com", "api.anthropic.com")
@@ -45,6 +46,16 @@ def endpoint_url(spec: ModelSpec, environ: Mapping[str, str]) -> str | None:
         return None
     variable = "OPENAI_BASE_URL" if spec.provider == "openai" else "ANTHROPIC_BASE_URL"
     return spec.base_url or environ.get(variable) or None
+
+
+def keyless(spec: ModelSpec, environ: Mapping[str, str]) -> bool:
+    """Whether ``spec``'s endpoint is a local OpenAI-compatible server that needs no key
+    (``base_url``, or OPENAI_BASE_URL, on this machine or its network; DESIGN §7)."""
+    return (
+        spec.provider == "openai"
+        and not spec.api_key_env
+        and is_local(endpoint_url(spec, environ))
+    )
 
 
 async def check_endpoint(
