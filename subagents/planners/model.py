@@ -2,8 +2,10 @@
 
 Each tool call the model makes is one logical call of the loop (allowlist, arguments,
 gate, ``execute_tool_safely``); its final envelope goes back as the tool result. The
-calls of one turn are proposed one after another, in order; when every one has its
-result, the model is asked again. A turn without a tool call ends the subtask with its
+calls of one turn are proposed in order; the loop may take several at once and run them
+together (:meth:`ModelPlanner.more_calls`, DESIGN §7 "Parallel calls"), and their results
+come back in the order the model asked. When every one has its result, the model is
+asked again. A turn without a tool call ends the subtask with its
 text as a finding. What the model gets wrong (an invented tool, arguments that are not
 a JSON object or fail the schema, a bad ``escalate``) goes back to it as a validation
 envelope; the tool never runs. A model call that fails for good becomes the escalation
@@ -121,7 +123,9 @@ class ModelPlanner:
     seed: object = 0
     entries: list[Entry] = field(default_factory=list)
     queue: list[ToolCall] = field(default_factory=list)
-    awaiting: CallAction | None = None
+    # The calls proposed and not answered yet, in the turn's order: one, or the calls of
+    # a turn that run together.
+    awaiting: list[CallAction] = field(default_factory=list)
     calls_made: int = 0
     model_attempts: int = 0
     # Coverage is evidence (DESIGN §7): ok envelopes of real tools, whether the model was
@@ -154,28 +158,92 @@ class ModelPlanner:
             first = self._search_first(env)
             if first is not None:
                 return first
-        if last is not None and self.awaiting is not None:
-            if last.action.call_id == self.awaiting.call_id:
-                self.refused_last = last.result.category == "validation"
-                if last.result.ok:
-                    self.evidence += 1
-                    key = _signature(last.action.tool, last.action.args)
-                    self.ok_calls[key] = self.ok_calls.get(key, 0) + 1
-                self.entries.append(
-                    ResultEntry(
-                        call_id=self.awaiting.call_id or "",
-                        name=self.awaiting.tool,
-                        index=len(env.context.messages) - 1,
-                        is_error=not last.result.ok,
-                    )
-                )
-                self.awaiting = None
-        elif last is None and self.awaiting is not None:
-            # The retry round (or a resume): the call that failed is made again.
-            return self.awaiting
+        if last is not None:
+            self._take(last, len(env.context.messages) - 1)
+        if self.awaiting:
+            # The retry round (or a resume): the call that failed is made again, then
+            # the calls of its turn that had no result either.
+            return self.awaiting[0]
         if self.queue:
             return self._propose(self.queue.pop(0))
         return await self._ask(env)
+
+    def observe(self, observation: Observation, env: PlanEnv) -> None:
+        """Take the result of one call of a turn whose calls ran together.
+
+        Its result is the context's newest message: the loop adds each call and its
+        result in the turn's order before it tells the planner.
+        """
+        self._take(observation, len(env.context.messages) - 1)
+
+    def _take(self, last: Observation, index: int) -> None:
+        """Record ``last``'s result in the transcript, where the turn's order puts it."""
+        i = next(
+            (k for k, a in enumerate(self.awaiting) if a.call_id == last.action.call_id), None
+        )
+        if i is None:
+            return
+        answered = self.awaiting.pop(i)
+        self.refused_last = last.result.category == "validation"
+        if last.result.ok:
+            self.evidence += 1
+            key = _signature(last.action.tool, last.action.args)
+            self.ok_calls[key] = self.ok_calls.get(key, 0) + 1
+        entry = ResultEntry(
+            call_id=answered.call_id or "",
+            name=answered.tool,
+            index=index,
+            is_error=not last.result.ok,
+        )
+        self.entries.insert(self._result_position(answered), entry)
+
+    def _result_position(self, call: CallAction) -> int:
+        """Where a result goes in the transcript: after the results of the calls its turn
+        made before it (a call retried in the retry round answers before the later calls
+        of its turn that ran beside it), so results go back in the order asked."""
+        turn = next(
+            (e.turn for e in reversed(self.entries) if isinstance(e, AssistantMessage)), None
+        )
+        order = {c.id: n for n, c in enumerate(turn.calls)} if turn is not None else {}
+        mine = order.get(call.call_id or "", len(order))
+        at = len(self.entries)
+        while at > 0:
+            before = self.entries[at - 1]
+            if not isinstance(before, ResultEntry) or order.get(before.call_id, -1) <= mine:
+                break
+            at -= 1
+        return at
+
+    def more_calls(self, limit: int, env: PlanEnv) -> list[CallAction]:
+        """Up to ``limit`` calls of the current turn that may run beside its first.
+
+        Calls proposed before and not answered come first (the retry round); then the
+        turn's next calls while each may run with the others: not ``escalate`` (it ends
+        the subtask once the calls before it have answered), not a tool with side
+        effects (it runs alone), not a tool off the allowlist (refused, it ends the
+        subtask: nothing after it runs), and not a call the batch already holds or that
+        answered ok twice already (it waits for those results: the repeat rules of
+        DESIGN §7 stay exact).
+        """
+        batch = self.awaiting[1 : 1 + limit]
+        seen = {_signature(a.tool, a.args) for a in self.awaiting[: 1 + len(batch)]}
+        while len(batch) < limit and self.queue:
+            call = self.queue[0]
+            if call.name == ESCALATE_TOOL:
+                break
+            tool = env.tools.get(call.name)
+            if tool is not None and (tool.side_effects or call.name not in env.spec.tools):
+                break
+            if call.arguments is not None:
+                key = _signature(call.name, call.arguments)
+                if key in seen or self.ok_calls.get(key, 0) >= REPEATS:
+                    break
+                seen.add(key)
+            self.queue.pop(0)
+            action = self._propose(call)
+            assert isinstance(action, CallAction)  # escalate and repeats are kept out above
+            batch.append(action)
+        return batch
 
     def _start(self, env: PlanEnv) -> None:
         specs = tool_specs(env.spec, env.tools)
@@ -387,7 +455,7 @@ class ModelPlanner:
                 expected=violation.expected,
             )
         action = CallAction(call.name, dict(args), step, call_id=call.id, invalid=invalid)
-        self.awaiting = action
+        self.awaiting.append(action)
         return action
 
     def snapshot(self) -> dict[str, Any]:
@@ -396,7 +464,7 @@ class ModelPlanner:
         return {
             "entries": [entry_out(e) for e in self.entries],
             "queue": [call_out(c) for c in self.queue],
-            "awaiting": None if self.awaiting is None else action_out(self.awaiting),
+            "awaiting": [action_out(a) for a in self.awaiting],
             "calls_made": self.calls_made,
             "model_attempts": self.model_attempts,
             "rng": [version, list(internal), gauss],
@@ -412,7 +480,10 @@ class ModelPlanner:
         """Continue from a :meth:`snapshot`."""
         self.entries = [entry_in(e) for e in state["entries"]]
         self.queue = [call_in(c) for c in state["queue"]]
-        self.awaiting = None if state["awaiting"] is None else action_in(state["awaiting"])
+        awaiting = state["awaiting"]
+        if isinstance(awaiting, dict):  # a checkpoint from before turns ran together
+            awaiting = [awaiting]
+        self.awaiting = [action_in(a) for a in awaiting or ()]
         self.calls_made = int(state["calls_made"])
         self.model_attempts = int(state["model_attempts"])
         self.evidence = int(state.get("evidence", 0))
