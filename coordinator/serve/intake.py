@@ -298,7 +298,7 @@ def _check_research(
 def _local_endpoint(model: ModelSpec, environ: Mapping[str, str]) -> bool:
     """Whether the server's endpoint for ``model`` is a local one that needs no key (its
     operator's ``serve --base-url`` or OPENAI_BASE_URL naming this machine or its network)."""
-    from subagents.models.factory import is_local
+    from subagents.models.local import is_local
     from subagents.models.preflight import endpoint_url
 
     return model.provider == "openai" and is_local(endpoint_url(model, environ))

@@ -6,7 +6,8 @@ import pytest
 
 from subagents.models import MissingModelKey, ModelSpec, build_client
 from subagents.models.base import ModelRequest, UserMessage
-from subagents.models.factory import LOCAL_PLACEHOLDER_KEY, is_local
+from subagents.models.factory import LOCAL_PLACEHOLDER_KEY
+from subagents.models.local import is_local
 from tests.loopback.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.anyio
