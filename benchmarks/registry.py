@@ -124,6 +124,8 @@ REGISTRY: tuple[Entry, ...] = (
     ),
     Entry("search_first", "benchmarks.search_first", full={"subtasks": 20},
           quick={"subtasks": 3}),
+    Entry("parallel_calls", "benchmarks.parallel_calls", full={"latency_s": 1.0, "repeat": 3},
+          quick={"latency_s": 0.05, "repeat": 1}),
     Entry(
         "research", "benchmarks.research",
         full={"docs": 10_000, "queries": 1_000, "page_bytes": 2**20, "repeat": 5},
