@@ -47,7 +47,8 @@ from subagents.models.endpoint import EndpointFacts, fitted_max_tokens
 from subagents.models.scripted import PLAN_TOOL
 from subagents.models.spec import ModelSpec
 from subagents.models.spend import TokenMeter
-from subagents.planners.model import model_failure, probe_endpoint_of
+from subagents.planners.failures import model_failure
+from subagents.planners.model import probe_endpoint_of
 from subagents.spec import SubtaskSpec
 
 LEAD = "lead"

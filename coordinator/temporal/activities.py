@@ -55,7 +55,7 @@ from subagents import ProgressEvent, SubagentResult
 from subagents.loop import cut_by_deadline
 from subagents.models.factory import MissingModelKey
 from subagents.models.spend import TokenMeter
-from subagents.planners.model import budget_spent
+from subagents.planners.failures import budget_spent
 
 DECOMPOSE = "fanout.decompose"
 ROUND = "fanout.subagent_round"

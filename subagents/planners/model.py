@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from shared.categories import Trigger
-from shared.envelope import Finding, ToolError, ToolResult
+from shared.envelope import Finding, ToolError
 from subagents.executor import ExecEvent
 from subagents.jitter import DeferredRandom
 from subagents.models.base import (
@@ -48,6 +48,7 @@ from subagents.planners.base import (
     Observation,
     PlanEnv,
 )
+from subagents.planners.failures import budget_spent, model_failure
 from subagents.planners.prompt import (
     ESCALATE_SCHEMA,
     ESCALATE_TOOL,
@@ -510,75 +511,3 @@ def _signature(tool: str, args: dict[str, Any]) -> str:
 def _trigger(value: str) -> Trigger:
     assert value in MODEL_TRIGGERS
     return value  # type: ignore[return-value]  # checked against the closed list above
-
-
-def budget_spent(why: str) -> EscalateAction:
-    """The hand-up of a subagent whose job has spent its token budget (less the reserve)."""
-    return EscalateAction(
-        "threshold_breach",
-        f"the job's token budget is spent: {why}",
-        category="business",
-        alternatives=(
-            "raise job.budget (fanout ask --budget) and run the job again",
-            "narrow the question, so fewer subtasks share the budget",
-        ),
-    )
-
-
-def model_failure(result: ToolResult, model: ModelSpec) -> EscalateAction:
-    """The escalation a model call that failed for good leads to (DESIGN §7's table)."""
-    message = f"model: {result.message or 'the model call failed'}"
-    name, provider = model.model_name, model.provider
-    other = f"plan the subtask with another model (model.name, now {name!r}) or provider"
-    if result.error_type == "context_length":
-        # The transcript outgrew the model's window: a budget stop, not a fault.
-        return EscalateAction(
-            "context_budget",
-            message,
-            alternatives=(f"use a model with a larger context window than {name!r}",),
-        )
-    if result.category == "business":
-        return EscalateAction(
-            "threshold_breach",
-            message,
-            result=result,
-            alternatives=(
-                f"raise the {provider} account's quota or spend limit, or wait for it to reset",
-                other,
-            ),
-        )
-    if result.category == "validation":
-        # Nothing the model can correct (no such model): a validation error with no
-        # correction is no_progress; it routes as a gap.
-        return EscalateAction(
-            "no_progress",
-            message,
-            result=result,
-            alternatives=(f"set model.name to a model {provider} serves (not {name!r})",),
-        )
-    if result.category == "permission":
-        key = model.key_env or "the key variable"
-        return EscalateAction(
-            "permission_denied",
-            message,
-            result=result,
-            alternatives=(f"set {key} to a {provider} key allowed to use {name!r}", other),
-        )
-    if result.category == "transient":
-        return EscalateAction(
-            "retries_exhausted",
-            message,
-            result=result,
-            alternatives=(
-                f"retry later: {provider} answered {result.error_type} "
-                f"{result.attempts} times",
-                f"raise model.retry.max_attempts (now {model.retry.max_attempts})",
-                other,
-            ),
-        )
-    return EscalateAction(
-        "internal_error",
-        message,
-        result=result,
-        alternatives=(f"report a bug in fanout's {provider} request: {result.message}",),
-    )
