@@ -23,6 +23,7 @@ from subagents.models.base import (
     ModelRequest,
     ModelTurn,
     StopReason,
+    TextSink,
     ToolCall,
     ToolResultMessage,
     TranscriptMessage,
@@ -46,6 +47,7 @@ from subagents.models.endpoint import (
 )
 from subagents.models.limiter import estimate_tokens, limiter_of
 from subagents.models.local import is_local
+from subagents.models.openai_stream import gather_stream
 from subagents.models.ratelimit_headers import read_rate_headers
 from subagents.models.spec import ModelLimits
 
@@ -172,11 +174,22 @@ class OpenAIClient:
         :data:`~subagents.models.endpoint.MIN_ANSWER_TOKENS` is not sent. A refusal that
         names the window teaches it; the request is refitted and sent once more.
         """
+        return await self._answer(request, None)
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelTurn:
+        """:meth:`complete` with ``stream: true`` (DESIGN §8): ``on_text`` gets the text
+        as it comes, the turn is gathered from the chunks (:mod:`.openai_stream`) and
+        normalised as a whole answer is. Usage is asked for in the last chunk where the
+        profile allows (``stream_options``); a server that never sends it is fine.
+        """
+        return await self._answer(request, on_text)
+
+    async def _answer(self, request: ModelRequest, on_text: TextSink | None) -> ModelTurn:
         profile = await self.server_profile()
         estimate = estimate_tokens(request)
         request = self._fit(request, estimate)
         try:
-            completion, headers = await self._create(request, profile)
+            completion, headers = await self._create(request, profile, on_text)
         except MODEL_ERRORS as exc:
             failed = classify_model_error(
                 exc, provider=self.provider, model=self.name, secrets=self._secrets()
@@ -190,7 +203,7 @@ class OpenAIClient:
                     raise failed from None
                 request = refit
                 try:
-                    completion, headers = await self._create(request, profile)
+                    completion, headers = await self._create(request, profile, on_text)
                 except MODEL_ERRORS as again:
                     raise classify_model_error(
                         again, provider=self.provider, model=self.name, secrets=self._secrets()
@@ -201,7 +214,7 @@ class OpenAIClient:
             # Refused for its shape: this server wants the strictest form (kept from now).
             profile = self._profile = PROFILES["strict"]
             try:
-                completion, headers = await self._create(request, profile)
+                completion, headers = await self._create(request, profile, on_text)
             except MODEL_ERRORS as again:
                 raise classify_model_error(
                     again, provider=self.provider, model=self.name, secrets=self._secrets()
@@ -275,9 +288,13 @@ class OpenAIClient:
         )
 
     async def _create(
-        self, request: ModelRequest, profile: ServerProfile
+        self, request: ModelRequest, profile: ServerProfile, on_text: TextSink | None = None
     ) -> tuple[ChatCompletion, Mapping[str, str]]:
         options: dict[str, Any] = {self.max_tokens_param: request.max_tokens}
+        if on_text is not None:
+            options["stream"] = True
+            if profile.stream_usage:
+                options["stream_options"] = {"include_usage": True}
         tools: list[ChatCompletionToolUnionParam] = [
             {
                 "type": "function",
@@ -312,7 +329,14 @@ class OpenAIClient:
             temperature=request.temperature,
             **options,
         )
-        completion: ChatCompletion = raw.parse()
+        if on_text is not None:
+            chunks = raw.parse()
+            try:
+                completion = await gather_stream(chunks, on_text)
+            finally:
+                await chunks.close()  # a stream cut short still gives its connection back
+            return completion, raw.headers
+        completion = raw.parse()
         return completion, raw.headers
 
     def _mint(self) -> str:

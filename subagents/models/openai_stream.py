@@ -1,0 +1,124 @@
+"""A streamed chat completion gathered into one: text deltas out as they come (DESIGN §8).
+
+``stream: true`` answers with ``chat.completion.chunk`` events. The servers bend them as
+they bend whole answers (DESIGN §7, "Real servers: profiles"), and what is gathered here
+is then normalised by :func:`subagents.models.openai.to_turn` exactly as a whole answer:
+
+- text comes as ``delta.content`` pieces (``on_text`` hears each at once);
+- tool calls come as ``delta.tool_calls`` pieces, keyed by ``index``: the id and name
+  in the first, the arguments' text spread over the rest. A server that leaves out
+  ``index`` continues the call it began unless the piece names a new id; one that sends
+  ``arguments`` as an object, or repeats the name in every piece, is taken as it is;
+  missing ids are minted later, as for a whole answer;
+- ``finish_reason`` comes in a late chunk, sometimes null or ``stop`` beside calls;
+- usage comes in a last chunk with no choices (``stream_options.include_usage``), or in
+  the chunk of the finish (some servers), or never: the turn then has no usage.
+
+An ``error`` object inside the stream (the server broke off) fails the attempt as a
+transient failure; fanout's retry writes the answer again from the start.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from subagents.models.base import ModelCallFailed, TextSink
+
+
+async def gather_stream(chunks: AsyncIterable[Any], on_text: TextSink) -> ChatCompletion:
+    """The completion the chunks add up to; ``on_text`` hears each text piece as it comes."""
+    text: list[str] = []
+    refusal: list[str] = []
+    calls: list[dict[str, str]] = []
+    by_index: dict[int, dict[str, str]] = {}
+    finish: str | None = None
+    usage: Any = None
+    model = ""
+    ident = ""
+    try:
+        async for chunk in chunks:
+            model = getattr(chunk, "model", None) or model
+            ident = getattr(chunk, "id", None) or ident
+            usage = getattr(chunk, "usage", None) or usage
+            for choice in getattr(chunk, "choices", None) or ():
+                if (getattr(choice, "index", 0) or 0) != 0:
+                    continue  # fanout asks for one choice; a second is not its answer
+                delta = getattr(choice, "delta", None)
+                if delta is not None:
+                    piece = getattr(delta, "content", None)
+                    if piece:
+                        text.append(piece)
+                        on_text(piece)
+                    said = getattr(delta, "refusal", None)
+                    if said:
+                        refusal.append(said)
+                    for part in getattr(delta, "tool_calls", None) or ():
+                        _add_call_piece(part, calls, by_index)
+                finish = getattr(choice, "finish_reason", None) or finish
+    except openai.APIError as exc:
+        if isinstance(exc, openai.APIStatusError | openai.APIConnectionError):
+            raise  # classified by the caller, as for a whole answer
+        raise ModelCallFailed(
+            f"the server broke off its streamed answer: {exc.message}",
+            kind="unavailable",
+            category="transient",
+        ) from exc
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": "".join(text) or None,
+        "refusal": "".join(refusal) or None,
+    }
+    if calls:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls
+        ]
+    body: dict[str, Any] = {
+        "id": ident or "chatcmpl-stream",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish or "stop"}],
+    }
+    if usage is not None:
+        body["usage"] = {
+            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+            "total_tokens": getattr(usage, "total_tokens", 0) or 0,
+        }
+    return ChatCompletion.model_validate(body)
+
+
+def _add_call_piece(
+    part: Any, calls: list[dict[str, str]], by_index: dict[int, dict[str, str]]
+) -> None:
+    """Add one ``delta.tool_calls`` piece to the call it continues (or a new one)."""
+    index = getattr(part, "index", None)
+    call_id = getattr(part, "id", None) or ""
+    function = getattr(part, "function", None)
+    name = (getattr(function, "name", None) or "") if function is not None else ""
+    arguments: object = getattr(function, "arguments", None) if function is not None else None
+    if isinstance(index, int) and index in by_index:
+        call = by_index[index]
+    elif not isinstance(index, int) and calls and (not call_id or call_id == calls[-1]["id"]):
+        call = calls[-1]  # no index: a piece without a new id continues the last call
+    else:
+        call = {"id": "", "name": "", "arguments": ""}
+        calls.append(call)
+        if isinstance(index, int):
+            by_index[index] = call
+    if call_id and not call["id"]:
+        call["id"] = call_id
+    if name and not call["name"]:
+        call["name"] = name  # a name repeated in every piece is the same name
+    if isinstance(arguments, str):
+        call["arguments"] += arguments
+    elif arguments is not None:
+        # A lax server sent the arguments as an object: its JSON text.
+        call["arguments"] += json.dumps(arguments)
