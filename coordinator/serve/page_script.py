@@ -14,7 +14,7 @@ SCRIPT: Final = r"""
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
-  const KINDS = ["state", "call", "start", "attempt", "wait", "plan"];
+  const KINDS = ["state", "call", "start", "attempt", "wait", "plan", "answer.delta", "answer"];
   const session = window.sessionStorage;
   let token = session.getItem("fanout-token") || "";
   let current = null;
@@ -217,6 +217,10 @@ SCRIPT: Final = r"""
       for (const s of ev.subtasks || []) rowFor(cur, s.id, s.query);
       return;
     }
+    if (ev.kind === "answer.delta" || ev.kind === "answer") {  // the answer as it is written
+      showAnswer(ev);
+      return;
+    }
     const row = rowFor(cur, ev.subtask_id);
     if (ev.kind === "state") {
       row.state = ev.state;
@@ -230,6 +234,20 @@ SCRIPT: Final = r"""
       row.last = outcome(ev.result);
     }
     paint(row);
+  }
+  function showAnswer(ev) {
+    const text = $("answer-text");
+    $("answer-box").hidden = false;
+    if (ev.kind === "answer.delta") {
+      text.textContent = ev.restart ? (ev.text || "") : text.textContent + (ev.text || "");
+      $("answer-note").textContent = "being written";
+      return;
+    }
+    // The checked answer replaces what was streamed (a rejected one by the extractive).
+    text.textContent = ev.text || "";
+    $("answer-note").textContent = ev.answer_kind === "extractive"
+      ? "the model's answer was rejected (" + (ev.reason || "") + "): extractive"
+      : (ev.answer_kind ? "" : (ev.reason || ""));
   }
   function refreshSoon(cur) {
     if (cur.timer) return;
@@ -327,6 +345,9 @@ SCRIPT: Final = r"""
     $("gaps").tBodies[0].replaceChildren();
     $("report-box").hidden = true;
     $("report").removeAttribute("srcdoc");
+    $("answer-box").hidden = true;
+    $("answer-text").textContent = "";
+    $("answer-note").textContent = "";
     for (const s of run.subtasks) rowFor(cur, s.id, s.query);
     showDetail(cur, run);
     await loadGaps(cur);
