@@ -126,6 +126,9 @@ REGISTRY: tuple[Entry, ...] = (
           quick={"subtasks": 3}),
     Entry("parallel_calls", "benchmarks.parallel_calls", full={"latency_s": 1.0, "repeat": 3},
           quick={"latency_s": 0.05, "repeat": 1}),
+    Entry("answer_stream", "benchmarks.answer_stream",
+          full={"words": 200, "word_delay_s": 0.01, "repeat": 3},
+          quick={"words": 20, "word_delay_s": 0.002, "repeat": 1}),
     Entry(
         "research", "benchmarks.research",
         full={"docs": 10_000, "queries": 1_000, "page_bytes": 2**20, "repeat": 5},
