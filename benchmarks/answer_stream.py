@@ -84,6 +84,9 @@ async def _measure(
     chunks = len(server.streamed(_asks_stream(server), body).chunks or ())
     unstreamed = Reply(body.status, body.body, body.headers, delay_s=delay * chunks)
     try:
+        # One call first, not counted: the connection, and the OpenAI client's one probe
+        # of the server (GET /models), belong to a process's first call only.
+        await _once(client, server, body, stream=True)
         for _ in range(repeat):
             paced = Reply(body.status, body.body, body.headers, chunk_delay_s=delay)
             first, whole = await _once(client, server, paced, stream=True)
