@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -22,21 +22,18 @@ from subagents.models.base import (
     ModelCallFailed,
     ModelRequest,
     ModelTurn,
-    StopReason,
     TextSink,
-    ToolCall,
     ToolResultMessage,
     TranscriptMessage,
-    Usage,
     UserMessage,
 )
 from subagents.models.classify import MODEL_ERRORS, classify_model_error
+from subagents.models.compat.chat import gather_stream, to_turn
 from subagents.models.compat.profiles import (
     PROFILES,
     ServerProfile,
     ask_in_words,
     profile_for_owner,
-    text_tool_calls,
     tools_text,
 )
 from subagents.models.endpoint import (
@@ -47,19 +44,11 @@ from subagents.models.endpoint import (
 )
 from subagents.models.limiter import estimate_tokens, limiter_of
 from subagents.models.local import is_local
-from subagents.models.openai_stream import gather_stream
 from subagents.models.ratelimit_headers import read_rate_headers
 from subagents.models.spec import ModelLimits
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-_STOP: dict[str, StopReason] = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "length": "max_tokens",
-    "content_filter": "refusal",
-}
 
 
 class OpenAIClient:
@@ -429,99 +418,3 @@ def _assistant(message: AssistantMessage, profile: ServerProfile) -> dict[str, A
             for call in turn.calls
         ]
     return out
-
-
-def to_turn(
-    completion: ChatCompletion,
-    *,
-    profile: ServerProfile = PROFILES["openai"],
-    offered: Sequence[str] = (),
-    used: set[str] | None = None,
-    mint: Callable[[], str] | None = None,
-) -> ModelTurn:
-    """A chat completion (its first choice) as a :class:`ModelTurn`, normalised.
-
-    Tool-call ids that are missing, empty, repeated in the turn or already used in the
-    transcript are replaced by minted ones; tool calls written as text are read as calls
-    when the profile allows it; ``finish_reason`` beside tool calls is ``tool_use``.
-    """
-    usage = None
-    if completion.usage is not None:
-        usage = Usage(
-            input_tokens=completion.usage.prompt_tokens or 0,
-            output_tokens=completion.usage.completion_tokens or 0,
-        )
-    if not completion.choices:
-        return ModelTurn(usage=usage, model=completion.model)
-    choice = completion.choices[0]
-    message = choice.message
-    text = message.content or message.refusal or ""
-    calls = [_call(call) for call in message.tool_calls or ()]
-    if not calls and profile.text_tool_calls and text and not message.refusal:
-        written = text_tool_calls(text, offered)
-        if written:
-            calls = [_written(c.name, c.arguments) for c in written]
-            text = ""
-    taken = set(used or ())
-    fresh = mint or _default_mint()
-    normalised: list[ToolCall] = []
-    for call in calls:
-        if not call.id or call.id in taken:
-            call = ToolCall(fresh(), call.name, call.arguments, call.raw_arguments)
-        taken.add(call.id)
-        normalised.append(call)
-    stop = _STOP.get(choice.finish_reason or "", "end_turn")
-    if message.refusal:
-        stop = "refusal"
-    elif normalised:
-        # Servers answer tool calls with finish_reason "stop", null, or their own word.
-        stop = "tool_use"
-    return ModelTurn(
-        text=text,
-        calls=tuple(normalised),
-        stop_reason=stop,
-        usage=usage,
-        model=completion.model,
-    )
-
-
-def _default_mint() -> Callable[[], str]:
-    counter = itertools.count(1)
-    return lambda: f"fo_call_{next(counter)}"
-
-
-def _written(name: str, arguments: object) -> ToolCall:
-    """A call written as text: arguments as an object, as JSON text, or raw."""
-    if isinstance(arguments, dict):
-        return ToolCall(id="", name=name, arguments=arguments)
-    if isinstance(arguments, str):
-        return _parsed("", name, arguments)
-    return ToolCall(id="", name=name, arguments=None, raw_arguments=json.dumps(arguments))
-
-
-def _call(call: Any) -> ToolCall:
-    """One tool call; arguments that are not a JSON object come back raw, never raise."""
-    call_id = str(getattr(call, "id", None) or "")
-    if getattr(call, "type", "function") == "custom":
-        return ToolCall(
-            id=call_id, name=call.custom.name, arguments=None, raw_arguments=call.custom.input
-        )
-    function = call.function
-    raw: object = function.arguments
-    name = str(function.name or "")
-    if isinstance(raw, dict):  # a lax server sent the object itself, not its JSON text
-        return ToolCall(id=call_id, name=name, arguments=raw)
-    return _parsed(call_id, name, str(raw) if raw is not None else "")
-
-
-def _parsed(call_id: str, name: str, text: str) -> ToolCall:
-    if not text.strip():
-        # An empty string is how some servers spell "no arguments" for a tool without any.
-        return ToolCall(id=call_id, name=name, arguments={})
-    try:
-        decoded = json.loads(text)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict):
-        return ToolCall(id=call_id, name=name, arguments=decoded)
-    return ToolCall(id=call_id, name=name, arguments=None, raw_arguments=text)
