@@ -141,23 +141,29 @@ class Relay:
 
 
 async def run_together(
-    n: int, clock: Clock, call: Callable[[int, Clock, Post], Awaitable[T]]
+    n: int,
+    clock: Clock,
+    call: Callable[[int, Clock, Post], Awaitable[T]],
+    results: list[T | None] | None = None,
 ) -> list[T]:
     """Run ``call(i, clock_i, post_i)`` for every ``i < n`` at once; the results in order.
 
     ``clock_i`` is the clock call ``i`` waits on (its attempts then start in call order
     at a tie) and ``post_i`` relays its events in call order. Held events still go out
     when the turn is cut (a deadline, a cancel): a cut attempt counts (DESIGN §5.1).
-    Cancellation propagates.
+    ``results`` (n Nones) is filled as calls finish: what a cut turn had, the caller
+    still has. Cancellation propagates.
     """
     order = TurnOrder(n, clock.now())
     relay = Relay(n)
-    results: list[T | None] = [None] * n
+    if results is None:
+        results = [None] * n
+    done = results
 
     async def one(i: int) -> None:
         try:
             await order.go(i, clock.now())
-            results[i] = await call(i, OrderedClock(clock, order, i), functools.partial(
+            done[i] = await call(i, OrderedClock(clock, order, i), functools.partial(
                 relay.post, i
             ))
         finally:

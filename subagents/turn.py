@@ -34,7 +34,7 @@ from shared.ids import TraceIds
 from subagents.executor import ExecEvent, execute_tool_safely, rejected
 from subagents.jitter import DeferredRandom
 from subagents.ordering import Post, run_together
-from subagents.planners import CallAction, Observation, PlanEnv
+from subagents.planners import CallAction, Observation, PlanEnv, TurnPlanner
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
 
@@ -102,7 +102,16 @@ async def take_together(
     their calls ran), and None is returned; the calls that failed are made again in the
     retry round.
     """
-    results = await call_together(run, batch, tools, clock, trace_ids, on_exec, emit)
+    done: list[ToolResult | None] = [None] * len(batch)
+    try:
+        results = await call_together(run, batch, tools, clock, trace_ids, on_exec, emit, done)
+    finally:
+        if any(result is None for result in done):
+            # Cut before every call answered (the job's deadline, a cancel): what the
+            # calls that did answer found is kept, in call order, as a lone call's would be.
+            for action, result in zip(batch, done, strict=True):
+                if result is not None and result.ok:
+                    _found(run, action, result)
     goes_on = [r.ok or r.category == "validation" for r in results]
     fatal: Observation | None = None
     last: Observation | None = None
@@ -112,15 +121,14 @@ async def take_together(
         run.last_call = action
         observation = Observation(action, result)
         if result.ok:
-            run.findings.append(Finding.from_result(result, action.args))
-            if not result.complete and run.incomplete_tool is None:
-                run.incomplete_tool = action.tool
+            _found(run, action, result)
         if not goes_on[i]:
             fatal = fatal or observation
         elif all(goes_on) and i == len(batch) - 1:
             last = observation
         else:
-            run.planner.observe(observation, env)  # type: ignore[attr-defined]  # a TurnPlanner
+            assert isinstance(run.planner, TurnPlanner)  # only a TurnPlanner's calls batch
+            run.planner.observe(observation, env)
     if fatal is not None:
         run.last_call = fatal.action
         trigger = trigger_for(fatal.result)
@@ -128,6 +136,13 @@ async def take_together(
                      call=fatal.action)
         return None
     return last
+
+
+def _found(run: SubagentRun, action: CallAction, result: ToolResult) -> None:
+    """Keep an ok result as a finding (partial data marks the subtask incomplete)."""
+    run.findings.append(Finding.from_result(result, action.args))
+    if not result.complete and run.incomplete_tool is None:
+        run.incomplete_tool = action.tool
 
 
 def refusal(name: str, tool: Tool | None, spec: SubtaskSpec) -> ToolError | None:
@@ -221,8 +236,10 @@ async def call_together(
     trace_ids: TraceIds,
     on_exec: OnExec,
     emit: Emit,
+    done: list[ToolResult | None] | None = None,
 ) -> list[ToolResult]:
-    """Make the calls of ``batch`` at once; their final envelopes in the batch's order.
+    """Make the calls of ``batch`` at once; their final envelopes in the batch's order
+    (``done`` holds each as it comes: what a cut batch had).
 
     The steps are counted and the trace ids given before any call starts; the calls and
     their results join the context when the loop takes them, in order.
@@ -266,4 +283,4 @@ async def call_together(
             observer=observer,
         )
 
-    return await run_together(len(launched), clock, one)
+    return await run_together(len(launched), clock, one, done)

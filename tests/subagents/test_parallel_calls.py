@@ -5,12 +5,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import pytest
 
 from shared import AnyioClock, SeededTraceIds
 from subagents.checkpoint import restore_run, snapshot_run
 from subagents.context import Context
-from subagents.loop import ProgressEvent, SubagentResult, SubagentRun, run_subagent
+from subagents.loop import (
+    ProgressEvent,
+    SubagentResult,
+    SubagentRun,
+    cut_by_deadline,
+    run_subagent,
+)
 from subagents.models.base import ModelRequest, ModelTurn, ToolCall, ToolResultMessage
 from subagents.models.spec import ModelSpec
 from subagents.planners.model import ModelPlanner
@@ -291,3 +298,21 @@ async def test_escalate_after_calls_waits_for_them() -> None:
     assert took == pytest.approx(1.0)
     assert result.escalation is not None and result.escalation.trigger == "human_request"
     assert len(result.findings) == 2
+
+
+async def test_a_turn_cut_by_the_deadline_keeps_what_its_calls_found() -> None:
+    """Cut mid-turn: the call that answered is a finding, the one under way counts as an
+    attempt, and the cut hands both up."""
+    sim = {"fast": _search(1.0), "slow": _search(10.0)}
+    client = _scripted(_turn(("fast", "a"), ("slow", "b")))
+    spec = _spec(["fast", "slow"])
+    clock = AnyioClock()
+    tools = SimulatedTools(sim, clock)
+    run = SubagentRun.for_subtask(spec, planner=ModelPlanner(client, MODEL, spec.id))
+    with anyio.move_on_after(5):
+        await run_subagent(run, tools.for_subtask(spec.id), clock=clock,
+                           trace_ids=SeededTraceIds(0))
+    escalation = cut_by_deadline(run, clock.now())
+    assert [f.tool for f in run.findings] == ["fast"]
+    assert run.attempts == 3  # the model call, and both tool calls' first attempts
+    assert [f.tool for f in escalation.partial_results] == ["fast"]
