@@ -124,6 +124,11 @@ REGISTRY: tuple[Entry, ...] = (
     ),
     Entry("search_first", "benchmarks.search_first", full={"subtasks": 20},
           quick={"subtasks": 3}),
+    Entry("parallel_calls", "benchmarks.parallel_calls", full={"latency_s": 1.0, "repeat": 3},
+          quick={"latency_s": 0.05, "repeat": 1}),
+    Entry("answer_stream", "benchmarks.answer_stream",
+          full={"words": 200, "word_delay_s": 0.01, "repeat": 3},
+          quick={"words": 20, "word_delay_s": 0.002, "repeat": 1}),
     Entry(
         # Issue 31: a generated corpus of every size and Debian's python3-doc (where it is
         # installed), each beside the naive FTS5 baseline; search latency up to 200 MB.

@@ -230,8 +230,10 @@ class _PacedScope:
 
 def speed_of(clock: Clock) -> float:
     """How many times faster than real time ``clock`` runs (1 for a virtual clock)."""
-    while isinstance(clock, JobClock | RealTimeClock):
-        clock = clock.base
+    # Any clock that wraps another (the job's clock, a call's clock within a turn) names
+    # it ``base``: the speed is the innermost clock's.
+    while (base := getattr(clock, "base", None)) is not None:
+        clock = base
     return clock.speed if isinstance(clock, AnyioClock | PacedClock) else 1.0
 
 

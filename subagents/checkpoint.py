@@ -71,6 +71,7 @@ def snapshot_run(run: SubagentRun) -> dict[str, Any]:
         if pending is None
         else {"action": _action(pending.action), "result": pending.result.to_wire()},
         "rng": [version, list(internal), gauss],
+        "jitter": run.jitter_key,
         "context": {
             "compactions": run.context.compactions,
             "calibration": run.context.calibration,
@@ -111,6 +112,8 @@ def restore_run(
     version, internal, gauss = state["rng"]
     rng.setstate((version, tuple(internal), gauss))
     run = SubagentRun(spec=spec, planner=planner, context=context, rng=rng)
+    # A checkpoint from before turns ran together names no stream: the loop's default.
+    run.jitter_key = str(state.get("jitter") or "")
     run.findings = [Finding.model_validate(f) for f in state["findings"]]
     if state["escalation"] is not None:
         run.escalation = Escalation.model_validate(state["escalation"])

@@ -251,17 +251,32 @@ class Context:
                     message.text, message.tokens = self.counter.fit(message.text, budget)
                     self.counter.total -= before - message.tokens
 
-    def has_room(self) -> bool:
+    def has_room(self, calls: int = 1) -> bool:
         """True when the byte bounds alone prove the gate would say ``continue``.
 
+        ``calls`` is how many calls are about to start together (one model turn's,
+        DESIGN §7 "Parallel calls"): each may bring back a result as large as the active
+        tool budget, so the gate keeps room for all of them (see :meth:`gate`).
         False means "not proven": run :meth:`ensure_room` for the exact decision.
         """
         self._render()
-        return self.counter.total + self._pending_bound <= self._room_below
+        below = (
+            self._room_below
+            if calls == 1
+            else _room_threshold(self.window, self.active_tool_budget * calls)
+        )
+        return self.counter.total + self._pending_bound <= below
 
-    def gate(self) -> ContextDecision:
-        """The budget rule of DESIGN §2 on the current (exact) count."""
-        return should_compact_or_stop(self.tokens, self.window, self.active_tool_budget)
+    def gate(self, calls: int = 1) -> ContextDecision:
+        """The budget rule of DESIGN §2 on the current (exact) count.
+
+        For ``calls`` calls that start together the rule keeps room for all their
+        results: the margin is max(15% of the window, ``calls`` × active tool budget),
+        which for one call is the rule itself.
+        """
+        return should_compact_or_stop(
+            self.tokens, self.window, self.active_tool_budget * calls
+        )
 
     def compact(self) -> int:
         """Summarise every unpinned result but the newest; return the tokens freed."""
@@ -282,10 +297,10 @@ class Context:
             self.compactions += 1
         return freed
 
-    def ensure_room(self) -> ContextDecision:
+    def ensure_room(self, calls: int = 1) -> ContextDecision:
         """Run the gate, compacting once if it asks; the final decision is returned."""
-        decision = self.gate()
+        decision = self.gate(calls)
         if decision.decision == "compact_before_next_tool":
             self.compact()
-            decision = self.gate()
+            decision = self.gate(calls)
         return decision

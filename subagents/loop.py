@@ -13,12 +13,12 @@ from typing import Any
 
 from shared.categories import ErrorCategory, Trigger
 from shared.clock import Clock
-from shared.envelope import Finding, ToolError, ToolResult
+from shared.envelope import Finding, ToolResult
 from shared.escalation import Escalation
 from shared.ids import RandomTraceIds, TraceIds
 from subagents.alternatives import alternatives_for
 from subagents.context import Context
-from subagents.executor import ExecEvent, execute_tool_safely, rejected, unknown_effect
+from subagents.executor import ExecEvent, unknown_effect
 from subagents.jitter import DeferredRandom, Jitter
 from subagents.planners import (
     CallAction,
@@ -29,6 +29,7 @@ from subagents.planners import (
     Planner,
     PlannerState,
     ScriptedPlanner,
+    TurnPlanner,
 )
 from subagents.result import (
     RESULT_PROTOTYPE,
@@ -39,6 +40,7 @@ from subagents.result import (
 )
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
+from subagents.turn import call_one, may_lead, room_for, take_together, trigger_for
 
 
 @dataclass
@@ -65,6 +67,9 @@ class SubagentRun:
     # round (rounds is not counted again) from the observation it had last.
     resuming: bool = False
     pending: Observation | None = None
+    # Names the subagent's jitter stream ("{seed}/{subtask id}"): a call of a turn that
+    # runs beside others draws from its own stream named after it (subagents/turn.py).
+    jitter_key: str = ""
 
     @classmethod
     def for_subtask(
@@ -78,6 +83,7 @@ class SubagentRun:
                 spec.query, window=spec.context_window, active_tool_budget=spec.active_tool_budget
             ),
             rng=DeferredRandom(f"{seed}/{spec.id}"),
+            jitter_key=f"{seed}/{spec.id}",
         )
 
     @property
@@ -169,22 +175,6 @@ __all__ = [
     "trigger_for",
 ]
 
-_TRIGGER_BY_CATEGORY: Mapping[ErrorCategory, Trigger] = {
-    "transient": "retries_exhausted",
-    "permission": "permission_denied",
-    "internal": "internal_error",
-}
-
-
-def trigger_for(result: ToolResult) -> Trigger:
-    """The escalation trigger a failed envelope leads to (validation aside)."""
-    if result.changed_state == "unknown":
-        return "unknown_state"
-    if result.category == "business":
-        return "threshold_breach" if result.limit is not None else "business_rule"
-    return _TRIGGER_BY_CATEGORY.get(result.category or "internal", "internal_error")
-
-
 async def run_subagent(
     run: SubagentRun,
     tools: Mapping[str, Tool],
@@ -217,26 +207,32 @@ async def run_subagent(
     if run.started_s is None:
         run.started_s = clock.now()
 
-    def emit(kind: Any, **kw: Any) -> None:
-        if observer is not None:
-            observer(ProgressEvent(spec.id, kind, clock.now(), **kw))
+    if not run.jitter_key:
+        run.jitter_key = f"0/{spec.id}"
 
-    def set_state(state: SubagentState) -> None:
+    # ``at``: when it happened, for an event relayed after the fact (a turn's calls that
+    # ran together go out in call order); None: now.
+    def emit(kind: Any, at: float | None = None, **kw: Any) -> None:
+        if observer is not None:
+            observer(ProgressEvent(spec.id, kind, clock.now() if at is None else at, **kw))
+
+    def set_state(state: SubagentState, at: float | None = None) -> None:
         run.state = state
         if state == "escalated" and run.escalation is not None:
-            emit("state", state=state, trigger=run.escalation.trigger)
+            emit("state", at, state=state, trigger=run.escalation.trigger)
         else:
-            emit("state", state=state)
+            emit("state", at, state=state)
 
-    def on_exec(event: ExecEvent) -> None:
+    def on_exec(event: ExecEvent, at: float | None = None) -> None:
         if event.kind == "start":
             run.attempts += 1
             if event.attempt > 1:
-                set_state("running")
+                set_state("running", at)
         elif event.kind == "wait":
-            set_state("retrying")
+            set_state("retrying", at)
         emit(
             event.kind,
+            at,
             tool=event.tool,
             attempt=event.attempt,
             wait_s=event.wait_s,
@@ -322,7 +318,11 @@ async def run_subagent(
                 call=action,
             )
             break
-        decision = None if run.context.has_room() else run.context.ensure_room()
+        batch = [action]
+        room = min(spec.parallel_calls, spec.max_steps - run.steps) - 1
+        if room > 0 and isinstance(run.planner, TurnPlanner) and may_lead(action, tools, spec):
+            batch += run.planner.more_calls(room, env)
+        n, decision = room_for(run, len(batch))
         if decision is not None and decision.decision != "continue":
             run.escalate(
                 "context_budget",
@@ -331,7 +331,18 @@ async def run_subagent(
                 call=action,
             )
             break
-        result = await _call(run, action, tools, clock, trace_ids, on_exec, emit, checkpoint)
+        if n > 1:
+            # The turn's calls run together; their results are taken in the order asked
+            # (calls the gate held back are proposed again, after these).
+            taken = await take_together(
+                run, batch[:n], tools, clock, trace_ids, on_exec, emit, env
+            )
+            if taken is None:
+                break
+            last = taken
+            saved(last)
+            continue
+        result = await call_one(run, action, tools, clock, trace_ids, on_exec, emit, checkpoint)
         last = Observation(action, result)
         if result.ok:
             run.findings.append(Finding.from_result(result, action.args))
@@ -350,54 +361,6 @@ async def run_subagent(
     return run.result()
 
 
-async def _call(
-    run: SubagentRun,
-    action: CallAction,
-    tools: Mapping[str, Tool],
-    clock: Clock,
-    trace_ids: TraceIds,
-    on_exec: Callable[[ExecEvent], None],
-    emit: Callable[..., None],
-    checkpoint: Callable[[SubagentRun], None] | None = None,
-) -> ToolResult:
-    spec = run.spec
-    run.steps += 1
-    run.context.add_call(action.tool, action.args)
-    trace_id = trace_ids.next(spec.id)
-    run.trace_ids.append(trace_id)
-    run.in_flight = action
-    emit("call", tool=action.tool, step=action.step, args=action.args)
-    tool = tools.get(action.tool)
-    error = action.invalid or _refusal(action.tool, tool, spec)
-    if error is not None or tool is None:
-        assert error is not None  # _refusal refuses every undefined tool
-        result = rejected(action.tool, error, trace_id=trace_id)
-        on_exec(ExecEvent("start", action.tool, trace_id, 1, clock.now()))
-        on_exec(ExecEvent("attempt", action.tool, trace_id, 1, clock.now(), result))
-    else:
-        if checkpoint is not None and tool.side_effects and not tool.idempotent:
-            # The effect may happen from here on: checkpoint the call (in_flight) first,
-            # so a run killed during it resumes to unknown_state instead of sending it
-            # twice. The store makes this one checkpoint durable before returning.
-            checkpoint(run)
-        result = await execute_tool_safely(
-            tool,
-            action.args,
-            timeout=spec.tool_timeout_s,
-            retry=spec.retry,
-            trace_id=trace_id,
-            clock=clock,
-            rng=run.rng,
-            idempotency_key=f"{spec.id}/{run.steps}",
-            scope=spec.id,
-            observer=on_exec,
-        )
-    run.in_flight = None
-    run.last_call = action
-    run.context.add_result(result)
-    return result
-
-
 def _finish(run: SubagentRun, action: FinishAction) -> None:
     """Keep a written conclusion as a finding; a cut-off one is incomplete data."""
     if action.text:
@@ -409,26 +372,6 @@ def _finish(run: SubagentRun, action: FinishAction) -> None:
             )
     if not action.complete and run.incomplete_tool is None:
         run.incomplete_tool = action.tool
-
-
-def _refusal(name: str, tool: Tool | None, spec: SubtaskSpec) -> ToolError | None:
-    """Why a call may not run at all: a tool that does not exist, or one not allowed."""
-    if tool is None:
-        # Scenario files cannot name an undefined tool (a load error): this is a model
-        # that invented one. It goes back to the model as a correctable input error.
-        allowed = ", ".join(spec.tools) or "none"
-        return ToolError.of(
-            "validation",
-            "unknown_tool",
-            f"no tool named {name!r}; subtask {spec.id!r} may call: {allowed}",
-            field="name",
-            expected=f"one of {allowed}",
-        )
-    if name not in spec.tools:
-        return ToolError.of(
-            "permission", "not_allowed", f"{name} is not on subtask {spec.id!r}'s allowlist"
-        )
-    return None
 
 
 def crashed(run: SubagentRun, exc: Exception, now: float) -> Escalation:

@@ -22,7 +22,11 @@ class ProgressEvent:
     """What a live display or a trace hears from a subagent."""
 
     subtask_id: str
-    kind: Literal["state", "call", "start", "attempt", "wait"]
+    # "answer.delta": a piece of the lead's answer as it is written (``text``, in order;
+    # ``restart`` when a retried call writes it again from the start); "answer": the
+    # checked answer (``text``; ``answer_kind`` model or extractive; ``reason`` why the
+    # model's was rejected), which replaces the streamed text (DESIGN §8, "Streaming").
+    kind: Literal["state", "call", "start", "attempt", "wait", "answer.delta", "answer"]
     at: float
     state: SubagentState | None = None
     tool: str | None = None
@@ -34,6 +38,10 @@ class ProgressEvent:
     # A call's arguments (``call`` events): for traces that capture content (DESIGN §13);
     # the run store does not keep them here (the findings do).
     args: Mapping[str, Any] | None = None
+    text: str | None = None
+    restart: bool | None = None
+    answer_kind: str | None = None
+    reason: str | None = None
 
 
 ProgressObserver = Callable[[ProgressEvent], None]

@@ -17,6 +17,9 @@ _SPEC = ConfigDict(frozen=True, extra="forbid")
 # used to carry 100,000 equal copies of it).
 _DEFAULT_RETRY = RetryPolicy()
 
+PARALLEL_CALLS = 4
+"""How many calls of one model turn run at once unless a job says otherwise."""
+
 
 class CallStep(SharesFieldsSet):
     """Call a tool; ``on_validation`` is merged into the arguments after a validation error."""
@@ -58,6 +61,12 @@ class SubtaskSettings(SharesFieldsSet):
     active_tool_budget: int = Field(default=2000, ge=0)
     tool_timeout_s: float = Field(default=30.0, gt=0, le=MAX_SECONDS)
     retry: RetryPolicy = Field(default_factory=lambda: _DEFAULT_RETRY)
+    # How many calls of one model turn run at once (DESIGN §7, "Parallel calls"); 1 runs
+    # them one after another. Left out of dumps at its default, so stored specs and
+    # recordings written before it stay as they were.
+    parallel_calls: int = Field(
+        default=PARALLEL_CALLS, ge=1, le=64, exclude_if=lambda v: v == PARALLEL_CALLS
+    )
 
 
 class SubtaskSpec(SubtaskSettings):

@@ -32,7 +32,7 @@ from shared.clock import Clock
 from shared.envelope import ToolResult
 from shared.ids import TraceIds
 from subagents.executor import ExecObserver
-from subagents.loop import SubagentResult, SubagentRun
+from subagents.loop import ProgressObserver, SubagentResult, SubagentRun
 from subagents.models.base import (
     AssistantMessage,
     ModelClient,
@@ -42,7 +42,7 @@ from subagents.models.base import (
     TranscriptMessage,
     UserMessage,
 )
-from subagents.models.call import call_model
+from subagents.models.call import StreamSink, call_model
 from subagents.models.endpoints.facts import EndpointFacts, fitted_max_tokens
 from subagents.models.scripted import PLAN_TOOL
 from subagents.models.spec import ModelSpec
@@ -196,6 +196,9 @@ class LeadContext:
     on_limit_wait: Callable[[bool], None] | None = None
     # What the job's model calls spent, against its budget (the lead's calls count too).
     meter: TokenMeter | None = None
+    # Told of the lead's answer as it is written (answer.delta) and once checked (answer):
+    # the job's progress observer (DESIGN §8, "Streaming"); None: nothing streams.
+    progress: ProgressObserver | None = None
 
     def __post_init__(self) -> None:
         self.rng = random.Random(f"{self.seed}/{LEAD}/model")
@@ -209,8 +212,10 @@ class LeadContext:
         tools: Sequence[ToolSpec] = (),
         force_tool: str | None = None,
         max_tokens: int | None = None,
+        stream: StreamSink | None = None,
     ) -> tuple[ToolResult, Any]:
-        """One logical model call of the lead (retried by fanout's one retry layer)."""
+        """One logical model call of the lead (retried by fanout's one retry layer);
+        with ``stream``, its text is handed over as it is written."""
         trace_id = self.trace_ids.next(LEAD)
         self.trace.append(trace_id)
         if max_tokens is None:
@@ -245,6 +250,7 @@ class LeadContext:
             trace_id=trace_id,
             observer=observe,
             on_limit_wait=self.on_limit_wait,
+            stream=stream,
         )
         if turn is not None and self.meter is not None:
             self.meter.count(LEAD, turn, request, self.client.provider)

@@ -198,6 +198,7 @@ async def _research(
             seed=scenario.seed,
             on_limit_wait=lead_throttled,
             meter=planning.meter,
+            progress=observer,
         )
     if not job.subtasks:
         assert lead is not None  # the loader refuses a job with neither

@@ -25,6 +25,7 @@ from coordinator.answer_checks import rejection_reason
 from coordinator.lead.checks import check_answer
 from coordinator.lead.decompose import LeadContext
 from coordinator.lead.extractive import with_extractive_answer
+from coordinator.lead.streaming import AnswerStream
 from coordinator.report import CoverageReport, Section
 from coordinator.sources import cited_sources, number_sources, source_texts
 from subagents.models.base import UserMessage
@@ -191,7 +192,9 @@ async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageRepor
     # No window known: the model block's own max_tokens (or the budget's cap), as ever,
     # but for a local server's bound (subagents.models.endpoints.facts.UNSTATED_LOCAL_MAX_TOKENS).
     sent = fitted if isinstance(facts, EndpointFacts) and (facts.window or facts.local) else cap
-    result, turn = await lead.call(SYSTEM, [UserMessage(prompt)], max_tokens=sent)
+    # The answer streams as it is written (DESIGN §8); the checks run on the final text.
+    stream = None if lead.progress is None else AnswerStream(lead.progress, lead.clock)
+    result, turn = await lead.call(SYSTEM, [UserMessage(prompt)], max_tokens=sent, stream=stream)
     if (
         turn is None
         and result.error_type == "context_length"
@@ -201,19 +204,36 @@ async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageRepor
         # The endpoint named its window in the refusal: the findings are cut to fit it
         # and the answer asked for once more (DESIGN §7, "Fitting a local server").
         fitted, prompt, cut = _fitted(report, facts, cap or lead.model.max_tokens)
-        result, turn = await lead.call(SYSTEM, [UserMessage(prompt)], max_tokens=fitted)
+        if stream is not None:
+            stream.restart()
+        result, turn = await lead.call(
+            SYSTEM, [UserMessage(prompt)], max_tokens=fitted, stream=stream
+        )
     if cut:
         answer = answer.model_copy(update={"missing": [*answer.missing, *cut]})
         report = report.model_copy(update={"answer": answer})
     if turn is None:
         update = {"text": None, "synthesis_error": result.to_wire()}
+        if stream is not None:
+            stream.final(None, None, f"no answer: {result.message or result.error_type}")
         return report.model_copy(update={"answer": answer.model_copy(update=update)})
-    return with_model_answer(report, turn.text, turn.stop_reason)
+    report, reason = checked_answer(report, turn.text, turn.stop_reason)
+    if stream is not None:
+        # Every view replaces the streamed text with the checked answer (DESIGN §8).
+        stream.final(report.answer.text, report.answer.kind, reason)
+    return report
 
 
 def with_model_answer(report: CoverageReport, text: str, stop_reason: str | None) -> CoverageReport:
     """``report`` with the model's answer ``text`` checked: as ``answer.text`` when it
     passes, else rejected for the extractive answer (DESIGN §7 "Answer checks")."""
+    return checked_answer(report, text, stop_reason)[0]
+
+
+def checked_answer(
+    report: CoverageReport, text: str, stop_reason: str | None
+) -> tuple[CoverageReport, str | None]:
+    """:func:`with_model_answer`, and why the text was rejected (None: it is the answer)."""
     answer = report.answer
     # Sources are those the text cites by number (or, as scripted turns written before
     # numbered sources do, by a subtask id with findings); naming a gap is not citing it.
@@ -235,6 +255,6 @@ def with_model_answer(report: CoverageReport, text: str, stop_reason: str | None
             "kind": "model",
             "checks": checks,
         }
-        return report.model_copy(update={"answer": answer.model_copy(update=update)})
+        return report.model_copy(update={"answer": answer.model_copy(update=update)}), None
     rejected = answer.model_copy(update={"rejected": text, "checks": checks})
-    return with_extractive_answer(report.model_copy(update={"answer": rejected}), reason)
+    return with_extractive_answer(report.model_copy(update={"answer": rejected}), reason), reason

@@ -1,8 +1,7 @@
 """Taking a job in: the body (≤ 1 MiB), its media type, YAML or JSON, the problems in it.
 
-A submitted job is read exactly as ``fanout run`` reads a file
-(:func:`~coordinator.jobfile.load_scenario_text`), so a malformed one gets the same
-problems (line, field path, what was expected, what was there) and nothing runs or is
+A submitted job is read as ``fanout run`` reads a file (:func:`~coordinator.jobfile.
+load_scenario_text`): a malformed one gets the same problems, and nothing runs or is
 recorded. JSON is read as YAML, which it is a subset of, so lines mean the same; tabs
 outside strings, which JSON allows and YAML does not, become spaces first.
 """
@@ -156,8 +155,8 @@ _NO_TOOLS = ("tools to research with: docs (a folder the server serves), web: tr
              "server's search backend), search (searxng:URL, brave or tavily) or tools (a "
              "tools file's text: tools, mcp_servers, research_tools)")
 _NO_MODEL = "a model (PROVIDER:NAME) or a model block in tools; or docs or web (retrieval only)"
-_WORDS = {("--model", "no model"): _NO_MODEL, ("--model", "no model and no search tool"): _NO_MODEL,
-          ("--model", "scripted"): "a model block of provider scripted with turns in tools"}
+_WORDS = {("--model", g): _NO_MODEL for g in ("no model", "no model and no search tool")} | {
+    ("--model", "scripted"): "a model block of provider scripted with turns in tools"}
 
 
 def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
@@ -166,8 +165,8 @@ def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
     out = []
     for e in exc.errors if isinstance(exc, InputFileErrors) else [exc]:
         field, expected = _ASK_FIELDS.get(e.file, e.field or "<document>"), e.expected
-        expected = _WORDS.get((e.file, e.got), expected)
-        expected = expected.replace("come from the command line", "are fields of the ask")
+        expected = _WORDS.get((e.file, e.got or ""), expected).replace(
+            "come from the command line", "are fields of the ask")
         out.append(problem(field, expected, e.got, line=e.line, file=file))
     return out
 

@@ -38,6 +38,7 @@ button:disabled { opacity: .5; cursor: default; }
 ul.errors code { background: #fff5f5; padding: 0 4px; border-radius: 4px; }
 .muted { color: var(--muted); }
 .query { font-size: 17px; margin: 0 0 10px; }
+.answer { white-space: pre-wrap; }
 .meter { width: 220px; height: 10px; border-radius: 5px; background: #f1f3f5;
   border: 1px solid var(--line); overflow: hidden; }
 #covfill { height: 100%; width: 0; background: #2f9e44; transition: width .3s; }
@@ -128,6 +129,10 @@ _BODY: Final = """
     <tbody></tbody>
   </table>
   <p id="no-gaps" class="muted">No gaps so far.</p>
+  <div id="answer-box" hidden>
+    <h3>Answer <span id="answer-note" class="muted"></span></h3>
+    <p id="answer-text" class="answer"></p>
+  </div>
   <div id="report-box" hidden>
     <h3>Report</h3>
     <iframe id="report" sandbox="allow-same-origin allow-popups allow-popups-to-escape-sandbox"

@@ -14,7 +14,8 @@ SCRIPT: Final = r"""
 "use strict";
 (() => {
   const $ = (id) => document.getElementById(id);
-  const KINDS = ["state", "call", "start", "attempt", "wait", "plan", "followups"];
+  const KINDS = ["state", "call", "start", "attempt", "wait", "plan", "followups", "answer.delta",
+    "answer"];
   const session = window.sessionStorage;
   let token = session.getItem("fanout-token") || "";
   let current = null;
@@ -245,6 +246,10 @@ SCRIPT: Final = r"""
     if (ev.kind === "plan" || ev.kind === "followups") {  // the lead's (next) subtasks
       for (const s of ev.subtasks || ev.followups || []) rowFor(cur, s.id, s.query);
     }
+    if (ev.kind === "answer.delta" || ev.kind === "answer") {  // the answer as it is written
+      showAnswer(ev);
+      return;
+    }
     const row = rowFor(cur, ev.subtask_id);
     if (ev.kind === "plan" || ev.kind === "followups") {
       row.state = "waiting";  // the lead, until its subagents are done
@@ -264,6 +269,20 @@ SCRIPT: Final = r"""
       row.last = outcome(ev.result);
     }
     paint(row);
+  }
+  function showAnswer(ev) {
+    const text = $("answer-text");
+    $("answer-box").hidden = false;
+    if (ev.kind === "answer.delta") {
+      text.textContent = ev.restart ? (ev.text || "") : text.textContent + (ev.text || "");
+      $("answer-note").textContent = "being written";
+      return;
+    }
+    // The checked answer replaces what was streamed (a rejected one by the extractive).
+    text.textContent = ev.text || "";
+    $("answer-note").textContent = ev.answer_kind === "extractive"
+      ? "the model's answer was rejected (" + (ev.reason || "") + "): extractive"
+      : (ev.answer_kind ? "" : (ev.reason || ""));
   }
   function refreshSoon(cur) {
     if (cur.timer) return;
@@ -382,6 +401,9 @@ SCRIPT: Final = r"""
     $("gaps").tBodies[0].replaceChildren();
     $("report-box").hidden = true;
     $("report").removeAttribute("srcdoc");
+    $("answer-box").hidden = true;
+    $("answer-text").textContent = "";
+    $("answer-note").textContent = "";
     for (const s of run.subtasks) rowFor(cur, s.id, s.query);
     showDetail(cur, run);
     await loadGaps(cur);

@@ -33,6 +33,7 @@ from coordinator.lead import LEAD
 from coordinator.store.runner import planned_scenario, recorded_lead_gap
 from coordinator.store.runs import RunStore
 from subagents.models.scripted import FOLLOWUP_TOOL, PLAN_TOOL
+from subagents.spec import PARALLEL_CALLS
 
 # Error types of envelopes made before a call ran: they used no response.
 _REFUSED = frozenset({"invalid_argument", "invalid_arguments", "unknown_tool", "not_allowed"})
@@ -213,7 +214,10 @@ def recording(store: RunStore, run_id: str) -> dict[str, Any]:
         e["subtask_id"] == LEAD and e["kind"] == "plan" for e in events
     )
     turns: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    responses: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    responses: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(dict)
+    began: dict[str, dict[str, list[tuple[float, dict[str, Any]]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     catalogue: dict[str, Any] = {}
     planned = False
     for event in events:
@@ -232,7 +236,16 @@ def recording(store: RunStore, run_id: str) -> dict[str, Any]:
         else:
             response = tool_response(envelope)
             if response is not None:
-                responses[str(event.get("tool"))][sid].append(response)
+                started = float(event.get("at") or 0.0) - _latency(envelope)
+                began[str(event.get("tool"))][sid].append((round(started, 6), response))
+    for tool, per_subtask in began.items():
+        for sid, seen in per_subtask.items():
+            # A subtask takes a tool's responses in the order its attempts started. The
+            # trace lists a turn's calls that ran together call by call (DESIGN §7,
+            # "Parallel calls"), so a retry of the first may come after the second's
+            # attempt in the trace and before it in time: sorted by start (stable: in
+            # the trace's order at one instant, which is call order, as in a replay).
+            responses[tool][sid] = [r for _, r in sorted(seen, key=lambda item: item[0])]
     return _scenario_data(scenario, row.report, turns, responses, catalogue, run_id)
 
 
@@ -257,6 +270,8 @@ def _scenario_data(
             sub["plan"] = [s.model_dump(exclude_none=True) for s in spec.plan]
         for key in ("max_steps", "context_window", "active_tool_budget", "tool_timeout_s"):
             sub[key] = getattr(spec, key)
+        if spec.parallel_calls != PARALLEL_CALLS:
+            sub["parallel_calls"] = spec.parallel_calls
         sub["retry"] = spec.retry.model_dump(exclude_none=True)
         subtasks.append(sub)
     tools: dict[str, Any] = {}

@@ -50,7 +50,10 @@ if TYPE_CHECKING:
     from subagents.research.tools import ResearchTools
 
 
-_EVENT_FIELDS = ("state", "tool", "attempt", "wait_s", "step", "trigger")
+_EVENT_FIELDS = (
+    "state", "tool", "attempt", "wait_s", "step", "trigger",
+    "text", "restart", "answer_kind", "reason",
+)
 
 
 def event_data(event: ProgressEvent) -> dict[str, Any]:

@@ -59,6 +59,9 @@ def _model_last(result: ToolResult) -> str:
     return f"model answered ({data.get('stop_reason', 'end_turn')})"
 
 
+ANSWER_TAIL = 1200
+"""Characters of the answer the live display shows (the last ones: where it is written)."""
+
 _LEAD_PHASES = {
     "planning": "planning — choosing the subtasks",
     "waiting": "waiting for the subtasks",
@@ -82,6 +85,11 @@ class LiveBoard:
         # A line under the table when something outside the run needs a person's hand
         # (a Temporal run whose task queue no worker polls).
         self.notice: str | None = None
+        # The lead's answer as it is written (answer.delta), then as checked (answer):
+        # a rejected answer's replacement, with the reason (DESIGN §8, "Streaming").
+        self.answer = ""
+        self.answer_note = ""
+        self.answer_final = False
 
     def plan(
         self, subtasks: Sequence[SubtaskSpec], at: float = 0.0, lead_gap: object = None
@@ -98,6 +106,9 @@ class LiveBoard:
         """The observer run_job calls for every event."""
         # The lead agent's events (decomposition, synthesis) get a row of their own.
         row = self.rows.setdefault(event.subtask_id, _Row())
+        if event.kind in ("answer.delta", "answer"):
+            self._answer(event)
+            return
         if event.subtask_id == LEAD:
             self._lead_state(row, event)
         if event.kind == "state" and event.state is not None:
@@ -128,6 +139,20 @@ class LiveBoard:
                 row.last = "empty" if result.empty else "ok"
             else:
                 row.last = f"{result.category}: {result.error_type}"
+
+    def _answer(self, event: ProgressEvent) -> None:
+        """The answer as it is written, or (``answer``) as it was checked."""
+        if event.kind == "answer.delta":
+            self.answer = (event.text or "") if event.restart else self.answer + (event.text or "")
+            return
+        self.answer = event.text or ""
+        self.answer_final = True
+        if event.answer_kind == "extractive":
+            self.answer_note = f"the model's answer was rejected ({event.reason}): extractive"
+        elif event.answer_kind is None and event.reason:
+            self.answer_note = event.reason
+        else:
+            self.answer_note = ""
 
     def _lead_state(self, row: _Row, event: ProgressEvent) -> None:
         """The lead emits model-call events only: its phase follows from them and the plan."""
@@ -182,6 +207,21 @@ class LiveBoard:
         footer = Text(f"{done}/{len(subtasks)} finished   coverage so far ")
         footer.append_text(coverage_bar(self.coverage_so_far(), width=20))
         footer.append(f"   {time.monotonic() - self.started:.1f}s")
+        parts: list[RenderableType] = [table, footer]
         if self.notice:
-            return Group(table, footer, Text(f"waiting: {self.notice}", style="yellow"))
-        return Group(table, footer)
+            parts.append(Text(f"waiting: {self.notice}", style="yellow"))
+        if self.answer or self.answer_note:
+            parts.append(self._answer_text())
+        return Group(*parts)
+
+    def _answer_text(self) -> Text:
+        """The answer so far: its last lines (a live display must fit the screen)."""
+        head = "answer" if self.answer_final else "answer (being written)"
+        text = Text(f"{head}:", style="bold")
+        if self.answer_note:
+            text.append(f" {self.answer_note}", style="yellow")
+        shown = self.answer
+        if len(shown) > ANSWER_TAIL:
+            shown = "…" + shown[-ANSWER_TAIL:]
+        text.append("\n" + shown)
+        return text

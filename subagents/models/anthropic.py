@@ -14,6 +14,7 @@ from subagents.models.base import (
     ModelRequest,
     ModelTurn,
     StopReason,
+    TextSink,
     ToolCall,
     ToolResultMessage,
     TranscriptMessage,
@@ -67,6 +68,39 @@ class AnthropicClient:
 
     async def complete(self, request: ModelRequest) -> ModelTurn:
         """One ``POST /v1/messages``; a failure raises :class:`ModelCallFailed`."""
+        try:
+            # The raw response: its headers tell the endpoint's limits (DESIGN §13).
+            raw = await self._sdk.messages.with_raw_response.create(**self._params(request))
+            message = await raw.parse()
+        except MODEL_ERRORS as exc:
+            raise self._failed(exc) from None if self._leaks(exc) else exc
+        return replace(to_turn(message), rate=read_rate_headers(raw.headers))
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelTurn:
+        """One streamed ``POST /v1/messages`` (DESIGN §8): ``on_text`` gets each text delta
+        as it comes; the turn is the stream's final message, as :meth:`complete` gives it.
+
+        An ``error`` event mid-stream, or a connection that breaks, fails the attempt
+        like a failed request (the retry writes again from the start).
+        """
+        try:
+            async with self._sdk.messages.stream(**self._params(request)) as stream:
+                async for event in stream:
+                    if event.type == "text":
+                        on_text(event.text)
+                message = await stream.get_final_message()
+                headers = stream.response.headers
+        except MODEL_ERRORS as exc:
+            raise self._failed(exc) from None if self._leaks(exc) else exc
+        return replace(to_turn(message), rate=read_rate_headers(headers))
+
+    def _failed(self, exc: Exception) -> Exception:
+        return classify_model_error(
+            exc, provider=self.provider, model=self.name, secrets=self._secrets()
+        )
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        """The Messages API parameters of ``request``."""
         tools: list[ToolParam] = [
             {
                 "name": t.name,
@@ -85,21 +119,13 @@ class AnthropicClient:
         # The SDK's create() has no `temperature` any more (newer models reject it), so it
         # travels in the body only when a file asks for a non-default value.
         body = {"temperature": request.temperature} if request.temperature else None
-        try:
-            # The raw response: its headers tell the endpoint's limits (DESIGN §13).
-            raw = await self._sdk.messages.with_raw_response.create(
-                model=self.name,
-                max_tokens=request.max_tokens,
-                messages=to_messages(request.messages),
-                extra_body=body,
-                **extra,
-            )
-            message = await raw.parse()
-        except MODEL_ERRORS as exc:
-            raise classify_model_error(
-                exc, provider=self.provider, model=self.name, secrets=self._secrets()
-            ) from None if self._leaks(exc) else exc
-        return replace(to_turn(message), rate=read_rate_headers(raw.headers))
+        return {
+            "model": self.name,
+            "max_tokens": request.max_tokens,
+            "messages": to_messages(request.messages),
+            "extra_body": body,
+            **extra,
+        }
 
     async def aclose(self) -> None:
         """Close the SDK's connection pool."""

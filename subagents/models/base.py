@@ -10,9 +10,9 @@ whether to call again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from shared.categories import ErrorCategory
 from shared.classify import register_classifier
@@ -131,6 +131,20 @@ class ModelClient(Protocol):
 
     async def aclose(self) -> None:
         """Release connections."""
+        ...
+
+
+TextSink = Callable[[str], None]
+"""Told each piece of a turn's text as the model writes it, in order."""
+
+
+@runtime_checkable
+class StreamingClient(Protocol):
+    """A client that can also hand over a turn's text as it is written (DESIGN §8)."""
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelTurn:
+        """Send ``request`` streamed: ``on_text`` gets the text as it comes; the whole
+        turn is returned at the end, as :meth:`ModelClient.complete` would return it."""
         ...
 
 

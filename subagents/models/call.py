@@ -9,21 +9,39 @@ traced, counted and retried exactly like a tool call, and there is one retry lay
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from shared.clock import Clock
 from shared.envelope import ToolResult
 from subagents.executor import ExecObserver, execute_tool_safely
 from subagents.jitter import Jitter
-from subagents.models.base import ModelCallFailed, ModelClient, ModelRequest, ModelTurn
+from subagents.models.base import (
+    ModelCallFailed,
+    ModelClient,
+    ModelRequest,
+    ModelTurn,
+    StreamingClient,
+)
 from subagents.models.compat.names import WireNames
 from subagents.models.limiter import EndpointLimiter, Permit, estimate_tokens, limiter_of
 from subagents.models.spec import ModelSpec
 from subagents.tool import Tool
 
 MODEL_TOOL = "model"
+
+
+class StreamSink(Protocol):
+    """Where a streamed turn's text goes (the lead's answer: ``answer.delta`` events)."""
+
+    def delta(self, text: str) -> None:
+        """The next piece of the text."""
+        ...
+
+    def restart(self) -> None:
+        """The call is made again: the text written so far is void, it starts anew."""
+        ...
 _NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 _MAX_TRACE_TEXT = 2000  # characters of a turn's text kept in its envelope (the trace)
 
@@ -68,6 +86,7 @@ async def call_model(
     trace_id: str,
     observer: ExecObserver | None = None,
     on_limit_wait: Callable[[bool], None] | None = None,
+    stream: StreamSink | None = None,
 ) -> tuple[ToolResult, ModelTurn | None]:
     """Call the model until it answers or fails for good; the envelope and the turn.
 
@@ -75,6 +94,11 @@ async def call_model(
     Each attempt first waits for the endpoint's limiter, if its client has one;
     ``on_limit_wait(True)`` is called when an attempt has to wait for it, and
     ``on_limit_wait(False)`` when the wait is over (the live view shows it).
+
+    With ``stream``, a client that can stream (:class:`StreamingClient`) hands the
+    turn's text to it as it is written; an attempt after one that wrote text (a stream
+    cut mid-way and retried) first says so (``stream.restart()``): it writes again from
+    the start.
     """
     turns: list[ModelTurn] = []
     limiter = limiter_of(client)
@@ -88,14 +112,34 @@ async def call_model(
     else:
         names = None
 
+    streaming = stream is not None and isinstance(client, StreamingClient)
+    wrote = False
+
+    def on_text(text: str) -> None:
+        nonlocal wrote
+        if text:
+            assert stream is not None
+            wrote = True
+            stream.delta(text)
+
+    def answer() -> Awaitable[ModelTurn]:
+        nonlocal wrote
+        if not streaming:
+            return client.complete(sent)
+        assert stream is not None and isinstance(client, StreamingClient)
+        if wrote:
+            stream.restart()
+            wrote = False
+        return client.stream(sent, on_text)
+
     async def body() -> dict[str, Any]:
         if not permits:
-            turn = _named(await client.complete(sent), names)
+            turn = _named(await answer(), names)
             turns.append(turn)
             return turn_data(turn)
         permit = permits[-1]
         try:
-            turn = _named(await client.complete(sent), names)
+            turn = _named(await answer(), names)
         except ModelCallFailed as exc:
             permit.refused(status=exc.status, report=exc.rate)
             raise

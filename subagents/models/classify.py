@@ -143,6 +143,13 @@ def classify_model_error(
         kind, category = "bad_request", "internal"
     elif status in (500, 503) and "overloaded" in said:
         kind, category = "overloaded", "transient"
+    elif status < 400:
+        # An error event inside a streamed answer (its response began 200): the server
+        # broke off what it was writing (Anthropic's `event: error`, DESIGN §8).
+        kind = "overloaded" if "overloaded" in said else (
+            "rate_limited" if "rate_limit" in said else "unavailable"
+        )
+        category = "transient"
     elif status in _BY_STATUS:
         kind, category = _BY_STATUS[status]
     elif status >= 500:

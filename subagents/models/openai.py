@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import anyio
 import openai
 from openai.types.chat import (
     ChatCompletion,
+    ChatCompletionMessageParam,
     ChatCompletionToolUnionParam,
 )
 
 from subagents.models.base import (
+    AssistantMessage,
     ModelCallFailed,
     ModelRequest,
     ModelTurn,
+    TextSink,
+    ToolResultMessage,
+    TranscriptMessage,
+    UserMessage,
 )
 from subagents.models.classify import MODEL_ERRORS, classify_model_error
-from subagents.models.compat.chat import call_ids, to_messages, to_turn
+from subagents.models.compat.chat import gather_stream, to_turn
 from subagents.models.compat.profiles import (
     PROFILES,
     ServerProfile,
@@ -156,11 +163,22 @@ class OpenAIClient:
         :data:`~subagents.models.endpoints.facts.MIN_ANSWER_TOKENS` is not sent. A refusal that
         names the window teaches it; the request is refitted and sent once more.
         """
+        return await self._answer(request, None)
+
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelTurn:
+        """:meth:`complete` with ``stream: true`` (DESIGN §8): ``on_text`` gets the text
+        as it comes, the turn is gathered from the chunks (:mod:`.openai_stream`) and
+        normalised as a whole answer is. Usage is asked for in the last chunk where the
+        profile allows (``stream_options``); a server that never sends it is fine.
+        """
+        return await self._answer(request, on_text)
+
+    async def _answer(self, request: ModelRequest, on_text: TextSink | None) -> ModelTurn:
         profile = await self.server_profile()
         estimate = estimate_tokens(request)
         request = self._fit(request, estimate)
         try:
-            completion, headers = await self._create(request, profile)
+            completion, headers = await self._create(request, profile, on_text)
         except MODEL_ERRORS as exc:
             failed = classify_model_error(
                 exc, provider=self.provider, model=self.name, secrets=self._secrets()
@@ -174,7 +192,7 @@ class OpenAIClient:
                     raise failed from None
                 request = refit
                 try:
-                    completion, headers = await self._create(request, profile)
+                    completion, headers = await self._create(request, profile, on_text)
                 except MODEL_ERRORS as again:
                     raise classify_model_error(
                         again, provider=self.provider, model=self.name, secrets=self._secrets()
@@ -185,7 +203,7 @@ class OpenAIClient:
             # Refused for its shape: this server wants the strictest form (kept from now).
             profile = self._profile = PROFILES["strict"]
             try:
-                completion, headers = await self._create(request, profile)
+                completion, headers = await self._create(request, profile, on_text)
             except MODEL_ERRORS as again:
                 raise classify_model_error(
                     again, provider=self.provider, model=self.name, secrets=self._secrets()
@@ -204,7 +222,7 @@ class OpenAIClient:
             completion,
             profile=profile,
             offered=[t.name for t in request.tools],
-            used=call_ids(request.messages),
+            used=_call_ids(request.messages),
             mint=self._mint,
         )
         if turn.usage is not None:
@@ -259,9 +277,13 @@ class OpenAIClient:
         )
 
     async def _create(
-        self, request: ModelRequest, profile: ServerProfile
+        self, request: ModelRequest, profile: ServerProfile, on_text: TextSink | None = None
     ) -> tuple[ChatCompletion, Mapping[str, str]]:
         options: dict[str, Any] = {self.max_tokens_param: request.max_tokens}
+        if on_text is not None:
+            options["stream"] = True
+            if profile.stream_usage:
+                options["stream_options"] = {"include_usage": True}
         tools: list[ChatCompletionToolUnionParam] = [
             {
                 "type": "function",
@@ -299,7 +321,14 @@ class OpenAIClient:
             temperature=request.temperature,
             **options,
         )
-        completion: ChatCompletion = raw.parse()
+        if on_text is not None:
+            chunks = raw.parse()
+            try:
+                completion = await gather_stream(chunks, on_text)
+            finally:
+                await chunks.close()  # a stream cut short still gives its connection back
+            return completion, raw.headers
+        completion = raw.parse()
         return completion, raw.headers
 
     def _mint(self) -> str:
@@ -316,3 +345,79 @@ class OpenAIClient:
     def _leaks(self, exc: BaseException) -> bool:
         """Whether the SDK error's own text holds the key (then it is not chained)."""
         return any(secret in f"{exc} {getattr(exc, 'body', '')}" for secret in self._secrets())
+
+
+def _call_ids(transcript: Iterable[TranscriptMessage]) -> set[str]:
+    """The tool-call ids already used in a transcript (a repeated one is minted anew)."""
+    return {
+        call.id
+        for message in transcript
+        if isinstance(message, AssistantMessage)
+        for call in message.turn.calls
+    }
+
+
+def to_messages(
+    system: str,
+    transcript: Sequence[TranscriptMessage],
+    profile: ServerProfile = PROFILES["openai"],
+    *,
+    ask: str | None = None,
+) -> list[ChatCompletionMessageParam]:
+    """The system prompt first, then the transcript as chat messages.
+
+    OpenAI has no ``is_error`` on a tool result: the content is the envelope's JSON,
+    whose ``isError`` says it. A profile without the system role gets the instructions
+    at the head of the first user message; ``ask`` (a tool asked for in words) ends the
+    conversation as a user message.
+    """
+    out: list[dict[str, Any]] = []
+    fold = system if system and not profile.system_role else ""
+    if system and profile.system_role:
+        out.append({"role": "system", "content": system})
+    for message in transcript:
+        if isinstance(message, UserMessage):
+            text = f"{fold}\n\n{message.text}" if fold else message.text
+            fold = ""
+            out.append({"role": "user", "content": text})
+        elif isinstance(message, ToolResultMessage):
+            out.append(
+                {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+            )
+        else:
+            out.append(_assistant(message, profile))
+    if fold:
+        out.insert(0, {"role": "user", "content": fold})
+    if ask:
+        last = out[-1] if out else None
+        if last is not None and last["role"] == "user":
+            last["content"] = f"{last['content']}{ask}"
+        else:
+            out.append({"role": "user", "content": ask.strip()})
+    return cast(list[ChatCompletionMessageParam], out)
+
+
+def _assistant(message: AssistantMessage, profile: ServerProfile) -> dict[str, Any]:
+    turn = message.turn
+    # Some servers refuse `content: null` beside tool calls (llama-cpp-python's schema
+    # wants a string): those get "", which every server takes.
+    empty = None if profile.null_content else ""
+    out: dict[str, Any] = {"role": "assistant", "content": turn.text or empty}
+    if turn.calls:
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    # Sent back as the model wrote it, broken JSON included.
+                    "arguments": (
+                        json.dumps(call.arguments)
+                        if call.arguments is not None
+                        else call.raw_arguments or ""
+                    ),
+                },
+            }
+            for call in turn.calls
+        ]
+    return out

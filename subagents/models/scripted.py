@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,7 @@ from subagents.models.base import (
     ModelFailureKind,
     ModelRequest,
     ModelTurn,
+    TextSink,
     ToolCall,
     Usage,
 )
@@ -89,6 +91,14 @@ class ScriptedModel:
             raise _failure(turn.error, turn, subtask)
         return self._turn(turn, request, subtask, n)
 
+    async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelTurn:
+        """:meth:`complete`, its text handed over a sentence at a time once the turn's
+        latency has passed (the same pieces every replay)."""
+        turn = await self.complete(request)
+        for piece in text_pieces(turn.text):
+            on_text(piece)
+        return turn
+
     async def aclose(self) -> None:
         """Nothing to release."""
 
@@ -161,3 +171,12 @@ def _failure(error: ScriptedError, turn: ScriptedTurn, subtask: str) -> ModelCal
 def _call_id(subtask: str, n: int, i: int) -> str:
     """Deterministic: the same file gives the same ids, so reports match byte for byte."""
     return f"call_{subtask}_{n}_{i}"
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?:\n])(?=\s)")
+
+
+def text_pieces(text: str) -> list[str]:
+    """``text`` cut after each sentence (the whitespace goes with the next): joined, the
+    pieces are the text."""
+    return [piece for piece in _SENTENCE_END.split(text) if piece]

@@ -9,6 +9,7 @@ from subagents.planners.base import (
     PlanEnv,
     Planner,
     PlannerState,
+    TurnPlanner,
 )
 from subagents.planners.scripted import ScriptedPlanner
 
@@ -22,4 +23,5 @@ __all__ = [
     "Planner",
     "PlannerState",
     "ScriptedPlanner",
+    "TurnPlanner",
 ]

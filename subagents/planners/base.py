@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from shared.categories import ErrorCategory, Trigger
 from shared.clock import Clock
@@ -110,4 +110,25 @@ class Planner(Protocol):
 
     async def next_action(self, last: Observation | None, env: PlanEnv) -> Action | None:
         """The next action, given the last call's observation."""
+        ...
+
+
+@runtime_checkable
+class TurnPlanner(Protocol):
+    """A planner whose calls come in turns: several calls of one turn may run together.
+
+    After :meth:`Planner.next_action` proposed a call, the loop may ask for the calls of
+    the same turn that follow it (:meth:`more_calls`); those are proposed too, and their
+    results come back in the order asked: each but the last through :meth:`observe`,
+    the last as the ``last`` observation of the next :meth:`Planner.next_action`. A
+    call whose result never comes back (the subagent escalated first) is proposed
+    again by ``next_action(None, env)`` in the retry round, before anything else.
+    """
+
+    def more_calls(self, limit: int, env: PlanEnv) -> list[CallAction]:
+        """Up to ``limit`` calls of the current turn after the one just proposed."""
+        ...
+
+    def observe(self, observation: Observation, env: PlanEnv) -> None:
+        """Take one call's result without proposing anything."""
         ...

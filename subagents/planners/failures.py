@@ -1,5 +1,5 @@
-"""What a model-driven subagent hands up when its model calls fail for good, or when its
-job's token budget is spent (DESIGN §7's table of model failures)."""
+"""What a model-planned subtask hands up when its model cannot go on (DESIGN §7's table),
+or when its job's token budget is spent."""
 
 from __future__ import annotations
 

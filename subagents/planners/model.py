@@ -2,8 +2,10 @@
 
 Each tool call the model makes is one logical call of the loop (allowlist, arguments,
 gate, ``execute_tool_safely``); its final envelope goes back as the tool result. The
-calls of one turn are proposed one after another, in order; when every one has its
-result, the model is asked again. A turn without a tool call ends the subtask with its
+calls of one turn are proposed in order; the loop may take several at once and run them
+together (:meth:`ModelPlanner.more_calls`, DESIGN §7 "Parallel calls"), and their results
+come back in the order the model asked. When every one has its result, the model is
+asked again. A turn without a tool call ends the subtask with its
 text as a finding. What the model gets wrong (an invented tool, arguments that are not
 a JSON object or fail the schema, a bad ``escalate``) goes back to it as a validation
 envelope; the tool never runs. A model call that fails for good becomes the escalation
@@ -66,6 +68,7 @@ from subagents.planners.transcript import (
     entry_in,
     entry_out,
 )
+from subagents.planners.turns import REPEATS, TurnCalls, signature
 from subagents.schema import validate
 
 
@@ -88,12 +91,8 @@ REMINDER = (
 SILENCE_REMINDER = "You answered nothing. Answer the subtask, or call `escalate` saying why."
 """The reminder of a subtask without tools whose model said nothing."""
 
-REPEATS = 2
-"""How many times the same call may return ok: a third identical call is no progress."""
-
-
 @dataclass
-class ModelPlanner:
+class ModelPlanner(TurnCalls):
     """Plans one subtask with a model; its transcript is its state (checkpointable)."""
 
     client: ModelClient
@@ -102,7 +101,9 @@ class ModelPlanner:
     seed: object = 0
     entries: list[Entry] = field(default_factory=list)
     queue: list[ToolCall] = field(default_factory=list)
-    awaiting: CallAction | None = None
+    # The calls proposed and not answered yet, in the turn's order: one, or the calls of
+    # a turn that run together.
+    awaiting: list[CallAction] = field(default_factory=list)
     calls_made: int = 0
     model_attempts: int = 0
     # Coverage is evidence (DESIGN §7): ok envelopes of real tools, whether the model was
@@ -135,25 +136,12 @@ class ModelPlanner:
             first = self._search_first(env)
             if first is not None:
                 return first
-        if last is not None and self.awaiting is not None:
-            if last.action.call_id == self.awaiting.call_id:
-                self.refused_last = last.result.category == "validation"
-                if last.result.ok:
-                    self.evidence += 1
-                    key = _signature(last.action.tool, last.action.args)
-                    self.ok_calls[key] = self.ok_calls.get(key, 0) + 1
-                self.entries.append(
-                    ResultEntry(
-                        call_id=self.awaiting.call_id or "",
-                        name=self.awaiting.tool,
-                        index=len(env.context.messages) - 1,
-                        is_error=not last.result.ok,
-                    )
-                )
-                self.awaiting = None
-        elif last is None and self.awaiting is not None:
-            # The retry round (or a resume): the call that failed is made again.
-            return self.awaiting
+        if last is not None:
+            self._take(last, len(env.context.messages) - 1)
+        if self.awaiting:
+            # The retry round (or a resume): the call that failed is made again, then
+            # the calls of its turn that had no result either.
+            return self.awaiting[0]
         if self.queue:
             return self._propose(self.queue.pop(0))
         return await self._ask(env)
@@ -327,7 +315,7 @@ class ModelPlanner:
     def _propose(self, call: ToolCall) -> Action:
         if (
             call.arguments is not None
-            and self.ok_calls.get(_signature(call.name, call.arguments), 0) >= REPEATS
+            and self.ok_calls.get(signature(call.name, call.arguments), 0) >= REPEATS
         ):
             # The same call answered ok twice already: a third adds nothing (DESIGN §7).
             self.queue.clear()
@@ -368,7 +356,7 @@ class ModelPlanner:
                 expected=violation.expected,
             )
         action = CallAction(call.name, dict(args), step, call_id=call.id, invalid=invalid)
-        self.awaiting = action
+        self.awaiting.append(action)
         return action
 
     def snapshot(self) -> dict[str, Any]:
@@ -377,7 +365,7 @@ class ModelPlanner:
         return {
             "entries": [entry_out(e) for e in self.entries],
             "queue": [call_out(c) for c in self.queue],
-            "awaiting": None if self.awaiting is None else action_out(self.awaiting),
+            "awaiting": [action_out(a) for a in self.awaiting],
             "calls_made": self.calls_made,
             "model_attempts": self.model_attempts,
             "rng": [version, list(internal), gauss],
@@ -393,7 +381,10 @@ class ModelPlanner:
         """Continue from a :meth:`snapshot`."""
         self.entries = [entry_in(e) for e in state["entries"]]
         self.queue = [call_in(c) for c in state["queue"]]
-        self.awaiting = None if state["awaiting"] is None else action_in(state["awaiting"])
+        awaiting = state["awaiting"]
+        if isinstance(awaiting, dict):  # a checkpoint from before turns ran together
+            awaiting = [awaiting]
+        self.awaiting = [action_in(a) for a in awaiting or ()]
         self.calls_made = int(state["calls_made"])
         self.model_attempts = int(state["model_attempts"])
         self.evidence = int(state.get("evidence", 0))
@@ -410,11 +401,6 @@ class ModelPlanner:
         self.rng.setstate((version, tuple(internal), gauss))
         if isinstance(self.client, Seekable):
             self.client.seek(self.subtask_id, self.model_attempts)
-
-
-def _signature(tool: str, args: dict[str, Any]) -> str:
-    """One call's identity: the tool and its arguments, key order ignored."""
-    return tool + json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _trigger(value: str) -> Trigger:

@@ -266,20 +266,36 @@ def test_post_ask_on_the_operators_local_model(
 
 
 def test_coordinator_ask_on_the_local_model(live_fc_server: LiveServer) -> None:
-    """`coordinator.ask` from Python, on the same server and folder: a useful answer."""
-    from coordinator import ask
+    """`coordinator.ask_events` from Python, on the same server and folder: a useful
+    answer, streamed (DESIGN §8): its first words come before the whole of it."""
+    from coordinator import ask_events
+
+    # When the synthesis's model call began, its first answer.delta, and its answer event.
+    marks: dict[str, float] = {}
 
     async def main() -> Any:
-        return await ask(QUESTION, tools=[f"docs:{DOCS}"], model="openai:gemma",
-                         base_url=live_fc_server.base_url)
+        async with ask_events(QUESTION, tools=[f"docs:{DOCS}"], model="openai:gemma",
+                              base_url=live_fc_server.base_url) as run:
+            async for event in run:
+                now = time.monotonic()
+                if event.subtask_id == "lead" and event.kind == "start" and "first" not in marks:
+                    marks["asked"] = now  # the last lead call before the answer: its synthesis
+                elif event.kind == "answer.delta":
+                    marks.setdefault("first", now)
+                elif event.kind == "answer":
+                    marks["whole"] = now
+        return run.report
 
     os.environ.setdefault("OPENAI_API_KEY", "sk-local-llama")
     started = time.monotonic()
     report = anyio.run(main)
     wall = time.monotonic() - started
     answer = check_answer(report.to_wire())
-    keep_figures("coordinator.ask (chatml-function-calling)", {
-        "coverage": report.coverage, **answer, "wall_s": round(wall, 1)})
+    assert marks["asked"] <= marks["first"] <= marks["whole"], marks
+    keep_figures("coordinator.ask_events (chatml-function-calling)", {
+        "coverage": report.coverage, **answer, "wall_s": round(wall, 1),
+        "first_answer_words_s": round(marks["first"] - marks["asked"], 2),
+        "whole_answer_s": round(marks["whole"] - marks["asked"], 2)})
 
 
 def _free_port() -> int:

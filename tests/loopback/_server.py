@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import socket
 import struct
 import threading
@@ -28,7 +29,12 @@ class Reply:
     """One scripted answer: status, headers, a JSON body (or raw ``str``/``bytes``).
 
     ``delay_s`` waits before answering; ``drop`` closes the connection with a reset
-    instead of answering (after the delay).
+    instead of answering (after the delay). ``chunks`` makes it a streamed answer (an
+    event stream: each chunk written as it comes, ``chunk_delay_s`` apart, the body
+    ignored); ``drop_after`` resets the connection after that many chunks (a stream that
+    breaks off). A provider server turns a JSON answer into its own event stream when the
+    request asks for one (:meth:`LoopbackServer.streamed`); ``chunk_delay_s`` set on a
+    JSON answer is kept for it.
     """
 
     status: int = 200
@@ -36,6 +42,9 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     drop: bool = False
+    chunks: tuple[bytes, ...] | None = None
+    chunk_delay_s: float = 0.0
+    drop_after: int | None = None
 
     def encoded(self) -> bytes:
         """The body as bytes on the wire."""
@@ -114,6 +123,10 @@ class LoopbackServer:
     def error_reply(self, status: int, message: str) -> Reply:
         """An error in the provider's shape (unknown path, wrong key)."""
         return Reply(status, {"error": {"message": message}})
+
+    def streamed(self, request: RecordedRequest, reply: Reply) -> Reply:
+        """``reply`` as the provider streams it when ``request`` asks (else as it is)."""
+        return reply
 
     def unauthorized(self, request: RecordedRequest) -> Reply:
         """The answer to a request without the server's key."""
@@ -219,7 +232,8 @@ class LoopbackServer:
             if self.api_key is not None and request.api_key != self.api_key:
                 return self.unauthorized(request)
             responder = self._queue.popleft() if self._queue else self.default_reply
-        return responder(request) if callable(responder) else responder
+        reply = responder(request) if callable(responder) else responder
+        return reply if reply.chunks is not None else self.streamed(request, reply)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER)
@@ -273,6 +287,8 @@ class LoopbackServer:
         if reply.drop:
             _reset(writer)
             return False
+        if reply.chunks is not None:
+            return await self._stream(conn, writer, reply)
         payload = reply.encoded()
         headers = {"content-type": "application/json", **reply.headers}
         headers["content-length"] = str(len(payload))
@@ -284,6 +300,43 @@ class LoopbackServer:
             writer.write(data or b"")
         await writer.drain()
         return conn.our_state is h11.DONE and conn.their_state is h11.DONE
+
+
+    async def _stream(
+        self, conn: h11.Connection, writer: asyncio.StreamWriter, reply: Reply
+    ) -> bool:
+        """Write a streamed answer chunk by chunk (chunked transfer encoding)."""
+        assert reply.chunks is not None
+        headers = {"content-type": "text/event-stream", "cache-control": "no-cache",
+                   **reply.headers}
+        writer.write(
+            conn.send(h11.Response(status_code=reply.status, headers=list(headers.items())))
+            or b""
+        )
+        await writer.drain()
+        for n, chunk in enumerate(reply.chunks):
+            if reply.drop_after is not None and n >= reply.drop_after:
+                _reset(writer)
+                return False
+            if n and reply.chunk_delay_s:
+                await asyncio.sleep(reply.chunk_delay_s)
+            writer.write(conn.send(h11.Data(data=chunk)) or b"")
+            await writer.drain()
+        writer.write(conn.send(h11.EndOfMessage()) or b"")
+        await writer.drain()
+        return conn.our_state is h11.DONE and conn.their_state is h11.DONE
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    """One server-sent event: ``event:`` (when named) and ``data:`` as compact JSON."""
+    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {text}\n\n".encode()
+
+
+def words(text: str) -> list[str]:
+    """``text`` in the pieces a model streams it in: each word with the space after it."""
+    return re.findall(r"\S+\s*|\s+", text)
 
 
 def _reset(writer: asyncio.StreamWriter) -> None:

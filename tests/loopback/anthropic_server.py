@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.loopback._server import LoopbackServer, RecordedRequest, Reply
+from tests.loopback._server import LoopbackServer, RecordedRequest, Reply, sse, words
 
 # The error types the API names for each status (docs: "Errors").
 ERROR_TYPES: Mapping[int, str] = {
@@ -97,3 +98,61 @@ class AnthropicServer(LoopbackServer):
     def unauthorized(self, request: RecordedRequest) -> Reply:
         """The 401 the API sends for a wrong key."""
         return error(401, "invalid x-api-key")
+
+    chunk_delay_s = 0.0
+    """The pause between the events of every streamed answer (a slow model)."""
+
+    def streamed(self, request: RecordedRequest, reply: Reply) -> Reply:
+        """A 200 Message as ``stream: true`` sends it: ``message_start`` (no content, the
+        input usage), each block as ``content_block_start``, its deltas (text word by
+        word, a tool's input as ``input_json_delta`` pieces) and ``content_block_stop``,
+        a ``ping``, then ``message_delta`` (the stop reason, the output usage) and
+        ``message_stop``."""
+        try:
+            asked = request.json()
+        except ValueError:
+            return reply
+        if not asked.get("stream") or reply.status != 200 or not isinstance(reply.body, dict):
+            return reply
+        return Reply(
+            200,
+            headers=reply.headers,
+            delay_s=reply.delay_s,
+            chunks=tuple(_events(reply.body)),
+            chunk_delay_s=reply.chunk_delay_s or self.chunk_delay_s,
+        )
+
+
+def _events(body: Mapping[str, Any]) -> list[bytes]:
+    """A Message as the API's event stream."""
+    usage = dict(body.get("usage") or {})
+    start = {**body, "content": [], "stop_reason": None, "stop_sequence": None,
+             "usage": {**usage, "output_tokens": 1}}
+    out = [sse({"type": "message_start", "message": start}, "message_start")]
+    for i, block in enumerate(body.get("content") or ()):
+        if block.get("type") == "text":
+            opened: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": w} for w in words(block.get("text", ""))]
+        else:
+            opened = {**block, "input": {}}
+            text = json.dumps(block.get("input"))
+            deltas = [{"type": "input_json_delta", "partial_json": text[k:k + 8]}
+                      for k in range(0, len(text), 8)]
+        out.append(sse({"type": "content_block_start", "index": i, "content_block": opened},
+                       "content_block_start"))
+        if i == 0:
+            out.append(sse({"type": "ping"}, "ping"))
+        out += [sse({"type": "content_block_delta", "index": i, "delta": d},
+                    "content_block_delta") for d in deltas]
+        out.append(sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
+    out.append(sse({"type": "message_delta",
+                    "delta": {"stop_reason": body.get("stop_reason"), "stop_sequence": None},
+                    "usage": {"output_tokens": usage.get("output_tokens", 0)}},
+                   "message_delta"))
+    out.append(sse({"type": "message_stop"}, "message_stop"))
+    return out
+
+
+def stream_error(type: str = "overloaded_error", message: str = "Overloaded") -> bytes:
+    """An ``error`` event as the API sends one mid-stream."""
+    return sse({"type": "error", "error": {"type": type, "message": message}}, "error")

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.loopback._server import LoopbackServer, RecordedRequest, Reply
+from tests.loopback._server import LoopbackServer, RecordedRequest, Reply, sse, words
 
 CONTEXT_LENGTH_EXCEEDED = (
     "This model's maximum context length is 128000 tokens. However, your messages "
@@ -98,6 +98,15 @@ class OpenAIServer(LoopbackServer):
         # ("openai": the official API's behaviour; None: no model list, a 404).
         self.owned_by = owned_by
         self._no_server_facts()
+        self._stream_quirks()
+
+    def _stream_quirks(self) -> None:
+        # How a server bends a stream (DESIGN §8): usage in the chunk of the finish rather
+        # than a last chunk of its own (llama.cpp, vLLM without stream_options); tool-call
+        # pieces without an `index`; a chunk delay for every streamed answer.
+        self.usage_in_finish = False
+        self.no_index = False
+        self.chunk_delay_s = 0.0
 
     def _no_server_facts(self) -> None:
         # What a server says of itself (DESIGN §7, "Fitting a local server"): extra fields
@@ -112,6 +121,69 @@ class OpenAIServer(LoopbackServer):
         super().clear()
         self.owned_by = "openai"
         self._no_server_facts()
+        self._stream_quirks()
+
+    def streamed(self, request: RecordedRequest, reply: Reply) -> Reply:
+        """A 200 chat completion as ``stream: true`` sends it: ``chat.completion.chunk``
+        events (the role, then the text word by word, each tool call's id and name then
+        its arguments in pieces, then the finish), usage in a last chunk of its own when
+        ``stream_options.include_usage`` asks (and the completion has usage), then
+        ``data: [DONE]``."""
+        try:
+            asked = request.json()
+        except ValueError:
+            return reply
+        if not asked.get("stream") or reply.status != 200 or not isinstance(reply.body, dict):
+            return reply
+        return Reply(
+            200,
+            headers=reply.headers,
+            delay_s=reply.delay_s,
+            chunks=tuple(self._chunks(reply.body, asked)),
+            chunk_delay_s=reply.chunk_delay_s or self.chunk_delay_s,
+        )
+
+    def _chunks(self, body: Mapping[str, Any], asked: Mapping[str, Any]) -> list[bytes]:
+        head = {"id": body.get("id", "chatcmpl-stream"), "object": "chat.completion.chunk",
+                "created": body.get("created", 0), "model": body.get("model", "")}
+        choice = (body.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        include_usage = bool((asked.get("stream_options") or {}).get("include_usage"))
+        usage = body.get("usage")
+
+        def chunk(delta: Mapping[str, Any], finish: str | None = None,
+                  **extra: Any) -> bytes:
+            data = {**head, "choices": [{"index": 0, "delta": dict(delta), "logprobs": None,
+                                         "finish_reason": finish}], **extra}
+            if include_usage and "usage" not in extra:
+                data["usage"] = None
+            return sse(data)
+
+        out = [chunk({"role": "assistant", "content": ""})]
+        out += [chunk({"content": piece}) for piece in words(message.get("content") or "")]
+        if message.get("refusal"):
+            out.append(chunk({"refusal": message["refusal"]}))
+        for i, call in enumerate(message.get("tool_calls") or ()):
+            function = call.get("function") or {}
+            first: dict[str, Any] = {"type": "function",
+                                     "function": {"name": function.get("name"), "arguments": ""}}
+            if call.get("id"):
+                first["id"] = call["id"]
+            arguments = function.get("arguments")
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            pieces = [{"function": {"arguments": text[k:k + 8]}} for k in range(0, len(text), 8)]
+            for part in [first, *pieces]:
+                if not self.no_index:
+                    part = {"index": i, **part}
+                out.append(chunk({"tool_calls": [part]}))
+        finish_extra: dict[str, Any] = {}
+        if usage is not None and self.usage_in_finish:
+            finish_extra["usage"] = usage
+        out.append(chunk({}, choice.get("finish_reason") or "stop", **finish_extra))
+        if usage is not None and include_usage and not self.usage_in_finish:
+            out.append(sse({**head, "choices": [], "usage": usage}))
+        out.append(sse("[DONE]"))
+        return out
 
     def side_route(self, request: RecordedRequest) -> Reply | None:
         """``GET /v1/models``: one model, owned by :attr:`owned_by`; ``GET /props`` and

@@ -1,33 +1,39 @@
-"""Chat Completions on the wire: fanout's transcript as messages, a completion as a turn.
+"""Reading what an OpenAI-compatible server answers: a whole chat completion, or a
+streamed one gathered into one (DESIGN §7 "Real servers: profiles", §8 "Streaming").
 
-What every OpenAI-compatible server is sent (shaped by its profile, :mod:`.profiles`)
-and how what it answers is normalised: tool-call ids missing, empty or repeated are
-minted anew, arguments sent as an object are taken as is, tool calls written as text are
-read as calls where the profile allows, ``finish_reason`` beside tool calls is tool use.
+:func:`to_turn` normalises a completion whatever the server bent; :func:`gather_stream`
+adds up ``stream: true`` chunks into a completion first, text handed over as it comes.
+
+``stream: true`` answers with ``chat.completion.chunk`` events. The servers bend them as
+they bend whole answers (DESIGN §7, "Real servers: profiles"), and what is gathered here
+is then normalised by :func:`to_turn` exactly as a whole answer:
+
+- text comes as ``delta.content`` pieces (``on_text`` hears each at once);
+- tool calls come as ``delta.tool_calls`` pieces, keyed by ``index``: the id and name
+  in the first, the arguments' text spread over the rest. A server that leaves out
+  ``index`` continues the call it began unless the piece names a new id; one that sends
+  ``arguments`` as an object, or repeats the name in every piece, is taken as it is;
+  missing ids are minted later, as for a whole answer;
+- ``finish_reason`` comes in a late chunk, sometimes null or ``stop`` beside calls;
+- usage comes in a last chunk with no choices (``stream_options.include_usage``), or in
+  the chunk of the finish (some servers), or never: the turn then has no usage.
+
+An ``error`` object inside the stream (the server broke off) fails the attempt as a
+transient failure; fanout's retry writes the answer again from the start.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterable, Callable, Sequence
+from typing import Any
 
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+import openai
+from openai.types.chat import ChatCompletion
 
-from subagents.models.base import (
-    AssistantMessage,
-    ModelTurn,
-    StopReason,
-    ToolCall,
-    ToolResultMessage,
-    TranscriptMessage,
-    Usage,
-    UserMessage,
-)
+from subagents.models.base import ModelCallFailed, ModelTurn, StopReason, TextSink, ToolCall, Usage
 from subagents.models.compat.profiles import PROFILES, ServerProfile, text_tool_calls
-
-__all__ = ["call_ids", "to_messages", "to_turn"]
 
 _STOP: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -38,80 +44,98 @@ _STOP: dict[str, StopReason] = {
 }
 
 
-def call_ids(transcript: Iterable[TranscriptMessage]) -> set[str]:
-    """The tool-call ids already used in a transcript (a repeated one is minted anew)."""
-    return {
-        call.id
-        for message in transcript
-        if isinstance(message, AssistantMessage)
-        for call in message.turn.calls
+async def gather_stream(chunks: AsyncIterable[Any], on_text: TextSink) -> ChatCompletion:
+    """The completion the chunks add up to; ``on_text`` hears each text piece as it comes."""
+    text: list[str] = []
+    refusal: list[str] = []
+    calls: list[dict[str, str]] = []
+    by_index: dict[int, dict[str, str]] = {}
+    finish: str | None = None
+    usage: Any = None
+    model = ""
+    ident = ""
+    try:
+        async for chunk in chunks:
+            model = getattr(chunk, "model", None) or model
+            ident = getattr(chunk, "id", None) or ident
+            usage = getattr(chunk, "usage", None) or usage
+            for choice in getattr(chunk, "choices", None) or ():
+                if (getattr(choice, "index", 0) or 0) != 0:
+                    continue  # fanout asks for one choice; a second is not its answer
+                delta = getattr(choice, "delta", None)
+                if delta is not None:
+                    piece = getattr(delta, "content", None)
+                    if piece:
+                        text.append(piece)
+                        on_text(piece)
+                    said = getattr(delta, "refusal", None)
+                    if said:
+                        refusal.append(said)
+                    for part in getattr(delta, "tool_calls", None) or ():
+                        _add_call_piece(part, calls, by_index)
+                finish = getattr(choice, "finish_reason", None) or finish
+    except openai.APIError as exc:
+        if isinstance(exc, openai.APIStatusError | openai.APIConnectionError):
+            raise  # classified by the caller, as for a whole answer
+        raise ModelCallFailed(
+            f"the server broke off its streamed answer: {exc.message}",
+            kind="unavailable",
+            category="transient",
+        ) from exc
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": "".join(text) or None,
+        "refusal": "".join(refusal) or None,
     }
-
-
-def to_messages(
-    system: str,
-    transcript: Sequence[TranscriptMessage],
-    profile: ServerProfile = PROFILES["openai"],
-    *,
-    ask: str | None = None,
-) -> list[ChatCompletionMessageParam]:
-    """The system prompt first, then the transcript as chat messages.
-
-    OpenAI has no ``is_error`` on a tool result: the content is the envelope's JSON,
-    whose ``isError`` says it. A profile without the system role gets the instructions
-    at the head of the first user message; ``ask`` (a tool asked for in words) ends the
-    conversation as a user message.
-    """
-    out: list[dict[str, Any]] = []
-    fold = system if system and not profile.system_role else ""
-    if system and profile.system_role:
-        out.append({"role": "system", "content": system})
-    for message in transcript:
-        if isinstance(message, UserMessage):
-            text = f"{fold}\n\n{message.text}" if fold else message.text
-            fold = ""
-            out.append({"role": "user", "content": text})
-        elif isinstance(message, ToolResultMessage):
-            out.append(
-                {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
-            )
-        else:
-            out.append(_assistant(message, profile))
-    if fold:
-        out.insert(0, {"role": "user", "content": fold})
-    if ask:
-        last = out[-1] if out else None
-        if last is not None and last["role"] == "user":
-            last["content"] = f"{last['content']}{ask}"
-        else:
-            out.append({"role": "user", "content": ask.strip()})
-    return cast(list[ChatCompletionMessageParam], out)
-
-
-def _assistant(message: AssistantMessage, profile: ServerProfile) -> dict[str, Any]:
-    turn = message.turn
-    # Some servers refuse `content: null` beside tool calls (llama-cpp-python's schema
-    # wants a string): those get "", which every server takes.
-    empty = None if profile.null_content else ""
-    out: dict[str, Any] = {"role": "assistant", "content": turn.text or empty}
-    if turn.calls:
-        out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {
-                    "name": call.name,
-                    # Sent back as the model wrote it, broken JSON included.
-                    "arguments": (
-                        json.dumps(call.arguments)
-                        if call.arguments is not None
-                        else call.raw_arguments or ""
-                    ),
-                },
-            }
-            for call in turn.calls
+    if calls:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls
         ]
-    return out
+    body: dict[str, Any] = {
+        "id": ident or "chatcmpl-stream",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish or "stop"}],
+    }
+    if usage is not None:
+        body["usage"] = {
+            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+            "total_tokens": getattr(usage, "total_tokens", 0) or 0,
+        }
+    return ChatCompletion.model_validate(body)
+
+
+def _add_call_piece(
+    part: Any, calls: list[dict[str, str]], by_index: dict[int, dict[str, str]]
+) -> None:
+    """Add one ``delta.tool_calls`` piece to the call it continues (or a new one)."""
+    index = getattr(part, "index", None)
+    call_id = getattr(part, "id", None) or ""
+    function = getattr(part, "function", None)
+    name = (getattr(function, "name", None) or "") if function is not None else ""
+    arguments: object = getattr(function, "arguments", None) if function is not None else None
+    if isinstance(index, int) and index in by_index:
+        call = by_index[index]
+    elif not isinstance(index, int) and calls and (not call_id or call_id == calls[-1]["id"]):
+        call = calls[-1]  # no index: a piece without a new id continues the last call
+    else:
+        call = {"id": "", "name": "", "arguments": ""}
+        calls.append(call)
+        if isinstance(index, int):
+            by_index[index] = call
+    if call_id and not call["id"]:
+        call["id"] = call_id
+    if name and not call["name"]:
+        call["name"] = name  # a name repeated in every piece is the same name
+    if isinstance(arguments, str):
+        call["arguments"] += arguments
+    elif arguments is not None:
+        # A lax server sent the arguments as an object: its JSON text.
+        call["arguments"] += json.dumps(arguments)
 
 
 def to_turn(

@@ -69,6 +69,10 @@ class ServerProfile:
     tools_in_prompt: bool = False
     """The chat template does not render ``tools``: the instructions describe them and
     how to call one in text (Hermes tags), so the model knows they exist."""
+    stream_usage: bool = True
+    """A streamed request may ask for usage in its last chunk (``stream_options:
+    {include_usage: true}``); else none is asked, and a stream without usage is taken as
+    it is (DESIGN §8)."""
 
 
 PROFILES: Final[dict[str, ServerProfile]] = {
@@ -81,13 +85,17 @@ PROFILES: Final[dict[str, ServerProfile]] = {
     # most models (gemma, llama-2, ...) render neither the system role (dropped without a
     # word) nor `tools`: both go into the first user message.
     "llama-cpp-python": ServerProfile(
-        "llama-cpp-python", system_role=False, named_tool_choice=True, tools_in_prompt=True
+        "llama-cpp-python",
+        system_role=False,
+        named_tool_choice=True,
+        tools_in_prompt=True,
+        stream_usage=False,  # its request schema has no stream_options
     ),
     "llama.cpp": ServerProfile("llama.cpp"),
     "ollama": ServerProfile("ollama"),
     "lmstudio": ServerProfile("lmstudio"),
     "compatible": ServerProfile("compatible"),
-    "strict": ServerProfile("strict", system_role=False),
+    "strict": ServerProfile("strict", system_role=False, stream_usage=False),
 }
 
 # What `GET /v1/models` says in `owned_by` on the servers we know of.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -128,3 +129,19 @@ def test_streams_past_the_limit_are_503(open_server: Server) -> None:
         assert c.post(f"/runs/{run_id}/cancel").status_code in (200, 202)
         messages, _ = read_stream(c, f"/runs/{run_id}/events")  # slots were given back
     assert messages[-1]["event"] == "end"
+
+
+def test_the_answer_streams_as_answer_delta_events_then_the_answer(server: Server) -> None:
+    """A run with a lead: `answer.delta` messages in order, then one `answer`, then `end`;
+    the deltas add up to the text the checked answer carries."""
+    research_lead = Path(__file__).resolve().parents[3] / "scenarios" / "research_lead.yaml"
+    run_id = server.submit(research_lead, speed=1000)["run_id"]
+    with server.client() as c:
+        messages, _ = read_stream(c, f"/runs/{run_id}/events")
+    kinds = [m["event"] for m in messages]
+    assert kinds[-1] == "end" and kinds.count("answer") == 1
+    deltas = [m["data"] for m in messages if m["event"] == "answer.delta"]
+    answer = next(m["data"] for m in messages if m["event"] == "answer")
+    assert len(deltas) >= 2 and kinds.index("answer") > kinds.index("answer.delta")
+    assert "".join(d["text"] for d in deltas) == answer["text"]
+    assert answer["answer_kind"] == "model" and answer["subtask_id"] == "lead"
