@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ import pydantic_core
 
 from shared.categories import EFFECT_MAY_HAVE_HAPPENED
 from shared.classify import classify_exception
-from shared.clock import AnyioClock, Clock, real_time
+from shared.clock import AnyioClock, Clock, in_virtual_time, real_time
 from shared.envelope import ToolError, ToolResult
 from shared.ids import new_trace_id
 from shared.wire import is_plain
@@ -175,18 +174,6 @@ async def execute_tool_safely(
     return result.model_copy(update=update)
 
 
-def _virtual_time() -> bool:
-    """Whether this task runs on trio's MockClock (a replay, a virtual-time test)."""
-    trio = sys.modules.get("trio")
-    if trio is None:
-        return False
-    try:
-        clock = trio.lowlevel.current_clock()
-    except RuntimeError:
-        return False
-    return type(clock).__name__ == "MockClock"
-
-
 async def _attempt_once(
     tool: Tool, args: dict[str, Any], ctx: CallContext, timeout: float | None, clock: Clock
 ) -> ToolResult:
@@ -198,7 +185,7 @@ async def _attempt_once(
             kwargs = {**args, "ctx": ctx} if tool.wants_context else args
             if tool.is_async:
                 raw = await tool.body(**kwargs)
-            elif _virtual_time():
+            elif in_virtual_time():
                 # In virtual time a worker thread's real seconds would let the mock clock
                 # jump past the timeout while the thread works: run it on the loop.
                 raw = tool.body(**kwargs)

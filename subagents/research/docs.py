@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
+from shared.clock import in_virtual_time
 from shared.envelope import ToolError
 from subagents.research.docindex import DocIndex, DocumentError, Interrupt, Interrupted
 from subagents.research.errors import ResearchToolError, invalid
@@ -67,9 +68,14 @@ class DocsReader:
         interrupt = Interrupt()
         finished = False
         try:
-            result = await anyio.to_thread.run_sync(
-                work, interrupt, abandon_on_cancel=True, limiter=self._limiter
-            )
+            if in_virtual_time():
+                # A worker thread's real time would let the mock clock jump past the
+                # call's timeout (as the executor runs sync bodies there): on the loop.
+                result = work(interrupt)
+            else:
+                result = await anyio.to_thread.run_sync(
+                    work, interrupt, abandon_on_cancel=True, limiter=self._limiter
+                )
             finished = True
             return result
         except Interrupted:
