@@ -40,7 +40,7 @@ from subagents.result import (
 )
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
-from subagents.turn import call_one, may_lead, room_for, take_together, trigger_for
+from subagents.turns.batch import call_one, may_lead, room_for, take_together, trigger_for
 
 
 @dataclass
@@ -68,7 +68,7 @@ class SubagentRun:
     resuming: bool = False
     pending: Observation | None = None
     # Names the subagent's jitter stream ("{seed}/{subtask id}"): a call of a turn that
-    # runs beside others draws from its own stream named after it (subagents/turn.py).
+    # runs beside others draws from its own stream named after it (subagents/turns/batch.py).
     jitter_key: str = ""
 
     @classmethod

@@ -78,7 +78,7 @@ SURFACE: dict[str, list[str]] = {
     ],
     "subagents.planners": [
         "Action", "CallAction", "EscalateAction", "FinishAction", "Observation", "PlanEnv",
-        "Planner", "PlannerState", "ScriptedPlanner",
+        "Planner", "PlannerState", "ScriptedPlanner", "TurnPlanner",
     ],
     "subagents.research": [
         "AddressGuard", "DocIndex", "DocsSpec", "FetchSpec", "IndexStats", "ResearchToolError",

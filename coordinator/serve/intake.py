@@ -148,7 +148,6 @@ def check_key(key: str | None, *, file: str = SUBMITTED) -> str | None:
     return key
 
 
-# `fanout ask` words its problems in its flags; an ask says them in its own fields.
 _ASK_FIELDS = {"--docs": "docs", "--search": "search", "FANOUT_SEARCH": "search",
                "--model": "model", "QUESTION": "question"}
 _NO_TOOLS = ("tools to research with: docs (a folder the server serves), web: true (the "
@@ -156,16 +155,17 @@ _NO_TOOLS = ("tools to research with: docs (a folder the server serves), web: tr
              "tools file's text: tools, mcp_servers, research_tools)")
 _NO_MODEL = "a model (PROVIDER:NAME) or a model block in tools; or docs or web (retrieval only)"
 _WORDS = {("--model", g): _NO_MODEL for g in ("no model", "no model and no search tool")} | {
-    ("--model", "scripted"): "a model block of provider scripted with turns in tools"}
+    ("--model", "scripted"): "a model block of provider scripted with turns in tools",
+    ("tools", "no tools"): _NO_TOOLS}
 
 
 def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
-    """An ask's problems (``POST /ask``: ``file``) in its own fields, never in `fanout
-    ask`'s flags."""
+    """An ask's problems (``POST /ask``) in its own fields, never in `fanout ask`'s flags."""
     out = []
     for e in exc.errors if isinstance(exc, InputFileErrors) else [exc]:
         field, expected = _ASK_FIELDS.get(e.file, e.field or "<document>"), e.expected
-        expected = _WORDS.get((e.file, e.got or ""), expected).replace(
+        key = ("tools", e.got or "") if e.field == "tools" else (e.file, e.got or "")
+        expected = _WORDS.get(key, expected).replace(
             "come from the command line", "are fields of the ask")
         out.append(problem(field, expected, e.got, line=e.line, file=file))
     return out

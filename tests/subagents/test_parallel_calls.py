@@ -25,7 +25,7 @@ from subagents.retry import RetryPolicy
 from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
-from subagents.turn import room_for
+from subagents.turns.batch import room_for
 from tests.subagents.planners.test_model import FunctionModel
 
 pytestmark = pytest.mark.anyio

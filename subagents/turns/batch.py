@@ -7,8 +7,8 @@ calls") run at once, each exactly as a lone call would (allowlist, schema check,
 order the model asked. What stays exact, and how:
 
 - *Steps, trace ids, idempotency keys* are given in call order before any call starts.
-- *Events* go out in call order (:class:`subagents.ordering.Relay`), attempts that start
-  at one instant start in call order (:class:`subagents.ordering.TurnOrder`), so a replay
+- *Events* go out in call order (:class:`subagents.turns.ordering.Relay`), attempts that start
+  at one instant start in call order (:class:`subagents.turns.ordering.TurnOrder`), so a replay
   is byte-identical whatever order the event loop wakes tasks in.
 - *Jitter*: a call of a batch draws its waits from its own stream,
   ``random.Random(f"{seed}/{subtask_id}/call/{step}")`` (``step``: the logical call's
@@ -33,10 +33,10 @@ from shared.envelope import Finding, ToolError, ToolResult
 from shared.ids import TraceIds
 from subagents.executor import ExecEvent, execute_tool_safely, rejected
 from subagents.jitter import DeferredRandom
-from subagents.ordering import Post, run_together
 from subagents.planners import CallAction, Observation, PlanEnv, TurnPlanner
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
+from subagents.turns.ordering import Post, run_together
 
 if TYPE_CHECKING:
     from subagents.loop import SubagentRun

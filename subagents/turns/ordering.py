@@ -14,7 +14,7 @@ cancel scope), so everything that a tie could reorder is put in call order here:
   counter is consumed in call order.
 
 (Jitter is the third: each call of a batch draws from its own stream; see
-:mod:`subagents.turn`.)
+:mod:`subagents.turns.batch`.)
 """
 
 from __future__ import annotations
