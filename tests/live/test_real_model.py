@@ -248,7 +248,10 @@ def test_post_ask_on_the_operators_local_model(
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
             _wait_up(client, proc)
             started = time.monotonic()
-            created = client.post("/ask", json={"question": QUESTION, "docs": "."})
+            # Two subtasks at most: the CLI test above runs the defaults; this one keeps
+            # CI's time bounded on one CPU thread.
+            created = client.post("/ask", json={"question": QUESTION, "docs": ".",
+                                                "max_subtasks": 2})
             assert created.status_code == 201, created.text
             run_id = created.json()["run_id"]
             while client.get(f"/runs/{run_id}").json()["status"] == "running":
@@ -275,7 +278,7 @@ def test_coordinator_ask_on_the_local_model(live_fc_server: LiveServer) -> None:
 
     async def main() -> Any:
         async with ask_events(QUESTION, tools=[f"docs:{DOCS}"], model="openai:gemma",
-                              base_url=live_fc_server.base_url) as run:
+                              base_url=live_fc_server.base_url, max_subtasks=2) as run:
             async for event in run:
                 now = time.monotonic()
                 if event.subtask_id == "lead" and event.kind == "start" and "first" not in marks:
