@@ -130,7 +130,7 @@ def test_once_a_run_ends_nothing_on_the_page_still_looks_at_work(
     papers = tmp_path / "papers"
     papers.mkdir()
     (papers / "cold.md").write_text("# Cold\n\nSodium-ion cells keep 90 percent at -20 C.\n")
-    srv = start_server(tmp_path, "--docs", str(papers), "--model", "scripted")
+    srv = start_server(tmp_path, "--docs", str(papers))  # no model: retrieval only
     try:
         page.goto(srv.url + "/")
         page.fill("#token", TOKEN)
