@@ -191,24 +191,24 @@ class OpenAIClient:
                 if refit.max_tokens >= request.max_tokens:
                     raise failed from None
                 request = refit
-                try:
-                    completion, headers = await self._create(request, profile, on_text)
-                except MODEL_ERRORS as again:
-                    raise classify_model_error(
-                        again, provider=self.provider, model=self.name, secrets=self._secrets()
-                    ) from None if self._leaks(again) else again
-                return self._turn(completion, headers, request, profile, estimate)
-            if not self._may_fall_back(failed.kind, profile):
+            elif self._may_fall_back(failed.kind, profile):
+                # Refused for its shape: this server wants the strictest form (kept from now).
+                profile = self._profile = PROFILES["strict"]
+            else:
                 raise failed from None if self._leaks(exc) else exc
-            # Refused for its shape: this server wants the strictest form (kept from now).
-            profile = self._profile = PROFILES["strict"]
-            try:
-                completion, headers = await self._create(request, profile, on_text)
-            except MODEL_ERRORS as again:
-                raise classify_model_error(
-                    again, provider=self.provider, model=self.name, secrets=self._secrets()
-                ) from None if self._leaks(again) else again
+            completion, headers = await self._once_more(request, profile, on_text)
         return self._turn(completion, headers, request, profile, estimate)
+
+    async def _once_more(
+        self, request: ModelRequest, profile: ServerProfile, on_text: Any
+    ) -> tuple[ChatCompletion, Mapping[str, str]]:
+        """The one resend of a refitted or reshaped request; its failure is final."""
+        try:
+            return await self._create(request, profile, on_text)
+        except MODEL_ERRORS as again:
+            raise classify_model_error(
+                again, provider=self.provider, model=self.name, secrets=self._secrets()
+            ) from None if self._leaks(again) else again
 
     def _turn(
         self,
