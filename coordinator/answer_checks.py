@@ -11,7 +11,7 @@ import them without the lead. One splitter for the checks and the views: a view 
 the sentences a check names by splitting the text the same way.
 
 ``answer.kind`` says who wrote ``answer.text``: ``model`` (a model's text that passed
-checks 1, 2 and cites something when there are sources) or ``extractive`` (passages
+checks 1, 2 and 3 and cites something when there are sources) or ``extractive`` (passages
 quoted from the findings, each with its ``[n]``: the model's text was rejected, or there
 was no model). Absent when nobody wrote an answer (no model, or a synthesis that failed),
 so such reports are byte-identical to before; an extractive answer with nothing to quote
@@ -186,6 +186,15 @@ def rejection_reason(checks: Mapping[str, Any] | None, *, has_sources: bool) -> 
     complete = checks.get("complete") or {}
     if complete.get("ok") is False:
         reasons.append("it was cut off by model.max_tokens")
+    # Decision (DESIGN §7 names checks 1, 2 and citing nothing; issue #30 asks that a
+    # shown answer pass checks 1-3): a ``[n]`` that names no source of this run is a
+    # citation the reader cannot follow, as unverifiable as none, so it rejects too.
+    citations = checks.get("citations") or {}
+    if citations.get("ok") is False:
+        count = int(citations.get("count", 0))
+        reasons.append(
+            f"it cites {count} source{'s' if count != 1 else ''} this run does not have"
+        )
     if has_sources and checks.get("cites_anything") is False:
         reasons.append("it cites none of the sources")
     return "; ".join(reasons) or None

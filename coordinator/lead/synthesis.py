@@ -6,9 +6,10 @@ and every gap (subtask, category, trigger, what was tried, alternatives), and to
 cite ``[n]`` after each claim and to say what is missing. Its text is checked
 (:func:`coordinator.lead.checks.check_answer`, ``answer.checks``); one that passes becomes
 ``answer.text`` (``answer.kind: model``) and ``answer.sources`` are the sources it cites.
-One that echoes fanout's instructions, was cut off, or cites nothing while there are
-sources is not the answer: it goes to ``answer.rejected``, the answer is extractive
-(:mod:`coordinator.lead.extractive`) and a gap of ``lead`` says why. What pages and
+One that echoes fanout's instructions, was cut off, cites a source the run does not
+have, or cites nothing while there are sources is not the answer: it goes to
+``answer.rejected``, the answer is extractive (:mod:`coordinator.lead.extractive`) and a
+gap of ``lead`` says why. What pages and
 documents say is data: it is shown inside a marked block the model is told never to take
 instructions from. Everything else in the report (``answer.missing``, the gaps) stays
 fanout's own, whatever the model writes. A synthesis that fails leaves the report whole,

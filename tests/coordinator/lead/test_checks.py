@@ -165,3 +165,11 @@ def test_the_rejection_reason_names_every_failed_check() -> None:
     plain = _check("Nothing was found.").model_dump()
     assert rejection_reason(plain, has_sources=False) is None
     assert rejection_reason(plain, has_sources=True) == "it cites none of the sources"
+
+
+def test_a_citation_of_no_source_rejects_the_answer() -> None:
+    """A ``[n]`` naming no source of the run is as unverifiable as no citation: rejected,
+    saying how many (issue #30: a shown answer passes checks 1-3)."""
+    checks = _check("Cells keep 90% [1]. They also last long [7].").model_dump()
+    assert checks["citations"]["ok"] is False
+    assert rejection_reason(checks, has_sources=True) == "it cites 1 source this run does not have"
