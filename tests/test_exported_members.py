@@ -32,12 +32,8 @@ SURFACE: dict[str, list[str]] = {
         "params_to_schema", "run_subagent", "run_with_retry", "validate",
     ],
     "coordinator": [
-        "Answer", "CoverageReport", "DEFAULT_ROUTES", "EscalationHandler", "Expect", "Gap",
-        "JobEvents", "JobSpec", "RecordingHandler", "Route", "RoutingTable", "RunStore",
-        "Scenario", "Section", "StaticTools", "SubtaskOutcome", "ToolSource", "ask", "ask_events",
-        "assemble_report", "load_scenario", "load_scenario_text", "render_html", "render_markdown",
-        "replay", "replay_all", "run_file", "run_file_events", "run_job", "run_scenario",
-        "scenario_json_schema", "store_path", "subtask_status",
+        "Answer", "CoverageReport", "Gap", "JobEvents", "Section", "SubtaskOutcome", "ask",
+        "ask_events", "run_file", "run_file_events",
     ],
     "coordinator.api": [
         "EscalationCallback", "EventCallback", "JobEvents", "StoreLike", "ToolLike", "ask",
@@ -124,11 +120,13 @@ def test_the_issue_two_contract_is_exported() -> None:
     assert {"Tool", "RetryPolicy", "execute_tool_safely"} <= set(subagents.__all__)
 
 
-def test_the_coordinator_entry_points_are_exported() -> None:
-    """run_job, the report and the scenario loader are the coordinator's public API."""
-    assert {"run_job", "CoverageReport", "load_scenario", "replay", "RunStore"} <= set(
-        coordinator.__all__
-    )
+def test_the_coordinator_exports_only_the_users_api() -> None:
+    """The package is the Python API (DESIGN §14): ask, run_file, their event streams and
+    the report's types; the engine's internals are imported from their own modules."""
+    assert set(coordinator.__all__) == {
+        "ask", "run_file", "ask_events", "run_file_events", "JobEvents",
+        "CoverageReport", "Answer", "Gap", "Section", "SubtaskOutcome",
+    }
 
 
 def test_the_python_api_is_exported() -> None:
