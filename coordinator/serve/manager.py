@@ -35,29 +35,21 @@ import anyio.from_thread
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
+from coordinator.engine.executor import LocalExecutor
+from coordinator.engine.resume import Start
+from coordinator.engine.run import Hooks, RunRequest
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import JobPlanning
 from coordinator.serve.events import Bells, EventLog, PublishHook, ServedRecorder, end_frame
 from coordinator.serve.intake import SUBMITTED, IntakeGate, request_digest
 from coordinator.serve.records import KeyReused, ServiceRecords
 from coordinator.serve.server import ServeConfig
 from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL
-from coordinator.store.runner import (
-    elapsed_so_far,
-    planned_scenario,
-    recorded_followups,
-    recorded_lead_gap,
-    restored_runs,
-    run_recorded,
-)
 from coordinator.store.runs import ResumeRefused, RunStatus, RunStore, new_run_id, run_values
 from coordinator.store.writer import StoreWriter
 from shared.clock import AnyioClock
 from shared.errors import InputFileError
-from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter
-from subagents.simulated.tools import SimulatedTools
 
 log = logging.getLogger("fanout.serve")
 
@@ -363,34 +355,23 @@ class RunManager:
     async def _run(self, live: LiveRun) -> bool:
         scenario, run_id = live.scenario, live.run_id
         clock = AnyioClock(speed=live.speed)
-        resume: dict[str, Any] = {}
         if live.resumed:
             # As `fanout resume` does: a decomposed job keeps the subtasks its lead planned,
             # finished subtasks are kept, unfinished ones continue from their checkpoint.
-            def restore() -> tuple[Scenario, dict[str, Any]]:
-                planned = planned_scenario(scenario, self.store, run_id)
-                tools = SimulatedTools(planned.tools, clock)
-                trace_ids = SeededTraceIds(f"{planned.seed}/{run_id}")
-                planning = JobPlanning(planned, clock=clock)
-                followups = recorded_followups(self.store, run_id)
-                runs = restored_runs(planned, self.store.checkpoints(run_id), tools, trace_ids,
-                                     planning, followups)
-                return planned, {"tools": tools, "trace_ids": trace_ids, "runs": runs,
-                                 "planning": planning,
-                                 "elapsed_offset": elapsed_so_far(self.store, run_id),
-                                 "lead_gap": recorded_lead_gap(self.store, run_id),
-                                 "followups": followups}
-
-            scenario, resume = await anyio.to_thread.run_sync(restore)
+            start = await anyio.to_thread.run_sync(
+                Start.resumed_from, scenario, self.store, run_id, clock
+            )
+        else:
+            start = Start.fresh(scenario, clock)
         recorder = await anyio.to_thread.run_sync(partial(
             ServedRecorder, self.store.backend, run_id, live.session, live.log,
             self.on_publish, writer=self.writer,
         ))
+        request = RunRequest(start.scenario, "", SUBMITTED, speed=live.speed,
+                             policy=self.config.research_policy())
         try:
-            await run_recorded(
-                scenario, recorder, clock=clock, cancel=live.cancel,
-                research_policy=self.config.research_policy(), **resume,
-            )
+            executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
+            await executor.execute(request, Hooks(cancel=live.cancel))
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(recorder.close)
