@@ -81,11 +81,17 @@ def add_temporal_commands(sub: Any) -> None:
     w.set_defaults(func=cmd_worker)
 
 
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Add ``--executor temporal`` and its options to the ``fanout run`` parser ``p``."""
+def add_executor_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--executor local|temporal`` and where Temporal is to the parser ``p``."""
     p.add_argument("--executor", choices=("local", "temporal"), default="local",
                    help="run in this process (local, the default) or on Temporal workers")
     _server_options(p)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--executor temporal`` and its options to the ``fanout run`` (and ``ask``)
+    parser ``p``."""
+    add_executor_options(p)
     p.add_argument("--detach", action="store_true",
                    help="with --executor temporal: print the run and workflow ids and return")
     p.add_argument("--heartbeat-timeout", type=float, default=HEARTBEAT_TIMEOUT, metavar="S",

@@ -46,6 +46,7 @@ __all__ = [
     "TemporalExecutor",
     "TemporalTarget",
     "not_on_temporal",
+    "runs_on_temporal",
 ]
 
 
@@ -194,12 +195,41 @@ class TemporalExecutor:
             speed=request.speed, settings=self.settings,
         )
 
-    async def follow(self, run_id: str, handle: JobHandle, hooks: Hooks) -> CoverageReport:
+    async def start_registered(self, run_id: str, request: RunRequest) -> JobHandle:
+        """Start run ``run_id``, already registered in the store (the service records its
+        submissions itself), on Temporal.
+
+        Raises:
+            ValueError: the job cannot run on Temporal (:func:`not_on_temporal`).
+        """
+        from coordinator.temporal.client import start_recorded
+
+        reason = not_on_temporal(request)
+        if reason is not None:
+            raise ValueError(reason)
+        client = await self.connect()
+        _, handle = await start_recorded(
+            client, request.scenario, self.store, run_id, task_queue=self.target.task_queue,
+            speed=request.speed, settings=self.settings,
+        )
+        return handle
+
+    async def follow(
+        self,
+        run_id: str,
+        handle: JobHandle,
+        hooks: Hooks,
+        *,
+        on_row: Callable[[dict[str, Any]], None] | None = None,
+    ) -> CoverageReport:
         """Wait for the run's report; meanwhile the hooks hear the trace the workers
-        record, from the store (the last events before the report too)."""
+        record, from the store (the last events before the report too). ``on_row``
+        hears every stored event as the store holds it (the service streams those)."""
         from coordinator.engine.follow import StoreTail, no_worker_hint
 
-        tail = StoreTail(self.store, run_id, hooks.observer, hooks.on_plan, hooks.on_followups)
+        tail = StoreTail(
+            self.store, run_id, hooks.observer, hooks.on_plan, hooks.on_followups, on_row=on_row
+        )
         report: CoverageReport | None = None
 
         async def watch() -> None:
@@ -257,3 +287,12 @@ async def _decided(report: CoverageReport, hooks: Hooks) -> CoverageReport:
         if choice is not None:
             decisions.append(Decision(subtask_id=escalation.subtask_id, choice=choice))
     return report.model_copy(update={"decisions": decisions}) if decisions else report
+
+
+def runs_on_temporal(store: RunStore, run_id: str) -> bool:
+    """Whether run ``run_id`` belongs to a workflow (resuming it here would fork it)."""
+    try:
+        from coordinator.temporal.records import temporal_run
+    except ImportError:  # without the temporal extra no run here went to Temporal
+        return False
+    return temporal_run(store, run_id) is not None

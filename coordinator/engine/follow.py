@@ -44,7 +44,7 @@ class StoreTail:
 
     The lead's ``plan`` and ``followups`` go to ``on_plan`` and ``on_followups`` (a live
     board adds their rows); the catalogue is not a progress event and is skipped; every
-    other event goes to ``observer``.
+    other event goes to ``observer``. ``on_row`` hears every event as stored.
     """
 
     def __init__(
@@ -54,8 +54,11 @@ class StoreTail:
         observer: ProgressObserver | None,
         on_plan: PlanHook | None = None,
         on_followups: FollowupHook | None = None,
+        *,
+        on_row: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.store = store
+        self.on_row = on_row
         self.run_id = run_id
         self.observer = observer
         self.on_plan = on_plan
@@ -74,6 +77,8 @@ class StoreTail:
         for e in self.store.events_after(self.run_id, self.seq):
             self.seq = e["seq"]
             self.seen = True
+            if self.on_row is not None:
+                self.on_row(e)
             kind, sid = e["kind"], e["subtask_id"]
             if sid == LEAD and kind == "plan":
                 if self.on_plan is not None:

@@ -116,6 +116,23 @@ async def submit_recorded(
     )
     run_id = recorder.run_id
     await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
+    return await start_recorded(
+        client, scenario, store, run_id, task_queue=task_queue, speed=speed, settings=settings
+    )
+
+
+async def start_recorded(
+    client: Client,
+    scenario: Scenario,
+    store: RunStore,
+    run_id: str,
+    *,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    speed: float = 1.0,
+    settings: TemporalSettings | None = None,
+) -> tuple[TemporalRunRef, JobHandle]:
+    """Start run ``run_id``, already registered in ``store``, on Temporal (``fanout
+    serve --executor temporal`` registers its runs as they are submitted)."""
     ref = TemporalRunRef(
         run_id=run_id,
         workflow_id=workflow_id(run_id),
