@@ -10,8 +10,9 @@
   :class:`Executor` interface.
 - ``follow``: a run another process records, heard from the store.
 - ``recording``: a stored run written out as a scenario that replays it.
-- ``askjob``: the one builder of the job a question runs (``fanout ask``, ``POST /ask``,
-  ``ask()``).
+
+The job a question runs (``fanout ask``, ``POST /ask``, ``ask()``) is built by one
+module, :mod:`coordinator.jobfile.ask`, before any of this.
 """
 
 from coordinator.engine.executor import Executor, LocalExecutor, TemporalExecutor, TemporalTarget
