@@ -190,9 +190,8 @@ class TemporalExecutor:
             raise ValueError(reason)
         client = await self.connect()
         return await submit_recorded(
-            client, request.scenario, self.store, file=request.file,
-            spec_text=request.spec_text, task_queue=self.target.task_queue,
-            speed=request.speed, settings=self.settings,
+            client, request, self.store, task_queue=self.target.task_queue,
+            settings=self.settings,
         )
 
     async def start_registered(self, run_id: str, request: RunRequest) -> JobHandle:

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from coordinator.jobfile.research import ResearchPolicy
 
-__all__ = ["Hooks", "Run", "RunRequest", "open_run"]
+__all__ = ["Hooks", "Run", "RunRequest", "open_run", "record_run"]
 
 # Where an unrecorded run (``ask()`` without a store) keeps a folder's document index:
 # where the default store would keep it.
@@ -140,14 +140,7 @@ async def open_run(
             home = store.backend.home() if store is not None else UNRECORDED_HOME
         source, catalogue = await _open_tools(stack, request, start, home)
         if recorder is None and store is not None:
-            recorder = store.create_run(
-                job=scenario.scenario,
-                query=scenario.job.query,
-                file=request.file,
-                spec_text=request.spec_text,
-                seed=str(scenario.seed),
-                speed=request.speed,
-            )
+            recorder = record_run(store, request)
             stack.push_async_callback(recorder.aclose)
             if on_recorded is not None:
                 on_recorded(recorder.run_id)
@@ -155,6 +148,20 @@ async def open_run(
             f"{scenario.seed}" if recorder is None else f"{scenario.seed}/{recorder.run_id}"
         )
         yield Run(scenario, clock, start, source, trace_ids, recorder, catalogue)
+
+
+def record_run(store: RunStore, request: RunRequest) -> RunRecorder:
+    """Create the run of ``request`` in ``store`` (``fanout runs`` lists it at once): the
+    one place a run is registered, whichever executor then runs it."""
+    scenario = request.scenario
+    return store.create_run(
+        job=scenario.scenario,
+        query=scenario.job.query,
+        file=request.file,
+        spec_text=request.spec_text,
+        seed=str(scenario.seed),
+        speed=request.speed,
+    )
 
 
 def _home_of(recorder: RunRecorder) -> Path:
