@@ -1,4 +1,5 @@
-"""`fanout temporal dev`, `fanout worker` and `fanout run --executor temporal` (DESIGN §9).
+"""`fanout temporal dev`, `fanout worker`, and `--executor temporal` of `fanout run` and
+`fanout ask` (DESIGN §9, §15): the run goes to the engine's TemporalExecutor.
 
 The parsers are built without importing the Temporal SDK (it is the optional
 ``fanout[temporal]`` extra, and every other command would pay for loading it); the

@@ -100,6 +100,9 @@ class LocalExecutor:
         start: Start | None = None,
         clock: Clock | None = None,
     ) -> None:
+        if start is not None and clock is None:
+            # The start's planners and simulated tools run on a clock: the run must too.
+            raise ValueError("LocalExecutor: a start is given with the clock it was made on")
         self.store = store
         self.recorder = recorder
         self.start = start
