@@ -200,18 +200,19 @@ def _stop(procs: list[Any]) -> None:
 async def _recorded_run(address: str, queue: str, store: str, n: int) -> float:
     """Wall seconds of the n-subtask job on the workers of ``queue``, recorded in ``store``."""
     from benchmarks.temporal_fanout import scenario
+    from coordinator.engine import RunRequest
     from coordinator.store.runs import RunStore
     from coordinator.temporal import connect, submit_recorded
 
     runs = RunStore(store)
     try:
         client = await connect(address)
-        _, handle = await submit_recorded(client, scenario(20), runs, file="bench",
-                                          spec_text="", task_queue=queue)  # warm-up
+        _, handle = await submit_recorded(client, RunRequest(scenario(20), "", "bench"), runs,
+                                          task_queue=queue)  # warm-up
         await handle.result()
         started = time.perf_counter()
-        ref, handle = await submit_recorded(client, scenario(n), runs, file="bench",
-                                            spec_text="", task_queue=queue)
+        ref, handle = await submit_recorded(client, RunRequest(scenario(n), "", "bench"), runs,
+                                            task_queue=queue)
         report = await handle.result()
         wall = time.perf_counter() - started
         assert report.outcome == "complete"

@@ -10,7 +10,7 @@ deadline cuts whatever still runs; each cut subagent hands up what it found.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -37,25 +37,9 @@ from subagents.planners import Planner
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
 
-
-class ToolSource(Protocol):
-    """Where a subagent's tools come from (simulated, MCP, plain functions)."""
-
-    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
-        """The tools as subtask ``subtask_id`` sees them."""
-        ...
-
-
-class StaticTools:
-    """The same tools for every subtask."""
-
-    def __init__(self, tools: Mapping[str, Tool] | Iterable[Tool]) -> None:
-        items = tools.values() if isinstance(tools, Mapping) else tools
-        self.tools = {t.name: t for t in items}
-
-    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
-        """Every tool, whatever the subtask."""
-        return self.tools
+# Where a subagent's tools come from now lives beside them; named here too, as before.
+from subagents.toolsource import StaticTools as StaticTools
+from subagents.toolsource import ToolSource as ToolSource
 
 
 class EscalationHandler(Protocol):

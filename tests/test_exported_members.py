@@ -42,8 +42,12 @@ SURFACE: dict[str, list[str]] = {
     "coordinator.cli": [
         "build_parser", "main",
     ],
+    "coordinator.engine": [
+        "Executor", "Hooks", "LocalExecutor", "Run", "RunRequest", "Start", "TemporalExecutor",
+        "TemporalTarget", "drive", "interrupted_report", "open_run", "restored_runs",
+    ],
     "coordinator.jobfile": [
-        "Expect", "JobTools", "Mismatch", "Scenario", "check_expect", "job_servers",
+        "Expect", "Mismatch", "Scenario", "check_expect", "job_servers",
         "list_job_tools", "load_scenario", "load_scenario_text", "scenario_json_schema",
     ],
     "coordinator.serve": [
@@ -53,8 +57,8 @@ SURFACE: dict[str, list[str]] = {
     ],
     "coordinator.store": [
         "Backend", "ResumeRefused", "RunNotFound", "RunRecorder", "RunRow", "RunStatus",
-        "RunStore", "StoreError", "StoreWriter", "interrupted_report", "new_run_id",
-        "open_backend", "redact", "restored_runs", "run_recorded", "store_path",
+        "RunStore", "StoreError", "StoreWriter", "new_run_id", "open_backend", "redact",
+        "store_path",
     ],
     "coordinator.views": [
         "LiveBoard", "render_html", "render_markdown", "report_view", "runs_table",

@@ -20,33 +20,32 @@ import contextlib
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack
 from os import PathLike
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import anyio
 
-from coordinator.api.job import compose_ask_job
-from coordinator.api.tools import ToolLike, WithTools, sort_tools
-from coordinator.fanout import EscalationHandler, ToolSource
+from coordinator.api.tools import ToolLike, sort_tools
+from coordinator.engine.executor import Executor, LocalExecutor
+from coordinator.engine.resume import Start
+from coordinator.engine.run import Hooks, RunRequest
+from coordinator.fanout import EscalationHandler
+from coordinator.jobfile.ask import compose_ask_job
 from coordinator.jobfile.loader import load_scenario
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import JobPlanning, run_research
 from coordinator.report import CoverageReport
-from coordinator.store.runner import run_recorded
-from coordinator.store.runs import RunRecorder, RunStore, store_path
+from coordinator.store.runs import RunStore, store_path
 from shared.clock import AnyioClock
 from shared.escalation import Escalation
-from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter
 from subagents.loop import ProgressEvent
-from subagents.simulated.tools import SimulatedTools
 from subagents.tool import Tool
 
 __all__ = [
     "EscalationCallback",
     "EventCallback",
+    "ExecutorName",
     "Prepared",
     "StoreLike",
     "ask",
@@ -62,6 +61,8 @@ EscalationCallback = Callable[[Escalation], Awaitable[str | None] | str | None]
 """``on_escalation``: takes an escalation, returns the alternative chosen or None."""
 StoreLike = str | PathLike[str] | RunStore
 """``store``: a run store path (SQLite), or an open :class:`RunStore`."""
+ExecutorName = Literal["local", "temporal"]
+"""``executor``: run in this process, or on Temporal workers (DESIGN §15)."""
 
 
 class CallbackHandler:
@@ -118,34 +119,40 @@ async def execute(
     speed: float = 1.0,
     on_report: Callable[[CoverageReport], None] | None = None,
     allow_private_fetch: bool = False,
+    executor: ExecutorName = "local",
+    temporal: Mapping[str, str] | None = None,
 ) -> CoverageReport:
     """Run ``job`` in real time with its MCP servers and Python tools.
 
     ``on_report`` hears the report before the call returns or, when the caller is
     cancelled, before the cancellation propagates (an event stream keeps it).
     ``allow_private_fetch`` lets ``web.fetch`` read loopback and private addresses: the
-    caller's permission (a job file cannot give it).
+    caller's permission (a job file cannot give it). ``executor="temporal"`` submits the
+    job to the Temporal workers at ``temporal`` (``address``, ``namespace``,
+    ``task_queue``), recorded in ``store`` (the default store when None: the workers
+    record into it, so they must reach it); the events come from the store.
 
     Raises:
         MissingModelKey: the model's key variable is not set (nothing ran).
         McpServerStartError: an MCP server cannot start (nothing ran).
         InputFileErrors: the job calls a tool its MCP server does not offer.
+        ValueError: an unknown executor or ``temporal`` option, or a job that cannot run
+            on Temporal (Python tools run only in this process).
     """
-    scenario, spec_text, python_tools = job
     from coordinator.jobfile.research import ResearchPolicy
 
-    policy = ResearchPolicy(allow_private_fetch=allow_private_fetch)
-    TokenCounter()  # load the encoding now, not on the job's clock
-    clock = AnyioClock(speed=speed)
-    planning = JobPlanning(scenario, clock=clock)
-    planning.open()  # a missing key fails here, before anything runs or is recorded
+    scenario, spec_text, python_tools = job
+    request = RunRequest(
+        scenario, spec_text, scenario.source, speed=speed, python_tools=python_tools,
+        policy=ResearchPolicy(allow_private_fetch=allow_private_fetch),
+    )
+    runner = _executor(request, store, executor, temporal)
     handler: EscalationHandler | None = (
         CallbackHandler(on_escalation) if on_escalation is not None else None
     )
     cancel = anyio.Event()
     finished = anyio.Event()
     box: list[CoverageReport] = []
-    recorders: list[RunRecorder] = []
     send, receive = anyio.create_memory_object_stream[ProgressEvent](math.inf)
 
     failures: list[Exception] = []
@@ -165,63 +172,9 @@ async def execute(
             failures.append(exc)
             receive.close()
 
-    async def run() -> None:
-        async with AsyncExitStack() as stack:
-            stack.push_async_callback(planning.aclose)
-            mcp = None
-            if scenario.mcp_servers:
-                from coordinator.jobfile.mcp import JobTools, job_servers
-
-                mcp = await stack.enter_async_context(job_servers(scenario))
-            sim = SimulatedTools(scenario.tools, clock)
-            if store is not None:
-                recorder = open_store(store).create_run(
-                    job=scenario.scenario,
-                    query=scenario.job.query,
-                    file=scenario.source,
-                    spec_text=spec_text,
-                    seed=str(scenario.seed),
-                    speed=speed,
-                )
-                recorders.append(recorder)
-                box.append(
-                    await run_recorded(
-                        scenario,
-                        recorder,
-                        clock=clock,
-                        tools=sim,
-                        mcp=mcp,
-                        observer=observer if on_event is not None else None,
-                        handler=handler,
-                        cancel=cancel,
-                        planning=planning,
-                        extra_tools=python_tools,
-                        research_policy=policy,
-                    )
-                )
-                return
-            base: ToolSource = sim if mcp is None else JobTools(sim, mcp)
-            if scenario.research_tools is not None:
-                from coordinator.jobfile.research import CombinedTools, job_research_tools
-
-                # Not recorded: the index goes where a default store would keep it.
-                research = await stack.enter_async_context(
-                    job_research_tools(scenario, Path(".fanout"), policy)
-                )
-                if research is not None:
-                    base = CombinedTools(base, research)
-            box.append(
-                await run_research(
-                    scenario,
-                    WithTools(base, python_tools or {}),
-                    planning=planning,
-                    clock=clock,
-                    trace_ids=SeededTraceIds(f"{scenario.seed}"),
-                    observer=observer if on_event is not None else None,
-                    handler=handler,
-                    cancel=cancel,
-                )
-            )
+    hooks = Hooks(
+        observer=observer if on_event is not None else None, handler=handler, cancel=cancel
+    )
 
     async def shielded() -> None:
         # The job winds down on `cancel`, never by the caller's cancel scope: it then
@@ -229,38 +182,68 @@ async def execute(
         try:
             with anyio.CancelScope(shield=True):
                 async with send:
-                    await run()
+                    box.append(await runner.execute(request, hooks))
         except Exception as exc:
             # Raised as itself once the task group has ended, not in an exception group.
             failures.append(exc)
         finally:
             finished.set()
 
-    try:
-        async with anyio.create_task_group() as tg:
-            if on_event is not None:
-                tg.start_soon(deliver)
-            else:
-                receive.close()
-            tg.start_soon(shielded)
-            try:
+    async with anyio.create_task_group() as tg:
+        if on_event is not None:
+            tg.start_soon(deliver)
+        else:
+            receive.close()
+        tg.start_soon(shielded)
+        try:
+            await finished.wait()
+        except anyio.get_cancelled_exc_class():
+            cancel.set()
+            with anyio.CancelScope(shield=True):
                 await finished.wait()
-            except anyio.get_cancelled_exc_class():
-                cancel.set()
-                with anyio.CancelScope(shield=True):
-                    await finished.wait()
-                if box and on_report is not None:
-                    on_report(box[0])
-                raise
-    finally:
-        for recorder in recorders:
-            recorder.close()
+            if box and on_report is not None:
+                on_report(box[0])
+            raise
     if failures:
         raise failures[0]
     report = box[0]
     if on_report is not None:
         on_report(report)
     return report
+
+
+def _executor(
+    request: RunRequest,
+    store: StoreLike | None,
+    executor: str,
+    temporal: Mapping[str, str] | None,
+) -> Executor:
+    """The executor a Python caller asked for, ready (a local one's model client open).
+
+    Raises:
+        ValueError: an unknown executor, ``temporal`` options without it, or a job
+            that cannot run on Temporal.
+        MissingModelKey: a local run whose model's key variable is not set.
+    """
+    if executor == "temporal":
+        from coordinator.engine.executor import TemporalExecutor, TemporalTarget, not_on_temporal
+
+        reason = not_on_temporal(request)
+        if reason is not None:
+            raise ValueError(f"executor='temporal': {reason}")
+        target = TemporalTarget.of(dict(temporal or {}))
+        return TemporalExecutor(open_store(store if store is not None else store_path()), target)
+    if executor != "local":
+        raise ValueError(f"executor: expected 'local' or 'temporal', got {executor!r}")
+    if temporal is not None:
+        raise ValueError("temporal: given without executor='temporal'")
+    TokenCounter()  # load the encoding now, not on the job's clock
+    clock = AnyioClock(speed=request.speed)
+    start = Start.fresh(request.scenario, clock)
+    start.planning.open()  # a missing key fails here, before anything runs or is recorded
+    return LocalExecutor(
+        open_store(store) if store is not None else None, start=start, clock=clock
+    )
 
 
 class Prepared(NamedTuple):
@@ -322,6 +305,8 @@ async def ask(
     store: StoreLike | None = None,
     seed: int | str = 0,
     allow_private_fetch: bool = False,
+    executor: ExecutorName = "local",
+    temporal: Mapping[str, str] | None = None,
 ) -> CoverageReport:
     """Research ``question`` with ``tools`` and ``model``; the report the CLI prints.
 
@@ -343,6 +328,11 @@ async def ask(
         seed: seeds retry jitter and trace ids (same seed, same schedule).
         allow_private_fetch: let ``web.fetch`` read loopback and private addresses (a
             server on this machine); only the caller can allow it, never a job file.
+        executor: ``"local"`` (this process) or ``"temporal"`` (the workers at
+            ``temporal``: ``{"address": ..., "namespace": ..., "task_queue": ...}``;
+            the run is recorded in ``store``, or the default store, which they reach).
+        temporal: where the Temporal workers are (defaults: 127.0.0.1:7233, default,
+            fanout).
 
     Raises:
         ValueError: a tool, the question or the model is not usable as given.
@@ -361,7 +351,8 @@ async def ask(
         seed=seed,
     )
     return await execute(job, on_event=on_event, on_escalation=on_escalation, store=store,
-                         allow_private_fetch=allow_private_fetch)
+                         allow_private_fetch=allow_private_fetch, executor=executor,
+                         temporal=temporal)
 
 
 async def run_file(
@@ -372,11 +363,14 @@ async def run_file(
     store: StoreLike | None = None,
     speed: float = 1.0,
     allow_private_fetch: bool = False,
+    executor: ExecutorName = "local",
+    temporal: Mapping[str, str] | None = None,
 ) -> CoverageReport:
     """Run the job file at ``path`` in real time (what ``fanout run`` does, without a view).
 
     ``speed`` runs simulated latencies faster; real tools and models keep real time.
     ``allow_private_fetch`` is ``--allow-private-fetch`` (the file itself cannot set it).
+    ``executor`` and ``temporal`` are :func:`ask`'s.
 
     Raises:
         InputFileErrors: the file is invalid (file, line, field, expected).
@@ -391,4 +385,6 @@ async def run_file(
         store=store,
         speed=speed,
         allow_private_fetch=allow_private_fetch,
+        executor=executor,
+        temporal=temporal,
     )

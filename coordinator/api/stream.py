@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from os import PathLike
 from typing import Any
@@ -29,6 +29,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from coordinator.api.run import (
     EscalationCallback,
+    ExecutorName,
     Prepared,
     StoreLike,
     execute,
@@ -82,6 +83,8 @@ async def _stream(
     store: StoreLike | None,
     speed: float = 1.0,
     allow_private_fetch: bool = False,
+    executor: ExecutorName = "local",
+    temporal: Mapping[str, str] | None = None,
 ) -> AsyncIterator[JobEvents]:
     send: MemoryObjectSendStream[ProgressEvent]
     send, receive = anyio.create_memory_object_stream[ProgressEvent](math.inf)
@@ -106,6 +109,8 @@ async def _stream(
                     speed=speed,
                     on_report=keep,
                     allow_private_fetch=allow_private_fetch,
+                    executor=executor,
+                    temporal=temporal,
                 )
             except Exception as exc:  # handed to the iteration, which raises it
                 events._error = exc
@@ -127,6 +132,8 @@ def ask_events(
     on_escalation: EscalationCallback | None = None,
     store: StoreLike | None = None,
     allow_private_fetch: bool = False,
+    executor: ExecutorName = "local",
+    temporal: Mapping[str, str] | None = None,
     **job: Any,
 ) -> AbstractAsyncContextManager[JobEvents]:
     """``ask(question, ...)`` with its progress events to iterate instead of ``on_event``.
@@ -134,7 +141,8 @@ def ask_events(
     The job is validated now: bad arguments raise here, before the block is entered.
     """
     return _stream(prepare_ask(question, **job), on_escalation, store,
-                   allow_private_fetch=allow_private_fetch)
+                   allow_private_fetch=allow_private_fetch, executor=executor,
+                   temporal=temporal)
 
 
 def run_file_events(
@@ -144,7 +152,10 @@ def run_file_events(
     store: StoreLike | None = None,
     speed: float = 1.0,
     allow_private_fetch: bool = False,
+    executor: ExecutorName = "local",
+    temporal: Mapping[str, str] | None = None,
 ) -> AbstractAsyncContextManager[JobEvents]:
     """``run_file(path, ...)`` with its progress events to iterate."""
     return _stream(prepare_file(path), on_escalation, store, speed,
-                   allow_private_fetch=allow_private_fetch)
+                   allow_private_fetch=allow_private_fetch, executor=executor,
+                   temporal=temporal)

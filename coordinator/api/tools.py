@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coordinator.fanout import ToolSource
 from subagents.mcp.spec import SERVER_NAME_PATTERN
 from subagents.tool import Tool
 
-__all__ = ["ToolLike", "ToolSet", "WithTools", "research_tools", "sort_tools"]
+__all__ = ["ToolLike", "ToolSet", "research_tools", "sort_tools"]
 
 ToolLike = Callable[..., Any] | Tool | str | Mapping[str, Any]
 """One entry of ``tools=``: a function, a Tool, ``"web"``, ``"docs:DIR"`` or an MCP spec."""
@@ -138,17 +137,3 @@ def sort_tools(tools: Iterable[ToolLike]) -> ToolSet:
                 raise ValueError(f"tools[{index}]: a second tool named {tool.name!r}")
             out.tools[tool.name] = tool
     return out
-
-
-class WithTools:
-    """A tool source with the caller's Python tools added for every subtask."""
-
-    def __init__(self, base: ToolSource, tools: Mapping[str, Tool]) -> None:
-        self.base = base
-        self.tools = dict(tools)
-
-    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
-        """The base source's tools and the Python tools (these win a name clash)."""
-        if not self.tools:
-            return self.base.for_subtask(subtask_id)
-        return {**self.base.for_subtask(subtask_id), **self.tools}

@@ -5,7 +5,9 @@ The tools are your documents (``--docs DIR``), the web (``--search``, or
 saying how to give it some). The lead agent plans the subtasks, a model plans each one,
 the lead writes the answer citing its sources ``[n]``; the run is recorded in the store
 like any ``fanout run``. For people it ends with the answer, its sources, coverage and
-gaps; ``--json`` prints the report instead.
+gaps; ``--json`` prints the report instead. ``--executor temporal`` runs it on Temporal
+workers, as ``fanout run --executor temporal`` does (same ``--address``,
+``--namespace``, ``--task-queue``, ``--detach``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rich.markup import escape
 
 from coordinator.cli.common import EXIT_BAD_INPUT, add_private_fetch_option
 from coordinator.cli.run import run_live
+from coordinator.cli.temporal import add_run_options
 from coordinator.jobfile.ask import build_ask_job
 from subagents.models.spend import TokenBudget
 
@@ -72,6 +75,7 @@ def add_ask_parser(sub: Any) -> None:
     p.add_argument("--store", metavar="PATH|URL",
                    help="the run store: a SQLite file or a postgresql:// URL")
     add_private_fetch_option(p)
+    add_run_options(p)
     p.set_defaults(func=cmd_ask)
 
 
@@ -115,4 +119,11 @@ def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
             "PROVIDER:NAME for a model to plan and write it"
         )
     args.ask = False  # no interactive escalation handler for ask
+    if args.executor == "temporal":
+        from coordinator.cli.temporal import check_temporal_options, run_temporal
+        from coordinator.engine.run import RunRequest
+
+        if not check_temporal_options(args, err):
+            return EXIT_BAD_INPUT
+        return run_temporal(RunRequest(scenario, spec_text, file, speed=args.speed), args, out, err)
     return run_live(scenario, file=file, spec_text=spec_text, args=args, out=out, err=err)

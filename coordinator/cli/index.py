@@ -20,8 +20,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump
-from coordinator.store.backend import open_backend
 from coordinator.store.runs import store_path
+from coordinator.store.targets import open_backend
 
 DEFAULT_MAX_BYTES = 20_000_000
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from rich.console import Console
 
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump, open_store
+from coordinator.engine.resume import interrupted_report
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.report import CoverageReport
-from coordinator.store.runner import interrupted_report
 from coordinator.store.runs import (
     RunRow,
     RunStore,
@@ -110,7 +110,7 @@ def cmd_trace(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def cmd_record(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Write a finished stored run as a scenario that replays it offline."""
-    from coordinator.store.recording import refusal, write_recording
+    from coordinator.engine.recording import refusal, write_recording
 
     store = open_store(args)
     row = store.get(args.run_id)

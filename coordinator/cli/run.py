@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,33 +25,22 @@ from coordinator.cli.common import (
     outcome_exit,
     print_report,
 )
+from coordinator.engine.executor import LocalExecutor
+from coordinator.engine.resume import Start
+from coordinator.engine.run import Hooks, RunRequest
 from coordinator.job import JobSpec
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import JobPlanning
 from coordinator.report import CoverageReport
-from coordinator.store.runner import (
-    elapsed_so_far,
-    planned_scenario,
-    recorded_followups,
-    recorded_lead_gap,
-    restored_runs,
-    run_recorded,
-)
-from coordinator.store.runs import (
-    RunRecorder,
-)
+from coordinator.store.runs import RunRecorder
 from coordinator.views.live import BoardLive, LiveBoard
 from shared.clock import AnyioClock
 from shared.escalation import Escalation
-from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter
-from subagents.simulated.tools import SimulatedTools
 
 if TYPE_CHECKING:
-    from subagents.mcp.tools import McpToolSource
+    from coordinator.jobfile.research import ResearchPolicy
     from subagents.models.endpoints.preflight import EndpointProblem
-    from subagents.research.tools import ResearchTools
 
 
 class AskHandler:
@@ -114,12 +102,12 @@ def _execute(
             recorder.close()
 
 
-def _resume_hint(err: Console, recorders: Sequence[RunRecorder]) -> None:
+def _resume_hint(err: Console, run_ids: Sequence[str]) -> None:
     """On Ctrl-C: the run is kept in the store; say how to finish it."""
-    for recorder in recorders:
+    for run_id in run_ids:
         err.print(
-            f"[yellow]interrupted:[/] run [bold]{recorder.run_id}[/] is kept; "
-            f"`fanout resume {recorder.run_id}` finishes it"
+            f"[yellow]interrupted:[/] run [bold]{run_id}[/] is kept; "
+            f"`fanout resume {run_id}` finishes it"
         )
 
 
@@ -141,28 +129,6 @@ def refuse_directory(path: str, command: str, err: Console) -> bool:
         "file" + (f", e.g. {escape(shown)}" if names else " (this one holds no .yaml files)")
     )
     return True
-
-
-def _job_servers(scenario: Scenario) -> AbstractAsyncContextManager[McpToolSource | None]:
-    """The job's MCP servers, started (None without any); the SDK loads only if needed."""
-    if not scenario.mcp_servers:
-        return nullcontext(None)
-    from coordinator.jobfile.mcp import job_servers
-
-    return job_servers(scenario)
-
-
-def _research_tools(
-    scenario: Scenario, store_dir: Path, *, allow_private_fetch: bool = False
-) -> AbstractAsyncContextManager[ResearchTools | None]:
-    """The job's built-in research tools, open (None without any); its folder indexed.
-    ``allow_private_fetch`` is ``--allow-private-fetch``: the user's, never the file's."""
-    if scenario.research_tools is None:
-        return nullcontext(None)
-    from coordinator.jobfile.research import ResearchPolicy, job_research_tools
-
-    policy = ResearchPolicy(allow_private_fetch=allow_private_fetch)
-    return job_research_tools(scenario, store_dir, policy)
 
 
 def check_model_endpoint(
@@ -235,65 +201,44 @@ def run_live(
     clock = AnyioClock(speed=args.speed)
     # The model client is made (its key read from the environment) before anything is
     # recorded: a missing key is exit 2 with nothing run and nothing stored.
-    planning = JobPlanning(scenario, clock=clock)
-    planning.open()
+    start = Start.fresh(scenario, clock)
+    start.planning.open()
     refused = check_model_endpoint(scenario, args, err)
     if refused is not None:
         return refused
     store = open_store(args)
-    recorders: list[RunRecorder] = []
+    recorded: list[str] = []
     board, live, handler = _live(scenario.job, args, out, args.speed)
 
-    def record() -> RunRecorder:
-        recorder = store.create_run(
-            job=scenario.scenario,
-            query=scenario.job.query,
-            file=file,
-            spec_text=spec_text,
-            seed=str(scenario.seed),
-            speed=args.speed,
-        )
-        recorders.append(recorder)
+    def on_recorded(run_id: str) -> None:
+        # MCP servers start (and research tools open, their folder indexed) before the
+        # run is recorded: one that cannot is an error before any subagent runs, and
+        # leaves no half-made run in the store.
+        recorded.append(run_id)
         if not args.json:
-            err.print(f"run [bold]{recorder.run_id}[/] recorded in {store.where}")
+            err.print(f"run [bold]{run_id}[/] recorded in {store.where}")
         if live is not None:
             live.start()
-        return recorder
 
-    async def main() -> CoverageReport:
-        # MCP servers start (and research tools open, their folder indexed) before the run
-        # is recorded: one that cannot is an error before any subagent runs, and leaves
-        # no half-made run in the store.
-        async with (
-            _job_servers(scenario) as mcp,
-            _research_tools(
-                scenario, store.backend.home(),
-                allow_private_fetch=getattr(args, "allow_private_fetch", False),
-            ) as research,
-        ):
-            return await run_recorded(
-                scenario,
-                record(),
-                clock=clock,
-                mcp=mcp,
-                research=research,
-                observer=board,
-                handler=handler,
-                planning=planning,
-                on_plan=board.plan,
-            )
-
+    request = RunRequest(
+        scenario, spec_text, file, speed=args.speed,
+        policy=_policy(getattr(args, "allow_private_fetch", False)),
+    )
+    hooks = Hooks(observer=board, handler=handler, on_plan=board.plan, on_recorded=on_recorded)
+    executor = LocalExecutor(store, start=start, clock=clock)
     try:
-        report = _execute(main, live, handler, recorders, start_live=False)
+        report = _execute(
+            lambda: executor.execute(request, hooks), live, handler, [], start_live=False
+        )
     except KeyboardInterrupt:
-        _resume_hint(err, recorders)
+        _resume_hint(err, recorded)
         raise
-    if getattr(args, "record", None) and recorders:
-        from coordinator.store.recording import refusal, write_recording
+    if getattr(args, "record", None) and recorded:
+        from coordinator.engine.recording import refusal, write_recording
 
-        reason = refusal(store, recorders[0].run_id)
+        reason = refusal(store, recorded[0])
         if reason is None:
-            write_recording(store, recorders[0].run_id, args.record)
+            write_recording(store, recorded[0], args.record)
             err.print(f"wrote {args.record}: `fanout replay {args.record}` reproduces this run")
         else:
             # The run itself finished and its report is printed; only the recording is
@@ -343,46 +288,34 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     refuse_resume_on_temporal(store, row.id)
     recorder = store.claim_for_resume(row.id)
-    # A decomposed job resumes with the subtasks its lead planned, not a new plan.
-    scenario = planned_scenario(load_scenario_text(row.spec_text, row.file), store, row.id)
     speed = row.speed if args.speed is None else args.speed
     clock = AnyioClock(speed=speed)
-    tools = SimulatedTools(scenario.tools, clock)
-    trace_ids = SeededTraceIds(f"{scenario.seed}/{row.id}")
-    planning = JobPlanning(scenario, clock=clock)
-    followups = recorded_followups(store, row.id)
-    runs = restored_runs(
-        scenario, store.checkpoints(row.id), tools, trace_ids, planning, followups
-    )
-    offset = elapsed_so_far(store, row.id)
-    kept = sum(r.finished for r in runs.values())
+    scenario = load_scenario_text(row.spec_text, row.file)
+    start = Start.resumed_from(scenario, store, row.id, clock)
+    kept = sum(r.finished for r in start.runs.values())
     if not args.json:
         err.print(
-            f"resuming run [bold]{row.id}[/] at {offset:.1f}s: {kept} of {len(runs)} "
-            "subtasks already finished"
+            f"resuming run [bold]{row.id}[/] at {start.elapsed_offset:.1f}s: {kept} of "
+            f"{len(start.runs)} subtasks already finished"
         )
-    board, live, handler = _live(scenario.job, args, out, speed)
-
-    async def main() -> CoverageReport:
-        return await run_recorded(
-            scenario,
-            recorder,
-            clock=clock,
-            runs=runs,
-            tools=tools,
-            trace_ids=trace_ids,
-            elapsed_offset=offset,
-            observer=board,
-            handler=handler,
-            planning=planning,
-            lead_gap=recorded_lead_gap(store, row.id),
-            followups=followups,
-        )
-
+    board, live, handler = _live(start.scenario.job, args, out, speed)
+    request = RunRequest(start.scenario, row.spec_text, row.file, speed=speed)
+    hooks = Hooks(observer=board, handler=handler)
+    executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
     try:
-        report = _execute(main, live, handler, [recorder])
+        report = _execute(lambda: executor.execute(request, hooks), live, handler, [recorder])
     except KeyboardInterrupt:
-        _resume_hint(err, [recorder])
+        _resume_hint(err, [recorder.run_id])
         raise
     print_report(report, args, out)
     return outcome_exit(report)
+
+
+def _policy(allow_private_fetch: bool) -> ResearchPolicy | None:
+    """The research policy of a job run from the command line: any folder, and private
+    addresses when the user asked (``--allow-private-fetch``; a file cannot)."""
+    if not allow_private_fetch:
+        return None
+    from coordinator.jobfile.research import ResearchPolicy
+
+    return ResearchPolicy(allow_private_fetch=True)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, check_store
+from coordinator.cli.temporal import add_executor_options
 from coordinator.store.backend import redact
 from coordinator.store.runs import StoreError, store_path
+
+if TYPE_CHECKING:
+    from coordinator.engine.executor import TemporalTarget
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -59,6 +63,9 @@ def add_serve_parser(sub: Any) -> None:
                    "research_tools, a model block's budgets)")
     p.add_argument("--log-level", default="info",
                    choices=("critical", "error", "warning", "info", "debug"))
+    # `--executor temporal`: submitted runs go to Temporal workers (which must reach the
+    # store); their events stream from the store.
+    add_executor_options(p)
     p.set_defaults(func=cmd_serve)
 
 
@@ -90,6 +97,15 @@ def _ask_settings(args: argparse.Namespace) -> str | None:
     # Composed once as an ask would compose it: a bad file is exit 2 here.
     build_ask_job("check", args.tools, model=args.model)
     return text
+
+
+def _temporal_target(args: argparse.Namespace) -> TemporalTarget | None:
+    """Where ``--executor temporal`` sends runs (None: this process runs them)."""
+    if getattr(args, "executor", "local") != "temporal":
+        return None
+    from coordinator.engine.executor import TemporalTarget
+
+    return TemporalTarget(args.address, args.namespace, args.task_queue)
 
 
 def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -140,6 +156,7 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         max_connections=args.max_connections, header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout,
         docs=docs, search=args.search, ask_model=args.model, ask_tools=ask_tools,
+        temporal=_temporal_target(args),
     )
     guard = "a bearer token required" if token else "no token: loopback only"
     err.print(

@@ -1,4 +1,5 @@
-"""`fanout temporal dev`, `fanout worker` and `fanout run --executor temporal` (DESIGN §9).
+"""`fanout temporal dev`, `fanout worker`, and `--executor temporal` of `fanout run` and
+`fanout ask` (DESIGN §9, §15): the run goes to the engine's TemporalExecutor.
 
 The parsers are built without importing the Temporal SDK (it is the optional
 ``fanout[temporal]`` extra, and every other command would pay for loading it); the
@@ -36,15 +37,14 @@ from coordinator.cli.common import (
     outcome_exit,
     print_report,
 )
+from coordinator.engine.run import Hooks, RunRequest
 from coordinator.store.runs import ResumeRefused, RunStore
-from shared.envelope import ToolResult
-from subagents import ProgressEvent
 
 if TYPE_CHECKING:
+    from coordinator.engine.executor import TemporalExecutor
     from coordinator.jobfile.scenario import Scenario
     from coordinator.report import CoverageReport
     from coordinator.temporal import JobHandle
-    from coordinator.views.live import LiveBoard
 
 # The same defaults as coordinator.temporal.payloads, written out so that building the
 # parser does not import the SDK (a test pins that they agree).
@@ -56,9 +56,6 @@ DEV_DB = str(Path(".fanout") / "temporal.sqlite")
 WORKER_CONCURRENCY = 100
 HEARTBEAT_TIMEOUT = 30.0
 EXIT_UNREACHABLE = 2
-# How long a submitted run may show no progress before the task queue is checked for a
-# worker; a workflow task is picked up in well under a second when one polls.
-NO_WORKER_HINT_S = 5.0
 
 
 def _server_options(p: argparse.ArgumentParser) -> None:
@@ -85,11 +82,17 @@ def add_temporal_commands(sub: Any) -> None:
     w.set_defaults(func=cmd_worker)
 
 
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Add ``--executor temporal`` and its options to the ``fanout run`` parser ``p``."""
+def add_executor_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--executor local|temporal`` and where Temporal is to the parser ``p``."""
     p.add_argument("--executor", choices=("local", "temporal"), default="local",
                    help="run in this process (local, the default) or on Temporal workers")
     _server_options(p)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--executor temporal`` and its options to the ``fanout run`` (and ``ask``)
+    parser ``p``."""
+    add_executor_options(p)
     p.add_argument("--detach", action="store_true",
                    help="with --executor temporal: print the run and workflow ids and return")
     p.add_argument("--heartbeat-timeout", type=float, default=HEARTBEAT_TIMEOUT, metavar="S",
@@ -203,29 +206,51 @@ def _unreachable(address: str, exc: Exception) -> str:
     )
 
 
-def cmd_run_temporal(args: argparse.Namespace, out: Console, err: Console) -> int:
-    """Submit a job to Temporal, recorded in the store; wait for its report unless detached."""
+def check_temporal_options(args: argparse.Namespace, err: Console) -> bool:
+    """Say what is wrong (and return False) with the options of a run on Temporal."""
     if args.speed <= 0 or args.heartbeat_timeout <= 0:
         which = "--speed" if args.speed <= 0 else "--heartbeat-timeout"
         err.print(f"[bold red]error:[/] {which}: expected a positive number")
-        return EXIT_BAD_INPUT
+        return False
     if getattr(args, "ask", False):
         err.print("[bold red]error:[/] --ask needs a person at this terminal; on Temporal "
                   "the escalations are in the report (`fanout report`)")
+        return False
+    return True
+
+
+def refuse_on_temporal(scenario: Scenario, err: Console) -> bool:
+    """Say so (and return True) when the job cannot run on Temporal workers yet."""
+    from coordinator.engine.executor import not_on_temporal
+
+    reason = not_on_temporal(RunRequest(scenario, "", ""))
+    if reason is not None:
+        err.print(f"[bold red]error:[/] {escape(reason)}")
+        return True
+    return False
+
+
+def cmd_run_temporal(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Submit a job to Temporal, recorded in the store; wait for its report unless detached."""
+    if not check_temporal_options(args, err):
         return EXIT_BAD_INPUT
     scenarios = load_all([args.job], err)
     if scenarios is None:
         return EXIT_BAD_INPUT
-    scenario = scenarios[0]
-    if scenario.research_tools is not None:
-        # The workers open MCP servers and model clients, not yet the research tools.
-        err.print("[bold red]error:[/] research_tools: not yet on --executor temporal; run "
-                  "this job locally (`fanout run` without --executor temporal)")
+    spec_text = Path(args.job).read_text(encoding="utf-8")
+    request = RunRequest(scenarios[0], spec_text, str(args.job), speed=args.speed)
+    return run_temporal(request, args, out, err)
+
+
+def run_temporal(request: RunRequest, args: argparse.Namespace, out: Console, err: Console) -> int:
+    """Run ``request`` on Temporal (``fanout run`` and ``fanout ask``): ``--address``,
+    ``--namespace``, ``--task-queue``, ``--detach`` and ``--heartbeat-timeout`` come
+    from ``args``."""
+    if refuse_on_temporal(request.scenario, err):
         return EXIT_BAD_INPUT
     store = open_store(args)
-    spec_text = Path(args.job).read_text(encoding="utf-8")
     try:
-        code = anyio.run(_submit, scenario, spec_text, store, args, out, err, backend="asyncio")
+        code = anyio.run(_submit, request, store, args, out, err, backend="asyncio")
     except KeyboardInterrupt:
         err.print("[yellow]stopped waiting[/]: the run goes on on Temporal; "
                   "`fanout report latest` shows it once it finishes")
@@ -234,25 +259,20 @@ def cmd_run_temporal(args: argparse.Namespace, out: Console, err: Console) -> in
 
 
 async def _submit(
-    scenario: Scenario,
-    spec_text: str,
-    store: RunStore,
-    args: argparse.Namespace,
-    out: Console,
-    err: Console,
+    request: RunRequest, store: RunStore, args: argparse.Namespace, out: Console, err: Console
 ) -> int:
-    from coordinator.temporal import TemporalSettings, connect, submit_recorded
+    from coordinator.engine.executor import TemporalExecutor, TemporalTarget
+    from coordinator.temporal import TemporalSettings
 
+    target = TemporalTarget(args.address, args.namespace, args.task_queue)
+    settings = TemporalSettings(heartbeat_timeout_s=args.heartbeat_timeout)
+    executor = TemporalExecutor(store, target, settings=settings)
     try:
-        client = await connect(args.address, args.namespace)
+        await executor.connect()
     except RuntimeError as exc:
         err.print(f"[bold red]error:[/] {_unreachable(args.address, exc)}")
         return EXIT_UNREACHABLE
-    settings = TemporalSettings(heartbeat_timeout_s=args.heartbeat_timeout)
-    ref, handle = await submit_recorded(
-        client, scenario, store, file=str(args.job), spec_text=spec_text,
-        task_queue=args.task_queue, speed=args.speed, settings=settings,
-    )
+    ref, handle = await executor.submit(request)
     run_id = ref.run_id
     ids = {"run_id": run_id, "workflow_id": ref.workflow_id, "address": ref.address,
            "namespace": ref.namespace, "task_queue": ref.task_queue}
@@ -267,26 +287,24 @@ async def _submit(
     if not args.json:
         err.print(f"run [bold]{run_id}[/] recorded in {store.where}; workflow "
                   f"{ref.workflow_id} on {ref.address}")
-    report = await _follow(handle, store, run_id, scenario, args, out, err, client)
+    report = await _follow(executor, run_id, handle, request.scenario, args, out, err)
     print_report(report, args, out)
     return outcome_exit(report)
 
 
 async def _follow(
-    handle: JobHandle,
-    store: RunStore,
+    executor: TemporalExecutor,
     run_id: str,
+    handle: JobHandle,
     scenario: Scenario,
     args: argparse.Namespace,
     out: Console,
     err: Console,
-    client: Any,
 ) -> CoverageReport:
     """Wait for the report; meanwhile show the trace the workers record, live."""
     from coordinator.views.live import BoardLive, LiveBoard
 
     board = LiveBoard(scenario.job, speed=args.speed)
-    tail = _Tail(store, run_id, board)
     said: list[str] = []
 
     def say(hint: str | None) -> None:
@@ -296,98 +314,12 @@ async def _follow(
             said.append(hint)
             err.print(f"[yellow]waiting:[/] {hint}")
 
-    async def watch() -> None:
-        await no_worker_hint(client, args.task_queue, args.address, lambda: tail.seen, say)
-
     if args.json:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(tail.follow)
-            tg.start_soon(watch)
-            report: CoverageReport = await handle.result()
-            tg.cancel_scope.cancel()
-        return report
+        return await executor.follow(run_id, handle, Hooks(on_notice=say))
     with BoardLive(board, console=out, refresh_per_second=8):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(tail.follow)
-            tg.start_soon(watch)
-            report = await handle.result()
-            tg.cancel_scope.cancel()
-        await anyio.to_thread.run_sync(tail.feed)  # the last events before the report
-    return report
-
-
-async def no_worker_hint(
-    client: Any,
-    task_queue: str,
-    address: str,
-    progressed: Any,
-    say: Any,
-    *,
-    after_s: float = NO_WORKER_HINT_S,
-    every_s: float = 2.0,
-) -> None:
-    """Once a run has shown no progress for ``after_s``, check the task queue for a
-    worker and ``say`` how to start one while none polls it (``say(None)`` once one does).
-
-    A run on a queue no worker polls waits at ``queued`` forever with no other sign.
-    """
-    from coordinator.temporal import workflow_pollers
-
-    await anyio.sleep(after_s)
-    while not progressed():
-        try:
-            pollers = await workflow_pollers(client, task_queue)
-        except Exception:  # a hint only: a check that fails (RPCError, …) says nothing
-            pollers = 1
-        say(
-            None
-            if pollers
-            else f"no worker is polling task queue {task_queue!r} on {address}: start one "
-            f"with `fanout worker --address {address} --task-queue {task_queue}`"
+        return await executor.follow(
+            run_id, handle, Hooks(observer=board, on_plan=board.plan, on_notice=say)
         )
-        await anyio.sleep(every_s)
-    say(None)
-
-
-class _Tail:
-    """Feeds a live board from the trace the workers write to the store."""
-
-    def __init__(self, store: RunStore, run_id: str, board: LiveBoard) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.board = board
-        self.seq = 0
-        self.seen = False  # any event from a worker yet
-
-    async def follow(self) -> None:
-        while True:
-            await anyio.to_thread.run_sync(self.feed)
-            await anyio.sleep(0.25)
-
-    def feed(self) -> None:
-        from coordinator.lead import LEAD
-        from coordinator.temporal.records import events_after
-        from subagents.spec import SubtaskSpec
-
-        for e in events_after(self.store, self.run_id, self.seq):
-            self.seq = e["seq"]
-            self.seen = True
-            if e["kind"] == "plan":
-                # The lead decomposed the job: a row for each subtask it planned.
-                self.board.plan([SubtaskSpec.model_validate(s) for s in e["subtasks"]], e["at"])
-            elif e["subtask_id"] in self.board.rows or e["subtask_id"] == LEAD:
-                self.board(progress_event(e))
-
-
-def progress_event(e: dict[str, Any]) -> ProgressEvent:
-    """A stored trace event as the ProgressEvent it was recorded from."""
-    result = e.get("result")
-    return ProgressEvent(
-        e["subtask_id"], e["kind"], e["at"], state=e.get("state"), tool=e.get("tool"),
-        attempt=e.get("attempt"), wait_s=e.get("wait_s"),
-        result=ToolResult.model_validate(result) if result is not None else None,
-        step=e.get("step"), trigger=e.get("trigger"),
-    )
 
 
 def refuse_resume_on_temporal(store: RunStore, run_id: str) -> None:

@@ -7,11 +7,10 @@ from coordinator.jobfile.loader import load_scenario, load_scenario_text
 from coordinator.jobfile.scenario import Expect, Scenario, scenario_json_schema
 
 if TYPE_CHECKING:
-    from coordinator.jobfile.mcp import JobTools, job_servers, list_job_tools
+    from coordinator.jobfile.mcp import job_servers, list_job_tools
 
 __all__ = [
     "Expect",
-    "JobTools",
     "Mismatch",
     "Scenario",
     "check_expect",
@@ -22,7 +21,7 @@ __all__ = [
     "scenario_json_schema",
 ]
 
-_MCP = ("JobTools", "job_servers", "list_job_tools")
+_MCP = ("job_servers", "list_job_tools")
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,12 @@
-"""The job ``fanout ask`` runs: a question, its tools, a model.
+"""The job a question runs: ``fanout ask``, the service's ``POST /ask`` and ``ask()``.
+
+One builder with two entry points over one parser of ``PROVIDER:NAME``
+(:func:`parse_model_flag`), one job block (:func:`job_options`) and one name
+(:func:`ask_slug`): :func:`build_ask_job` for the command line and the service (a tools
+file, flags), :func:`compose_ask_job` for Python (objects: functions, server specs, a
+model block as a dict). Both end in the loader, so a job is checked as a file would be.
+
+``fanout ask``:
 
 Tools come from ``--docs DIR`` (your documents, ``docs.*``), ``--search BACKEND`` or
 ``FANOUT_SEARCH`` (the web, ``web.*``) and a tools file (``--tools``: ``tools``
@@ -12,6 +20,7 @@ YAML text, so the run store can resume it and ``--record`` can replay it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,6 +32,7 @@ from coordinator.jobfile.scenario import Scenario
 from coordinator.jobfile.yamlpos import parse_yaml
 from shared.errors import InputFileError, InputFileErrors
 from subagents.models.spend import TokenBudget
+from subagents.tool import Tool
 
 _ALLOWED = ("tools", "mcp_servers", "research_tools", "model")
 _PROVIDERS = ("anthropic", "openai", "scripted")
@@ -59,32 +69,39 @@ def parse_search_flag(value: str, option: str = "--search") -> dict[str, Any]:
     return block
 
 
-def _slug(question: str) -> str:
+def ask_slug(question: str) -> str:
+    """The job name of a question: ``ask-`` and its first six words."""
     words = re.findall(r"[a-z0-9]+", question.lower())[:6]
     return "ask-" + ("-".join(words) or "question")
 
 
-def parse_model_flag(value: str) -> tuple[str, str | None]:
-    """``PROVIDER[:NAME]`` → (provider, name).
+def parse_model_flag(
+    value: str, option: str = "--model", field: str = ""
+) -> tuple[str, str | None]:
+    """``PROVIDER[:NAME]`` → (provider, name): the one parser of a model named in a
+    string (``fanout ask --model``, the service's ``POST /ask``, Python's ``ask(model=)``).
+
+    ``option`` is what the error names as its source (``--model``, ``ask()``), ``field``
+    the prefix of its field (``model.`` in ``ask()``, whose errors name the job's field).
 
     Raises:
-        InputFileError: an unknown provider (named as the ``--model`` option).
+        InputFileError: an unknown provider, or a ``PROVIDER:`` without its name.
     """
     provider, colon, name = value.partition(":")
     if provider not in _PROVIDERS:
         raise InputFileError(
-            "--model",
+            option,
             None,
-            "provider",
+            f"{field}provider",
             f"one of {', '.join(_PROVIDERS)} (PROVIDER:NAME)",
             got=repr(provider),
         )
     if colon and not name.strip():
         # `openai:` used to fall back to a default model and fail far away, as a missing key.
         raise InputFileError(
-            "--model",
+            option,
             None,
-            "name",
+            f"{field}name",
             f"a model name after {provider}: (e.g. {provider}:gemma), or {provider} alone "
             "for its default model",
             got=repr(value),
@@ -160,6 +177,26 @@ def _research_flags(
     return block
 
 
+def job_options(
+    question: str,
+    max_subtasks: int,
+    concurrency: int,
+    deadline_s: float | None,
+    budget: TokenBudget | None = None,
+) -> dict[str, Any]:
+    """The ``job`` block of a question: the one shape every ask door composes."""
+    job: dict[str, Any] = {
+        "query": question,
+        "max_subtasks": max_subtasks,
+        "concurrency": concurrency,
+    }
+    if deadline_s is not None:
+        job["deadline_s"] = deadline_s
+    if budget is not None:
+        job["budget"] = budget.model_dump(exclude_defaults=True)
+    return job
+
+
 def build_ask_job(
     question: str,
     tools_file: str | Path | None,
@@ -226,15 +263,7 @@ def build_ask_job(
         raise InputFileErrors(
             [InputFileError(file, None, "tools", HOW_TO_GIVE_TOOLS, got="no tools")]
         )
-    job: dict[str, Any] = {
-        "query": question,
-        "max_subtasks": max_subtasks,
-        "concurrency": concurrency,
-    }
-    if deadline_s is not None:
-        job["deadline_s"] = deadline_s
-    if budget is not None:
-        job["budget"] = budget.model_dump(exclude_defaults=True)
+    job = job_options(question, max_subtasks, concurrency, deadline_s, budget)
     provider, name = parse_model_flag(model) if model else (None, None)
     if base_url is not None:
         check_base_url(base_url)
@@ -248,7 +277,7 @@ def build_ask_job(
         raise InputFileErrors(
             [InputFileError("--max-tokens", None, "max_tokens", "--model PROVIDER:NAME too")]
         )
-    extra: dict[str, Any] = {"scenario": _slug(question), "job": job}
+    extra: dict[str, Any] = {"scenario": ask_slug(question), "job": job}
     if "model" not in data and provider is not None:
         extra["model"] = {"provider": provider}
     if model is None and "model" not in data:
@@ -316,3 +345,102 @@ def build_ask_job(
     final = {**data, **extra, "model": block}
     final_text = yaml.safe_dump(final, sort_keys=False, allow_unicode=True)
     return load_scenario_text(final_text, file), final_text, file
+
+
+ASK_SOURCE = "ask()"
+"""The name every error of an ``ask()`` job carries where a file's would name the file."""
+
+
+def model_block(model: str | Mapping[str, Any], base_url: str | None) -> dict[str, Any]:
+    """``ask(model=)``: ``"PROVIDER[:NAME]"`` or a model block as a dict → the block
+    (``base_url`` wins). A string is parsed as ``--model`` is, its errors naming
+    ``model.provider`` or ``model.name``.
+
+    Raises:
+        InputFileError: an unknown provider, a ``PROVIDER:`` without its name, or a
+            ``base_url`` that is not an http(s) URL.
+        ValueError: ``model`` is neither a string nor a mapping.
+    """
+    if isinstance(model, str):
+        provider, name = parse_model_flag(model, ASK_SOURCE, "model.")
+        block: dict[str, Any] = {"provider": provider}
+        if name:
+            block["name"] = name
+    elif isinstance(model, Mapping):
+        block = dict(model)
+    else:
+        raise ValueError(
+            f"model: expected 'PROVIDER:NAME' or a model block as a dict, got {model!r}"
+        )
+    if base_url is not None:
+        block["base_url"] = check_base_url(base_url, ASK_SOURCE)
+    return block
+
+
+def _placeholder(tool: Tool) -> dict[str, Any]:
+    # Stands in for a Python tool while the loader checks the names subtasks call; it is
+    # dropped before anything runs (the Python tool is served instead).
+    return {"description": tool.description, "responses": [{"empty": True}]}
+
+
+def _without_lines(exc: InputFileErrors) -> InputFileErrors:
+    return InputFileErrors(
+        [InputFileError(ASK_SOURCE, None, e.field, e.expected, got=e.got) for e in exc.errors]
+    )
+
+
+def compose_ask_job(
+    question: str,
+    *,
+    model: str | Mapping[str, Any],
+    base_url: str | None,
+    python_tools: Mapping[str, Tool],
+    mcp_servers: Mapping[str, Mapping[str, Any]],
+    subtasks: Sequence[Mapping[str, Any]] | None,
+    research: Mapping[str, Any] | None = None,
+    max_subtasks: int,
+    concurrency: int,
+    deadline_s: float | None,
+    seed: int | str,
+) -> tuple[Scenario, str]:
+    """The scenario ``ask()`` runs and the YAML text the run store keeps for it.
+
+    The stored text holds no Python tools (they cannot be written down): a run recorded
+    from Python can be read with ``fanout report``/``trace``, and ``fanout resume``
+    refuses it, naming the tools it lacks, instead of running it without them. Errors
+    name the field in ``ask()``: the composed text's line numbers would mean nothing to
+    a caller and are dropped.
+
+    Raises:
+        InputFileErrors: every problem, each naming its field, in ``ask()``.
+        ValueError: the question is empty or an option cannot be written as YAML.
+    """
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"question: expected a non-empty string, got {question!r}")
+    job = job_options(question, max_subtasks, concurrency, deadline_s)
+    if subtasks is not None:
+        job["subtasks"] = [dict(s) if isinstance(s, Mapping) else s for s in subtasks]
+    doc: dict[str, Any] = {"scenario": ask_slug(question), "seed": seed, "job": job}
+    if mcp_servers:
+        doc["mcp_servers"] = {k: dict(v) for k, v in mcp_servers.items()}
+    if research:
+        doc["research_tools"] = dict(research)
+    try:
+        doc["model"] = model_block(model, base_url)
+    except InputFileError as exc:
+        raise InputFileErrors([exc]) from None
+    try:
+        stored = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+        checked = yaml.safe_dump(
+            {**doc, "tools": {n: _placeholder(t) for n, t in python_tools.items()}},
+            sort_keys=False,
+            allow_unicode=True,
+        )
+    except yaml.YAMLError as exc:
+        raise ValueError(f"ask(): an option holds a value a job cannot: {exc}") from None
+    try:
+        scenario = load_scenario_text(checked, ASK_SOURCE)
+    except InputFileErrors as exc:
+        raise _without_lines(exc) from None
+    scenario = scenario.model_copy(update={"tools": {}})
+    return scenario, stored

@@ -1,10 +1,11 @@
-"""Jobs with real tools: start a job's MCP servers, check its calls, mix with simulated tools.
+"""Jobs with real tools: start a job's MCP servers, check its calls, list their tools.
 
 A job file's ``mcp_servers`` are started once per run and shared by every subagent
 (:func:`job_servers`); before any subagent runs, every ``SERVER.TOOL`` the job calls or
 allows must be a tool that server lists, else the job is refused like any bad input
-file. :class:`JobTools` serves the MCP tools next to the job's simulated tools, so one
-job may mix them. :func:`list_job_tools` is what ``fanout tools`` shows.
+file. The run serves the MCP tools next to the job's simulated tools (one
+:func:`~subagents.toolsource.combine`), so one job may mix them. :func:`list_job_tools`
+is what ``fanout tools`` shows.
 """
 
 from __future__ import annotations
@@ -26,32 +27,17 @@ from coordinator.jobfile.yamlpos import Path as FieldPath
 from coordinator.jobfile.yamlpos import format_path, parse_yaml
 from shared.errors import InputFileError, InputFileErrors
 from subagents.mcp.tools import McpToolSource, open_mcp_tools, tool_flags
-from subagents.simulated.tools import SimulatedTools
 from subagents.spec import CallStep
-from subagents.tool import Tool
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 __all__ = [
-    "JobTools",
     "ServerListing",
     "ToolListing",
     "job_servers",
     "list_job_tools",
     "tools_view",
 ]
-
-
-class JobTools:
-    """A job's tool source: its simulated tools (per subtask) and its MCP servers' tools."""
-
-    def __init__(self, simulated: SimulatedTools, mcp: McpToolSource) -> None:
-        self.simulated = simulated
-        self.mcp = mcp
-
-    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
-        """The subtask's simulated tools and every MCP tool."""
-        return {**self.simulated.for_subtask(subtask_id), **self.mcp.for_subtask(subtask_id)}
 
 
 @asynccontextmanager

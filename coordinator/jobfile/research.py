@@ -1,12 +1,13 @@
 """Jobs with the built-in research tools: open them for a run, under the rules of where it runs.
 
 :func:`job_research_tools` opens a scenario's ``research_tools`` for one run (the folder
-indexed first when its index is missing or stale); :class:`CombinedTools` serves them
-next to the job's simulated and MCP tools. A :class:`ResearchPolicy` says what the place
-the job runs allows: on the command line a job may read any folder, and any address
-when the user asked for it (``--allow-private-fetch``; a file cannot: the loader refuses
-``allow_private: true``); ``fanout serve`` allows the web but never private addresses,
-and documents only under the folders it was started with.
+indexed first when its index is missing or stale); the run serves them next to the
+job's simulated and MCP tools (one :func:`~subagents.toolsource.combine`). A
+:class:`ResearchPolicy` says what the place the job runs allows: on the command line a
+job may read any folder, and any address when the user asked for it
+(``--allow-private-fetch``; a file cannot: the loader refuses ``allow_private: true``);
+``fanout serve`` allows the web but never private addresses, and documents only under
+the folders it was started with.
 """
 
 from __future__ import annotations
@@ -17,12 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coordinator.fanout import ToolSource
 from coordinator.jobfile.scenario import Scenario
 from coordinator.jobfile.yamlpos import parse_yaml
 from shared.errors import InputFileError, InputFileErrors
 from subagents.research.spec import resolve_docs_folder
-from subagents.tool import Tool
 
 if TYPE_CHECKING:
     # The tools load httpx, trafilatura and pypdf: only when a job opens them.
@@ -32,11 +31,9 @@ if TYPE_CHECKING:
     from subagents.research.tools import ResearchTools
 
 __all__ = [
-    "CombinedTools",
     "ResearchPolicy",
     "check_research_policy",
     "job_research_tools",
-    "research_catalogue",
 ]
 
 
@@ -161,27 +158,3 @@ def _trusted(spec: Any, policy: ResearchPolicy) -> bool:
     web = spec.web
     url = policy.trusted_search_url
     return bool(web is not None and url and web.url and web.url.rstrip("/") == url.rstrip("/"))
-
-
-class CombinedTools:
-    """Several tool sources as one: later sources' names win (they never collide: the
-    loader keeps simulated, MCP and research names apart)."""
-
-    def __init__(self, *sources: ToolSource) -> None:
-        self.sources = sources
-
-    def for_subtask(self, subtask_id: str) -> Mapping[str, Tool]:
-        """Every source's tools for ``subtask_id``."""
-        merged: dict[str, Tool] = {}
-        for source in self.sources:
-            merged.update(source.for_subtask(subtask_id))
-        return merged
-
-
-def research_catalogue(tools: Mapping[str, Tool]) -> dict[str, Any]:
-    """Tools' descriptions and schemas, as the store's ``catalogue`` event keeps them (a
-    recording stands simulated tools in for them)."""
-    return {
-        name: {"description": tool.description, "schema": dict(tool.schema)}
-        for name, tool in tools.items()
-    }

@@ -22,9 +22,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from coordinator.serve.auth import Authorizer, LoginRequired
 from coordinator.serve.events import PublishHook
 from coordinator.serve.intake import IntakeGate, JobRejected, problem
-from coordinator.serve.manager import QueueFull, RunManager
+from coordinator.serve.manager import RunManager
 from coordinator.serve.page import page_response, page_router
-from coordinator.serve.records import KeyReused
+from coordinator.serve.records import KeyReused, QueueFull
 from coordinator.serve.routes import ask_router, events_router, openapi_router, runs_router
 from coordinator.serve.schemas import InputProblems
 from coordinator.serve.server import ServeConfig

@@ -35,47 +35,35 @@ import anyio.from_thread
 import anyio.to_thread
 from anyio.abc import TaskGroup
 
+from coordinator.engine.executor import (
+    LocalExecutor,
+    TemporalExecutor,
+    not_on_temporal,
+    runs_on_temporal,
+)
+from coordinator.engine.resume import Start
+from coordinator.engine.run import Hooks, RunRequest
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import JobPlanning
-from coordinator.serve.events import Bells, EventLog, PublishHook, ServedRecorder, end_frame
-from coordinator.serve.intake import SUBMITTED, IntakeGate, request_digest
-from coordinator.serve.records import KeyReused, ServiceRecords
+from coordinator.serve.events import (
+    Bells,
+    EventLog,
+    PublishHook,
+    ServedRecorder,
+    end_frame,
+    frame,
+)
+from coordinator.serve.intake import SUBMITTED, IntakeGate, JobRejected, problem, request_digest
+from coordinator.serve.records import KeyReused, NotCancellable, QueueFull, ServiceRecords
 from coordinator.serve.server import ServeConfig
 from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL
-from coordinator.store.runner import (
-    elapsed_so_far,
-    planned_scenario,
-    recorded_followups,
-    recorded_lead_gap,
-    restored_runs,
-    run_recorded,
-)
 from coordinator.store.runs import ResumeRefused, RunStatus, RunStore, new_run_id, run_values
 from coordinator.store.writer import StoreWriter
 from shared.clock import AnyioClock
 from shared.errors import InputFileError
-from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter
-from subagents.simulated.tools import SimulatedTools
 
 log = logging.getLogger("fanout.serve")
-
-
-class NotCancellable(Exception):
-    """The run has ended (finished, or interrupted with no holder to tell)."""
-
-    def __init__(self, run_id: str, status: str) -> None:
-        super().__init__(f"run {run_id} is {status}: there is nothing to cancel")
-        self.status = status
-
-
-class QueueFull(Exception):
-    """Every slot is taken and ``max_queued`` runs wait already (503, Retry-After)."""
-
-    def __init__(self, waiting: int, retry_after_s: int) -> None:
-        super().__init__(f"{waiting} runs are waiting for a slot here; try again shortly")
-        self.retry_after_s = retry_after_s
 
 
 @dataclass(eq=False)
@@ -189,6 +177,11 @@ class RunManager:
         if key is not None and (earlier := await self._earlier(key, digest)) is not None:
             return earlier, "queued", True
         scenario = parse() if inline else await anyio.to_thread.run_sync(parse)
+        if self.config.temporal is not None and (
+            reason := not_on_temporal(RunRequest(scenario, "", SUBMITTED))
+        ):  # 422: the workers cannot run it (nothing is recorded)
+            raise JobRejected([problem(reason.partition(": ")[0], "a job the workers run",
+                                       reason.partition(": ")[2])])
         # A slot (or a place in the queue) is reserved before the write, so the status
         # recorded is the one the run has: running at once, or queued.
         slot = not self.stopping and self._active < self.config.max_runs
@@ -361,40 +354,52 @@ class RunManager:
                 self._next()
 
     async def _run(self, live: LiveRun) -> bool:
+        if self.config.temporal is not None:
+            return await self._run_on_temporal(live)
         scenario, run_id = live.scenario, live.run_id
         clock = AnyioClock(speed=live.speed)
-        resume: dict[str, Any] = {}
         if live.resumed:
             # As `fanout resume` does: a decomposed job keeps the subtasks its lead planned,
             # finished subtasks are kept, unfinished ones continue from their checkpoint.
-            def restore() -> tuple[Scenario, dict[str, Any]]:
-                planned = planned_scenario(scenario, self.store, run_id)
-                tools = SimulatedTools(planned.tools, clock)
-                trace_ids = SeededTraceIds(f"{planned.seed}/{run_id}")
-                planning = JobPlanning(planned, clock=clock)
-                followups = recorded_followups(self.store, run_id)
-                runs = restored_runs(planned, self.store.checkpoints(run_id), tools, trace_ids,
-                                     planning, followups)
-                return planned, {"tools": tools, "trace_ids": trace_ids, "runs": runs,
-                                 "planning": planning,
-                                 "elapsed_offset": elapsed_so_far(self.store, run_id),
-                                 "lead_gap": recorded_lead_gap(self.store, run_id),
-                                 "followups": followups}
-
-            scenario, resume = await anyio.to_thread.run_sync(restore)
+            start = await anyio.to_thread.run_sync(
+                Start.resumed_from, scenario, self.store, run_id, clock
+            )
+        else:
+            start = Start.fresh(scenario, clock)
         recorder = await anyio.to_thread.run_sync(partial(
             ServedRecorder, self.store.backend, run_id, live.session, live.log,
             self.on_publish, writer=self.writer,
         ))
+        request = RunRequest(start.scenario, "", SUBMITTED, speed=live.speed,
+                             policy=self.config.research_policy())
         try:
-            await run_recorded(
-                scenario, recorder, clock=clock, cancel=live.cancel,
-                research_policy=self.config.research_policy(), **resume,
-            )
+            executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
+            await executor.execute(request, Hooks(cancel=live.cancel))
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(recorder.close)
         live.log.finish(end_frame(await self.end_summary(run_id)))
+        return True
+
+    async def _run_on_temporal(self, live: LiveRun) -> bool:
+        """``serve --executor temporal``: start the submitted run's workflow, then stream
+        what the workers record in the store until its report is there.
+
+        A cancel is recorded (``POST /runs/{id}/cancel``) but the workflow does not hear
+        it yet: the run finishes on the workers.
+        """
+        assert self.config.temporal is not None
+        executor = TemporalExecutor(self.store, self.config.temporal)
+        request = RunRequest(live.scenario, "", SUBMITTED, speed=live.speed)
+        handle = await executor.start_registered(live.run_id, request)
+
+        def stored(event: dict[str, Any]) -> None:
+            live.log.append(event["seq"], frame(event))
+            if self.on_publish is not None:
+                self.on_publish(live.run_id, event["seq"])
+
+        await executor.follow(live.run_id, handle, Hooks(), on_row=stored)
+        live.log.finish(end_frame(await self.end_summary(live.run_id)))
         return True
 
     # -- resuming -------------------------------------------------------------------
@@ -427,6 +432,10 @@ class RunManager:
             row = self.store.get(run_id)
         if row.status != "interrupted":
             return None  # finished, or another live server has it
+        if runs_on_temporal(self.store, run_id):
+            log.info("not resuming run %s: it runs on Temporal, whose workers continue it",
+                     run_id)
+            return None
         try:
             scenario = load_scenario_text(row.spec_text, row.file)
             claimed = self.store.claim_for_resume(run_id)
@@ -436,3 +445,4 @@ class RunManager:
         base, session = claimed.seq, claimed.session
         claimed.close()
         return scenario, row.speed, session, base, self.records.cancel_requested(run_id)
+

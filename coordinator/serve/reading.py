@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.engine.resume import interrupted_report, planned_scenario
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.report import CoverageReport, subtask_status
 from coordinator.serve.records import ServiceRecords
 from coordinator.serve.schemas import Progress, SubtaskInfo
-from coordinator.store.runner import interrupted_report, planned_scenario
 from coordinator.store.runs import RunRow, RunStore
 from shared.errors import InputFileError
 from subagents.loop import SubagentResult

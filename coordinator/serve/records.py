@@ -26,6 +26,22 @@ def valid_run_id(text: str) -> bool:
     return RUN_ID.fullmatch(text) is not None
 
 
+class NotCancellable(Exception):
+    """The run has ended (finished, or interrupted with no holder to tell)."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        super().__init__(f"run {run_id} is {status}: there is nothing to cancel")
+        self.status = status
+
+
+class QueueFull(Exception):
+    """Every slot is taken and ``max_queued`` runs wait already (503, Retry-After)."""
+
+    def __init__(self, waiting: int, retry_after_s: int) -> None:
+        super().__init__(f"{waiting} runs are waiting for a slot here; try again shortly")
+        self.retry_after_s = retry_after_s
+
+
 class KeyReused(Exception):
     """An Idempotency-Key already made a run from a different request."""
 

@@ -34,7 +34,7 @@ from coordinator.serve.intake import (
     problem,
     read_body,
 )
-from coordinator.serve.manager import NotCancellable, RunManager
+from coordinator.serve.manager import RunManager
 from coordinator.serve.reading import (
     coverage_so_far,
     gaps_so_far,
@@ -43,7 +43,7 @@ from coordinator.serve.reading import (
     scenario_of,
     subtasks_of,
 )
-from coordinator.serve.records import valid_run_id
+from coordinator.serve.records import NotCancellable, valid_run_id
 from coordinator.serve.schemas import (
     JOB_BODY,
     RUN_LINKS,

@@ -37,6 +37,7 @@ from coordinator.jobfile.research import ResearchPolicy
 from shared.errors import FanoutError
 
 if TYPE_CHECKING:
+    from coordinator.engine.executor import TemporalTarget
     from subagents.research.guard import Dialler, Resolver
 
 MAX_BODY_BYTES: Final = 1 << 20  # DESIGN §8: a job file of at most 1 MiB
@@ -104,6 +105,8 @@ class ServeConfig:
     # The operator's tools file for POST /ask (`serve --tools FILE`): its text, used when
     # an ask sends none of its own.
     ask_tools: str | None = None
+    # `serve --executor temporal`: where submitted runs go (None: this process runs them).
+    temporal: TemporalTarget | None = None
     # The address guard's seams (tests put a loopback web behind public names).
     resolver: Resolver | None = None
     dial: Dialler | None = None

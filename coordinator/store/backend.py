@@ -8,14 +8,12 @@ portable SQL (``?`` placeholders, ``INSERT … ON CONFLICT``, ``IS NOT DISTINCT 
 serialised migration, the transaction that takes the write lock, the per-run lock that
 numbers events, notifications, and their error classes.
 
-:func:`open_backend` turns a ``--store`` value into one: a ``postgresql://`` (or
-``postgres://``) URL is Postgres, a path is SQLite, anything else that looks like a URL
-is a :class:`StoreError` naming it (never a file named like a URL).
+:func:`~coordinator.store.targets.open_backend` turns a ``--store`` value into one (in
+a module of its own: the base module imports neither database's).
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -25,10 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from coordinator.store.schema import APP_ID, StoreError, statements
 
-__all__ = ["Backend", "Conn", "Cursor", "is_url", "open_backend", "redact"]
+__all__ = ["Backend", "Conn", "Cursor", "redact"]
 
-# "scheme://…" or "scheme:…" with a scheme of two letters or more (C:\ is a path).
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(//)?")
 EVENTS_CHANNEL = "fanout_events"
 CANCELS_CHANNEL = "fanout_cancels"
 
@@ -165,59 +161,6 @@ class Backend:
             self.migrate()
         finally:
             type(self).migrations = keep
-
-
-def is_url(target: str) -> bool:
-    """True when ``target`` is written as a URL (``scheme:`` or ``scheme://``)."""
-    return _URL.match(target) is not None
-
-
-def open_backend(target: str) -> Backend:
-    """The backend a ``--store`` value names (not yet migrated).
-
-    Raises:
-        StoreError: a URL of a database fanout cannot use, or Postgres support missing.
-    """
-    match = _URL.match(target)
-    if match is None:
-        from pathlib import Path
-
-        from coordinator.store.sqlite import SqliteBackend
-
-        if "://" in target:  # "://runs", ":://x": a URL gone wrong, never a file to make
-            raise StoreError(f"--store {redact(target)}: not a path nor a URL fanout can open; "
-                             "give a file path (SQLite) or a postgresql://user@host:port/dbname "
-                             "URL")
-        return SqliteBackend(Path(target))
-    scheme = match.group(1).lower()
-    if scheme in ("postgresql", "postgres"):
-        from coordinator.store.postgres import PostgresBackend
-
-        return PostgresBackend(target)
-    if scheme == "sqlite":
-        from pathlib import Path
-
-        from coordinator.store.sqlite import SqliteBackend
-
-        path = target[match.end():]  # sqlite:///abs/runs.db → /abs/runs.db
-        if match.group(2) is not None:
-            host, _, rest = path.partition("/")
-            if host:
-                raise StoreError(f"--store {target}: a sqlite: URL names a file, not a host "
-                                 f"({host!r}); sqlite:///abs/path/runs.db or a path")
-            path = "/" + rest
-        if path.strip("/") == "":
-            raise StoreError(f"--store {target}: a sqlite: URL needs a path (sqlite:///runs.db)")
-        if path.startswith(":") or "://" in path:
-            # sqlite:://bad made a folder ":" holding a file "bad"; sqlite::memory: would
-            # make a file ":memory:" (an in-memory store keeps nothing between commands).
-            raise StoreError(f"--store {target}: not a sqlite: URL fanout can open; "
-                             "sqlite:///abs/path/runs.db or a path")
-        return SqliteBackend(Path(path))
-    raise StoreError(
-        f"--store {redact(target)}: fanout cannot open a {scheme!r} store; give a file "
-        "path (SQLite) or a postgresql://user@host:port/dbname URL"
-    )
 
 
 def redact(url: str) -> str:

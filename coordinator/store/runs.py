@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from coordinator.store.backend import Backend, Conn, open_backend
+from coordinator.store.backend import Backend, Conn
 from coordinator.store.recorder import RunRecorder, now_iso
 from coordinator.store.schema import (
     APP_ID,
@@ -38,6 +38,7 @@ from coordinator.store.schema import (
     StoreError,
 )
 from coordinator.store.sqlite import SqliteBackend
+from coordinator.store.targets import open_backend
 from coordinator.store.writer import Tx, lease_end
 
 __all__ = [

@@ -7,6 +7,7 @@ from opentelemetry.trace import TracerProvider
 from temporalio.client import Client, Interceptor, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from coordinator.engine.run import RunRequest, record_run
 from coordinator.jobfile.scenario import Scenario
 from coordinator.report import CoverageReport
 from coordinator.store.runs import RunStore
@@ -92,30 +93,38 @@ async def run_on_temporal(
 
 async def submit_recorded(
     client: Client,
-    scenario: Scenario,
+    request: RunRequest,
     store: RunStore,
     *,
-    file: str,
-    spec_text: str,
     task_queue: str = DEFAULT_TASK_QUEUE,
-    speed: float = 1.0,
     settings: TemporalSettings | None = None,
 ) -> tuple[TemporalRunRef, JobHandle]:
-    """Register a run of ``scenario`` in ``store`` and start it on Temporal.
+    """Register the run ``request`` asks for in ``store`` and start it on Temporal.
 
     The run is created as a local one is (``fanout runs`` lists it at once); from then
     on the workers record it: trace, checkpoints, results and, last, the report.
     """
-    recorder = store.create_run(
-        job=scenario.scenario,
-        query=scenario.job.query,
-        file=file,
-        spec_text=spec_text,
-        seed=str(scenario.seed),
-        speed=speed,
-    )
+    recorder = record_run(store, request)
     run_id = recorder.run_id
     await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
+    return await start_recorded(
+        client, request.scenario, store, run_id, task_queue=task_queue, speed=request.speed,
+        settings=settings,
+    )
+
+
+async def start_recorded(
+    client: Client,
+    scenario: Scenario,
+    store: RunStore,
+    run_id: str,
+    *,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    speed: float = 1.0,
+    settings: TemporalSettings | None = None,
+) -> tuple[TemporalRunRef, JobHandle]:
+    """Start run ``run_id``, already registered in ``store``, on Temporal (``fanout
+    serve --executor temporal`` registers its runs as they are submitted)."""
     ref = TemporalRunRef(
         run_id=run_id,
         workflow_id=workflow_id(run_id),

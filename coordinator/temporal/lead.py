@@ -8,8 +8,8 @@ model's next ``lead`` turn), its trace-id position and its jitter stream. The
 synthesis then asks the model exactly what a local run's would.
 
 :func:`decompose_job` is the body of the ``decompose`` activity without Temporal in it
-(as :mod:`coordinator.temporal.rounds` is for rounds). It records the plan as
-``run_recorded`` does — a ``lead`` checkpoint with where the lead stands, then a
+(as :mod:`coordinator.temporal.rounds` is for rounds). It records the plan as the
+engine's ``drive`` does — a ``lead`` checkpoint with where the lead stands, then a
 ``plan`` event of subtask ``lead`` with the subtasks — so ``fanout report`` and
 ``planned_scenario`` read the subtasks the run ran. The plan is heartbeaten before it
 is recorded: a retried decomposition (a lost worker) returns that plan instead of
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from coordinator.engine.recorded import event_data, followups_data, plan_data
 from coordinator.fanout import StaticTools
 from coordinator.job import JobSpec
 from coordinator.lead import (
@@ -31,7 +32,6 @@ from coordinator.lead import (
     lead_subtask,
     plan_followups,
 )
-from coordinator.store.runner import event_data, followups_data, plan_data
 from coordinator.temporal.payloads import (
     Decomposition,
     DecompositionInput,
@@ -159,7 +159,7 @@ async def decompose_job(
         beat({"decided": out.model_dump(mode="json")})
     if writer is not None and out.subtasks is not None:
         at = job_clock(inp.speed, inp.started_at).now()
-        # As run_recorded's planned(): where the lead stands, then the plan.
+        # As drive's planned(): where the lead stands, then the plan.
         assert out.lead is not None
         position = {"model_attempts": out.lead.model_attempts, "trace": out.lead.trace}
         writer.checkpoint(inp.run_id, LEAD, {"lead": position})
@@ -177,7 +177,7 @@ async def plan_job_followups(
     beat: Callable[[Beat], None],
 ) -> FollowupPlan:
     """The follow-ups the lead plans from the report's gaps (DESIGN §11), recorded as
-    ``run_recorded`` records them: where the lead stands, then a ``followups`` event.
+    ``drive`` records them: where the lead stands, then a ``followups`` event.
 
     Like :func:`decompose_job`, the plan is heartbeaten before it is recorded, so a
     retried activity returns it instead of asking the model again.

@@ -21,8 +21,8 @@ from typing import Any
 
 from temporalio.exceptions import ActivityError, TimeoutError
 
+from coordinator.engine.recorded import event_data
 from coordinator.routing import RoutingTable
-from coordinator.store.runner import event_data
 from coordinator.temporal.budget import AllowanceMeter, spent_in
 from coordinator.temporal.payloads import RoundInput, RoundOutput, State
 from coordinator.temporal.resources import WorkerResources

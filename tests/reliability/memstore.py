@@ -1,7 +1,7 @@
 """A run recorder that keeps its writes in memory and can "die" at its Nth write.
 
 It stands in for :class:`~coordinator.store.recorder.RunRecorder` at the one seam
-``run_recorded`` takes, so a killed run can be simulated in virtual time: writes up to
+``LocalExecutor`` takes, so a killed run can be simulated in virtual time: writes up to
 the Nth persist (JSON round-tripped, as SQLite would hold them), later ones are lost,
 and the job is cancelled where it stands, as SIGKILL would stop it.
 """

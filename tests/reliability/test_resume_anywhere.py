@@ -3,7 +3,7 @@
 The SIGKILL tests (test_kill_anywhere.py) kill the real process at 20 points; this
 property kills generated jobs at *every kind* of point: the recorder stops persisting
 at its Nth write and the job is cancelled there, then the run is resumed from what was
-persisted, through the same ``run_recorded`` and ``restored_runs`` as ``fanout resume``.
+persisted, through the same ``LocalExecutor`` and ``restored_runs`` as ``fanout resume``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import anyio
 from hypothesis import given
 from hypothesis import strategies as st
 
+from coordinator.engine import Hooks, LocalExecutor, RunRequest, Start, restored_runs
 from coordinator.jobfile.scenario import Scenario
+from coordinator.lead import JobPlanning
 from coordinator.store.recorder import RunRecorder
-from coordinator.store.runner import restored_runs, run_recorded
 from shared.clock import AnyioClock, run_in_virtual_time
 from shared.ids import SeededTraceIds
 from subagents.loop import SubagentRun
@@ -55,15 +56,18 @@ def session(
     async def main() -> dict[str, Any] | None:
         with anyio.CancelScope() as scope:
             recorder.scope = scope
-            report = await run_recorded(
-                scenario,
-                cast(RunRecorder, recorder),
-                clock=AnyioClock(),
-                runs=runs,
-                tools=tools,
-                trace_ids=trace_ids or SeededTraceIds(f"{scenario.seed}/{RUN_ID}"),
+            clock = AnyioClock()
+            planning = JobPlanning(scenario, clock=clock)
+            start = Start(
+                scenario, planning, tools,
+                runs if runs is not None else planning.fresh_runs(),
+                trace_ids or SeededTraceIds(f"{scenario.seed}/{RUN_ID}"),
                 elapsed_offset=offset,
             )
+            executor = LocalExecutor(
+                recorder=cast(RunRecorder, recorder), start=start, clock=clock
+            )
+            report = await executor.execute(RunRequest(scenario, "", ""), Hooks())
             return report.to_wire()
         return None
 

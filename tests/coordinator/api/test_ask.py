@@ -184,6 +184,11 @@ async def test_scripted_plans_as_in_files_need_no_model_turns() -> None:
     [
         pytest.param({"model": {"provider": "scripted", "turns": 3}}, "model.turns", id="turns"),
         pytest.param({"model": "nosuch:model"}, "model.provider", id="provider"),
+        pytest.param({"model": "openai:"}, "model.name", id="provider-without-name"),
+        pytest.param(
+            {"model": "openai:gemma", "base_url": "127.0.0.1:8080/v1"}, "base_url",
+            id="base-url-without-scheme",
+        ),
         pytest.param(
             {"model": {"provider": "openai", "api_key": "sk-abcdefghijklmnopqrstuvwxyz"}},
             "model.api_key",

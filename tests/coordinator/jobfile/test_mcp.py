@@ -13,11 +13,10 @@ import pytest
 import yaml
 
 from coordinator.cli import main
+from coordinator.engine import Hooks, LocalExecutor, RunRequest
 from coordinator.jobfile.loader import load_scenario, load_scenario_text, scenario_json_schema
 from coordinator.replay import scenario_files
-from coordinator.store.runner import run_recorded
 from coordinator.store.runs import RunStore
-from shared.clock import AnyioClock
 from shared.errors import InputFileErrors
 from subagents.mcp.spec import McpServerSpec
 
@@ -158,7 +157,8 @@ async def test_git_server_job_on_a_repository_the_test_creates(tmp_path: Path) -
     )
     try:
         # No servers passed in: the runner starts them itself, as a resume does.
-        report = await run_recorded(scenario, recorder, clock=AnyioClock())
+        request = RunRequest(scenario, GIT_JOB, str(job_file))
+        report = await LocalExecutor(recorder=recorder).execute(request, Hooks())
     finally:
         recorder.close()
     wire = report.to_wire()

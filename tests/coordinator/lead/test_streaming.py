@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from coordinator import run_file, run_file_events
+from coordinator.engine.recording import recording
 from coordinator.jobfile.loader import load_scenario
 from coordinator.lead.streaming import COALESCE_CHARS, AnswerStream
 from coordinator.serve.events import frame
-from coordinator.store.recording import recording
 from coordinator.store.runs import RunStore
 from coordinator.views.live import LiveBoard
 from shared.clock import AnyioClock

@@ -9,11 +9,11 @@ import anyio
 import pytest
 
 from coordinator.cli import main
+from coordinator.engine import Hooks, LocalExecutor, RunRequest
+from coordinator.engine.recording import NotReplayable, recording, refusal
 from coordinator.jobfile.loader import load_scenario
-from coordinator.store.recording import NotReplayable, recording, refusal
-from coordinator.store.runner import run_recorded
 from coordinator.store.runs import RunStore
-from shared.clock import AnyioClock, run_in_virtual_time
+from shared.clock import run_in_virtual_time
 
 ROOT = Path(__file__).resolve().parents[3]
 NEVER_PLANS = ROOT / "scenarios" / "lead_plan_never_valid.yaml"
@@ -77,7 +77,8 @@ def test_a_cancelled_run_is_refused_saying_why(
             spec_text=DESIGN.read_text(), seed=str(scenario.seed), speed=1.0,
         )
         try:
-            await run_recorded(scenario, recorder, clock=AnyioClock(), cancel=cancel)
+            request = RunRequest(scenario, DESIGN.read_text(), str(DESIGN))
+            await LocalExecutor(recorder=recorder).execute(request, Hooks(cancel=cancel))
         finally:
             recorder.close()
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import yaml
 
 from coordinator import run_file
+from coordinator.engine.recording import recording
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.replay import replay
-from coordinator.store.recording import recording
 from coordinator.store.runs import RunStore
 from shared.clock import run_in_virtual_time
 

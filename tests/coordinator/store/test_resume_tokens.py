@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from coordinator.engine.resume import restored_runs
 from coordinator.jobfile.loader import load_scenario
 from coordinator.lead import LEAD, JobPlanning
-from coordinator.store.runner import restored_runs
 from shared.clock import AnyioClock
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import snapshot_run

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from coordinator.engine import RunRequest
 from coordinator.jobfile.loader import load_scenario
 from coordinator.store.runs import RunStore
 from coordinator.temporal import TemporalSettings, connect, submit_recorded
@@ -33,15 +34,9 @@ async def _main(args: argparse.Namespace, texts: dict[str, str]) -> list[dict[st
     submitted = []
     for file in args.files:
         scenario = load_scenario(file)
+        request = RunRequest(scenario, texts[file], file, speed=args.speed)
         ref, handle = await submit_recorded(
-            client,
-            scenario,
-            store,
-            file=file,
-            spec_text=texts[file],
-            task_queue=args.task_queue,
-            speed=args.speed,
-            settings=settings,
+            client, request, store, task_queue=args.task_queue, settings=settings
         )
         submitted.append(
             ({"file": file, "run_id": ref.run_id, "workflow_id": ref.workflow_id}, handle)

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from coordinator.engine.resume import planned_scenario
 from coordinator.jobfile.loader import load_scenario
 from coordinator.lead import LEAD, synthesize
 from coordinator.replay import replay
 from coordinator.report import CoverageReport
-from coordinator.store.runner import planned_scenario
 from coordinator.store.runs import RunStore
 from coordinator.temporal import Decomposition, DecompositionInput, JobInput, WorkerResources
 from coordinator.temporal.lead import Lead, decompose_job
@@ -130,7 +130,7 @@ async def test_a_plan_never_valid_degrades_to_the_question(tmp_path: Path) -> No
 
 @pytest.mark.anyio
 async def test_the_plan_is_recorded_for_report_and_resume(tmp_path: Path) -> None:
-    """The plan lands in the store as run_recorded writes it, so planned_scenario (what
+    """The plan lands in the store as the engine's drive writes it, so planned_scenario (what
     `fanout report` and `resume` read) gives the subtasks the run runs."""
     scenario = load_scenario(DECOMPOSES)
     store = RunStore(tmp_path / "runs.sqlite")

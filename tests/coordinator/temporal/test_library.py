@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from coordinator.cli import main
+from coordinator.engine.resume import planned_scenario
 from coordinator.jobfile.loader import load_scenario
 from coordinator.lead import LEAD
 from coordinator.replay import replay, scenario_files
-from coordinator.store.runner import planned_scenario
 from coordinator.store.runs import RunStore
 from coordinator.temporal.dev import DevServer
 from tests.coordinator.temporal.conftest import ROOT, Workers, normalized, submit
@@ -125,7 +125,7 @@ def test_temporal_runs_are_recorded_like_local_ones(
     """Each run is finished in the store with the workflow's report, every subagent's
     result, a checkpoint per subtask and a trace with every attempt's envelope; a
     decomposed run has its lead's plan and position too; a run whose lead could not plan
-    ran its degraded plan, the lead's row a gap with no result (as run_recorded writes)."""
+    ran its degraded plan, the lead's row a gap with no result (as the engine's drive writes)."""
     path, runs = library_runs
     store = RunStore(path)
     for line in runs.values():

@@ -7,7 +7,7 @@ import time
 import anyio
 import pytest
 
-from coordinator.cli.temporal import no_worker_hint
+from coordinator.engine.follow import no_worker_hint
 from coordinator.temporal import connect, workflow_pollers
 from coordinator.temporal.dev import DevServer
 from tests.coordinator.temporal.conftest import Workers

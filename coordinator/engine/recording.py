@@ -27,10 +27,10 @@ from typing import Any
 
 import yaml
 
+from coordinator.engine.resume import planned_scenario, recorded_lead_gap
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import LEAD
-from coordinator.store.runner import planned_scenario, recorded_lead_gap
 from coordinator.store.runs import RunStore
 from subagents.models.scripted import FOLLOWUP_TOOL, PLAN_TOOL
 from subagents.spec import PARALLEL_CALLS

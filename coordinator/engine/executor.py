@@ -1,0 +1,300 @@
+"""The two engines behind one interface: a run in this process, or on Temporal workers.
+
+Every door hands its :class:`~coordinator.engine.run.RunRequest` and its
+:class:`~coordinator.engine.run.Hooks` to an :class:`Executor` and renders the report
+that comes back:
+
+- :class:`LocalExecutor` opens the run here (:func:`~coordinator.engine.run.open_run`)
+  and drives it (:func:`~coordinator.engine.recorded.drive`);
+- :class:`TemporalExecutor` registers the run in the store, starts its workflow, and
+  follows it there: the workers record the trace, and the hooks hear it as it lands in
+  the store (:mod:`coordinator.engine.follow`), the report at the end.
+
+Decisions where the contract is silent:
+
+- On Temporal the escalation handler is asked once the report is back (``run_job``
+  asks it after the report too); its choices are the returned report's ``decisions``,
+  while the stored report, closed by a worker, has none.
+- A cancel of a run on Temporal stops following it (the run goes on on the workers and
+  finishes in the store); the workflow has no cancel that keeps its findings yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+import anyio.to_thread
+
+from coordinator.engine.recorded import drive
+from coordinator.engine.resume import Start
+from coordinator.engine.run import Hooks, RunRequest, open_run
+from coordinator.report import CoverageReport, Decision
+from coordinator.store.recorder import RunRecorder
+from coordinator.store.runs import RunStore
+from shared.clock import AnyioClock, Clock
+
+if TYPE_CHECKING:
+    from coordinator.temporal import JobHandle, TemporalRunRef, TemporalSettings
+
+__all__ = [
+    "Executor",
+    "LocalExecutor",
+    "StoppedFollowing",
+    "TemporalExecutor",
+    "TemporalTarget",
+    "not_on_temporal",
+    "runs_on_temporal",
+]
+
+
+class StoppedFollowing(Exception):
+    """The door stopped following a run on Temporal (a cancel); the run goes on there."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(
+            f"stopped following run {run_id}: it goes on on Temporal and finishes in the store"
+        )
+        self.run_id = run_id
+
+
+def not_on_temporal(request: RunRequest) -> str | None:
+    """Why ``request`` cannot run on Temporal workers, or None (the one place that says).
+
+    Python functions exist only in the caller's process; the research tools are not
+    opened by the workers yet.
+    """
+    if request.python_tools:
+        names = ", ".join(sorted(request.python_tools))
+        return f"Python tools ({names}) run only in this process; use executor='local'"
+    if request.scenario.research_tools is not None:
+        return ("research_tools: not yet on the Temporal executor; run this job locally "
+                "(without --executor temporal)")
+    return None
+
+
+class Executor(Protocol):
+    """Runs a parsed job to its report; the hooks hear it as it goes."""
+
+    async def execute(self, request: RunRequest, hooks: Hooks) -> CoverageReport:
+        """Run ``request`` to its report; a failure inside the job is in the report."""
+        ...
+
+
+class LocalExecutor:
+    """Runs a job in this process, recorded in ``store`` (or through ``recorder``).
+
+    ``start`` and ``clock`` let a door prepare the run before it executes: the CLI
+    opens the model client first (a missing key is exit 2 with nothing recorded), a
+    resume restores the stored state; by default a fresh start on a clock at the
+    request's speed.
+    """
+
+    def __init__(
+        self,
+        store: RunStore | None = None,
+        *,
+        recorder: RunRecorder | None = None,
+        start: Start | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if start is not None and clock is None:
+            # The start's planners and simulated tools run on a clock: the run must too.
+            raise ValueError("LocalExecutor: a start is given with the clock it was made on")
+        self.store = store
+        self.recorder = recorder
+        self.start = start
+        self.clock = clock
+
+    async def execute(self, request: RunRequest, hooks: Hooks) -> CoverageReport:
+        """Open the run here and drive it to its report."""
+        clock = self.clock or AnyioClock(speed=request.speed)
+        start = self.start or Start.fresh(request.scenario, clock)
+        async with open_run(
+            request, start, clock=clock, store=self.store, recorder=self.recorder,
+            on_recorded=hooks.on_recorded,
+        ) as run:
+            return await drive(run, hooks)
+
+
+@dataclass(frozen=True)
+class TemporalTarget:
+    """Where a run goes on Temporal: the frontend, the namespace, the task queue."""
+
+    address: str = "127.0.0.1:7233"
+    namespace: str = "default"
+    task_queue: str = "fanout"
+
+    @classmethod
+    def of(cls, options: dict[str, Any] | None) -> TemporalTarget:
+        """The target a Python caller's ``temporal={...}`` names (defaults elsewhere).
+
+        Raises:
+            ValueError: a key that is not address, namespace or task_queue.
+        """
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"address", "namespace", "task_queue"})
+        if unknown:
+            raise ValueError(
+                f"temporal: expected address, namespace and task_queue, got {unknown[0]!r}"
+            )
+        for key, value in options.items():
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"temporal.{key}: expected a non-empty string, got {value!r}")
+        return cls(**options)
+
+
+class TemporalExecutor:
+    """Runs a job on Temporal workers, recorded in ``store`` (which they must reach).
+
+    ``client`` is a connected Temporal client (one is connected to ``target`` when
+    None); ``settings`` how the workflow runs its activities.
+    """
+
+    def __init__(
+        self,
+        store: RunStore,
+        target: TemporalTarget | None = None,
+        *,
+        settings: TemporalSettings | None = None,
+        client: Any = None,
+        poll_s: float = 0.25,
+    ) -> None:
+        self.store = store
+        self.target = target or TemporalTarget()
+        self.settings = settings
+        self.client = client
+        self.poll_s = poll_s
+
+    async def connect(self) -> Any:
+        """The Temporal client (connected once).
+
+        Raises:
+            RuntimeError: nothing answers at the target's address.
+        """
+        if self.client is None:
+            from coordinator.temporal import connect
+
+            self.client = await connect(self.target.address, self.target.namespace)
+        return self.client
+
+    async def submit(self, request: RunRequest) -> tuple[TemporalRunRef, JobHandle]:
+        """Register the run in the store and start its workflow; the workers run it.
+
+        Raises:
+            ValueError: the job cannot run on Temporal (:func:`not_on_temporal`).
+        """
+        from coordinator.temporal import submit_recorded
+
+        reason = not_on_temporal(request)
+        if reason is not None:
+            raise ValueError(reason)
+        client = await self.connect()
+        return await submit_recorded(
+            client, request, self.store, task_queue=self.target.task_queue,
+            settings=self.settings,
+        )
+
+    async def start_registered(self, run_id: str, request: RunRequest) -> JobHandle:
+        """Start run ``run_id``, already registered in the store (the service records its
+        submissions itself), on Temporal.
+
+        Raises:
+            ValueError: the job cannot run on Temporal (:func:`not_on_temporal`).
+        """
+        from coordinator.temporal.client import start_recorded
+
+        reason = not_on_temporal(request)
+        if reason is not None:
+            raise ValueError(reason)
+        client = await self.connect()
+        _, handle = await start_recorded(
+            client, request.scenario, self.store, run_id, task_queue=self.target.task_queue,
+            speed=request.speed, settings=self.settings,
+        )
+        return handle
+
+    async def follow(
+        self,
+        run_id: str,
+        handle: JobHandle,
+        hooks: Hooks,
+        *,
+        on_row: Callable[[dict[str, Any]], None] | None = None,
+    ) -> CoverageReport:
+        """Wait for the run's report; meanwhile the hooks hear the trace the workers
+        record, from the store (the last events before the report too). ``on_row``
+        hears every stored event as the store holds it (the service streams those)."""
+        from coordinator.engine.follow import StoreTail, no_worker_hint
+
+        tail = StoreTail(
+            self.store, run_id, hooks.observer, hooks.on_plan, hooks.on_followups, on_row=on_row
+        )
+        report: CoverageReport | None = None
+
+        async def watch() -> None:
+            if hooks.on_notice is not None:
+                await no_worker_hint(
+                    self.client, self.target.task_queue, self.target.address,
+                    lambda: tail.seen, hooks.on_notice,
+                )
+
+        async def result() -> None:
+            nonlocal report
+            report = await handle.result()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tail.follow, self.poll_s)
+            tg.start_soon(watch)
+            await _until(result, hooks.cancel)
+            tg.cancel_scope.cancel()
+        await anyio.to_thread.run_sync(tail.feed)
+        if report is None:  # cancelled: the run finishes on the workers, in the store
+            raise StoppedFollowing(run_id)
+        return await _decided(report, hooks)
+
+    async def execute(self, request: RunRequest, hooks: Hooks) -> CoverageReport:
+        """Submit the run and follow it to its report."""
+        ref, handle = await self.submit(request)
+        if hooks.on_recorded is not None:
+            hooks.on_recorded(ref.run_id)
+        return await self.follow(ref.run_id, handle, hooks)
+
+
+async def _until(work: Callable[[], Awaitable[None]], cancel: anyio.Event | None) -> None:
+    """Run ``work``; stop it once ``cancel`` is set."""
+    if cancel is None:
+        await work()
+        return
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            await cancel.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        await work()
+        tg.cancel_scope.cancel()
+
+
+async def _decided(report: CoverageReport, hooks: Hooks) -> CoverageReport:
+    """The report with the handler's choices for its escalations (as ``run_job`` asks)."""
+    if hooks.handler is None:
+        return report
+    decisions = list(report.decisions)
+    for escalation in report.escalations:
+        choice = await hooks.handler.handle(escalation)
+        if choice is not None:
+            decisions.append(Decision(subtask_id=escalation.subtask_id, choice=choice))
+    return report.model_copy(update={"decisions": decisions}) if decisions else report
+
+
+def runs_on_temporal(store: RunStore, run_id: str) -> bool:
+    """Whether run ``run_id`` belongs to a workflow (resuming it here would fork it)."""
+    try:
+        from coordinator.temporal.records import temporal_run
+    except ImportError:  # without the temporal extra no run here went to Temporal
+        return False
+    return temporal_run(store, run_id) is not None

@@ -1,0 +1,213 @@
+"""Where a run starts: from nothing, or where its stored sessions left it.
+
+``fanout resume``, a service adopting a run whose server died, and the reliability
+tests continue a run the same way: the job as it ran (a decomposed job keeps the
+subtasks its lead planned), each subagent from its checkpoint, the lead where it stood,
+the clock from the last recorded event. :meth:`Start.resumed` is that set-up, written
+once; :meth:`Start.fresh` is a new run's. Both are what :func:`~coordinator.engine.run.open_run`
+opens a run from.
+
+The rest are reads of a stored run that the doors share: :func:`interrupted_report`
+(what ``fanout report`` and the service show of a run that did not finish).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.job import JobSpec
+from coordinator.jobfile.scenario import Scenario
+from coordinator.lead import LEAD, JobPlanning, with_followups, with_lead_gap, with_subtasks
+from coordinator.report import CoverageReport, assemble_report
+from coordinator.store.runs import RunStore
+from shared.clock import Clock
+from shared.ids import SeededTraceIds
+from subagents.checkpoint import restore_run
+from subagents.loop import SubagentResult, SubagentRun
+from subagents.planners.model import Seekable
+from subagents.simulated.tools import SimulatedTools
+from subagents.spec import SubtaskSpec
+
+__all__ = [
+    "Start",
+    "elapsed_so_far",
+    "fresh_runs",
+    "interrupted_report",
+    "planned_scenario",
+    "recorded_followups",
+    "recorded_lead_gap",
+    "restored_runs",
+]
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a run starts: its job (as planned), planners, simulated tools, subagent
+    states, and for a resumed run the lead's gap, its follow-ups and the time reached.
+
+    ``trace_ids`` None: seeded by the run id once the run is recorded (a new run).
+    """
+
+    scenario: Scenario
+    planning: JobPlanning
+    simulated: SimulatedTools
+    runs: dict[str, SubagentRun]
+    trace_ids: SeededTraceIds | None = None
+    elapsed_offset: float = 0.0
+    lead_gap: SubagentResult | None = None
+    followups: list[SubtaskSpec] | None = None
+
+    @classmethod
+    def fresh(
+        cls,
+        scenario: Scenario,
+        clock: Clock,
+        *,
+        planning: JobPlanning | None = None,
+        simulated: SimulatedTools | None = None,
+    ) -> Start:
+        """A new run of ``scenario``: a fresh SubagentRun per declared subtask."""
+        planning = planning or JobPlanning(scenario, clock=clock)
+        simulated = simulated or SimulatedTools(scenario.tools, clock)
+        return cls(scenario, planning, simulated, planning.fresh_runs())
+
+    @classmethod
+    def resumed_from(cls, scenario: Scenario, store: RunStore, run_id: str, clock: Clock) -> Start:
+        """Run ``run_id`` of ``store`` where it stopped (blocking: reads the store).
+
+        A decomposed job keeps the subtasks its lead planned, finished subtasks are
+        kept, unfinished ones continue from their checkpoint, the lead from where it
+        stood after its plan (or its follow-ups).
+        """
+        planned = planned_scenario(scenario, store, run_id)
+        simulated = SimulatedTools(planned.tools, clock)
+        trace_ids = SeededTraceIds(f"{planned.seed}/{run_id}")
+        planning = JobPlanning(planned, clock=clock)
+        followups = recorded_followups(store, run_id)
+        runs = restored_runs(
+            planned, store.checkpoints(run_id), simulated, trace_ids, planning, followups
+        )
+        return cls(
+            planned, planning, simulated, runs, trace_ids,
+            elapsed_offset=elapsed_so_far(store, run_id),
+            lead_gap=recorded_lead_gap(store, run_id),
+            followups=followups,
+        )
+
+
+def fresh_runs(scenario: Scenario, planning: JobPlanning | None = None) -> dict[str, SubagentRun]:
+    """A new SubagentRun per subtask, seeded like a replay, each with its planner."""
+    return (planning or JobPlanning(scenario)).fresh_runs()
+
+
+def restored_runs(
+    scenario: Scenario,
+    checkpoints: dict[str, dict[str, Any]],
+    tools: SimulatedTools,
+    trace_ids: SeededTraceIds,
+    planning: JobPlanning | None = None,
+    followups: list[SubtaskSpec] | None = None,
+) -> dict[str, SubagentRun]:
+    """SubagentRuns continued from the store's checkpoints (fresh where there is none).
+
+    ``followups`` are the follow-ups the lead planned before the run stopped (None: it
+    had not planned them yet); their runs continue too.
+    """
+    planning = planning or JobPlanning(scenario)
+    runs = planning.fresh_runs()
+    saved_lead = checkpoints.get(LEAD, {})
+    # After its follow-up plan the lead continues from there; else after its first plan.
+    lead = saved_lead.get("followups") if followups is not None else None
+    lead = lead or saved_lead.get("lead")
+    if lead is not None and scenario.job.subtasks and scenario.model is not None:
+        # A decomposed run resumed with its recorded plan: the lead continues after it.
+        trace_ids.set_position(LEAD, int(lead["trace"]))
+        client = planning.client
+        if isinstance(client, Seekable):
+            client.seek(LEAD, int(lead["model_attempts"]))
+        # What the lead's calls spent before the run stopped counts against job.budget.
+        planning.meter.record(LEAD, lead.get("spent", [0, 0, 0]))
+    for spec in followups or ():
+        runs[spec.id] = planning.fresh_run(spec)
+    for spec in [*scenario.job.subtasks, *(followups or ())]:
+        saved = checkpoints.get(spec.id)
+        if saved is None:
+            continue
+        runs[spec.id] = planning.restored_run(spec, saved["run"])
+        tools.restore(spec.id, saved["sim"])
+        trace_ids.set_position(spec.id, int(saved["trace"]))
+    return runs
+
+
+def planned_scenario(scenario: Scenario, store: RunStore, run_id: str) -> Scenario:
+    """The scenario as it ran: a decomposed job gets the subtasks its lead recorded."""
+    if scenario.job.subtasks:
+        return scenario
+    for event in store.events(run_id):
+        if event["subtask_id"] == LEAD and event["kind"] == "plan":
+            subtasks = [SubtaskSpec.model_validate(s) for s in event["subtasks"]]
+            return with_subtasks(scenario, subtasks)
+    return scenario
+
+
+def recorded_followups(store: RunStore, run_id: str) -> list[SubtaskSpec] | None:
+    """The follow-ups the lead of run ``run_id`` planned; None when it had not yet."""
+    for event in store.events(run_id):
+        if event["subtask_id"] == LEAD and event["kind"] == "followups":
+            return [SubtaskSpec.model_validate(s) for s in event["followups"]]
+    return None
+
+
+def recorded_lead_gap(store: RunStore, run_id: str) -> SubagentResult | None:
+    """The gap of a lead that could not plan run ``run_id`` (its plan was degraded)."""
+    for event in store.events(run_id):
+        if event["subtask_id"] == LEAD and event["kind"] == "plan":
+            gap = event.get("lead_gap")
+            return None if gap is None else SubagentResult.model_validate(gap)
+    return None
+
+
+def elapsed_so_far(store: RunStore, run_id: str) -> float:
+    """The job time a run had reached when it stopped: its last recorded event."""
+    return store.last_event_at(run_id)
+
+
+def interrupted_report(
+    scenario: Scenario, store: RunStore, run_id: str, *, resume_hint: str
+) -> CoverageReport:
+    """The report of a run that did not finish: committed results, and gaps for the rest."""
+    scenario = planned_scenario(scenario, store, run_id)
+    out = _results_of(scenario.job, store, run_id, resume_hint, seed=scenario.seed)
+    elapsed = elapsed_so_far(store, run_id)
+    report = assemble_report(scenario.job, out, elapsed_s=elapsed)
+    followups = recorded_followups(store, run_id)
+    if followups:
+        job = scenario.job.model_copy(update={"subtasks": followups})
+        found = _results_of(job, store, run_id, resume_hint, seed=scenario.seed)
+        extra = assemble_report(job, found, elapsed_s=elapsed)
+        report = with_followups(report, extra, followups)
+    lead_gap = recorded_lead_gap(store, run_id)
+    return report if lead_gap is None else with_lead_gap(report, scenario.job, lead_gap)
+
+
+def _results_of(
+    job: JobSpec, store: RunStore, run_id: str, resume_hint: str, *, seed: object
+) -> list[SubagentResult]:
+    """Each subtask's committed result, or what its checkpoint held, cut as interrupted."""
+    results = store.results(run_id)
+    checkpoints = store.checkpoints(run_id)
+    out: list[SubagentResult] = []
+    for spec in job.subtasks:
+        if spec.id in results:
+            out.append(SubagentResult.model_validate(results[spec.id]))
+            continue
+        saved = checkpoints.get(spec.id)
+        if saved is not None:
+            # Only the result is read: the planner's own state is not needed.
+            run = restore_run(spec, saved["run"], with_planner=False)
+        else:
+            run = SubagentRun.for_subtask(spec, seed=seed)
+        run.escalate("interrupted", resume_hint)
+        out.append(run.result())
+    return out

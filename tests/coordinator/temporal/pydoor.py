@@ -1,0 +1,61 @@
+"""The Python door, in a process of its own: ``coordinator.ask`` or ``run_file``, one report.
+
+``python -m tests.coordinator.temporal.pydoor ask|run_file ARG --store S [--executor
+temporal --address A --task-queue Q]`` runs one job (``ARG``: the question, whose model
+block is read from ``--model-file``, or the job file) and prints its report as JSON. A
+process of its own, leaving with ``os._exit``: a Temporal client in pytest's own process
+can abort it while it finalizes (temporalio/sdk-python#300), as ``submit.py`` says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+import anyio
+import yaml
+
+import coordinator
+
+
+async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
+    temporal = None
+    if args.executor == "temporal":
+        temporal = {"address": args.address, "task_queue": args.task_queue}
+    if args.door == "ask":
+        report = await coordinator.ask(
+            args.arg, model=model, store=args.store, executor=args.executor, temporal=temporal
+        )
+    else:
+        report = await coordinator.run_file(
+            args.arg, store=args.store, executor=args.executor, temporal=temporal
+        )
+    return report.to_wire()
+
+
+def main() -> None:
+    """Parse, run one job, print its report, leave at once."""
+    p = argparse.ArgumentParser()
+    p.add_argument("door", choices=("ask", "run_file"))
+    p.add_argument("arg")
+    p.add_argument("--store", required=True)
+    p.add_argument("--model-file")
+    p.add_argument("--executor", default="local")
+    p.add_argument("--address")
+    p.add_argument("--task-queue")
+    args = p.parse_args()
+    model = None
+    if args.model_file:
+        with open(args.model_file, encoding="utf-8") as f:
+            model = yaml.safe_load(f)["model"]
+    report = anyio.run(_main, args, model, backend="asyncio")
+    sys.stdout.write(json.dumps(report) + "\n")
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
