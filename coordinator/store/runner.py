@@ -31,6 +31,7 @@ from coordinator.lead import (
 )
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.routing import RoutingTable
+from coordinator.rules import lead_position
 from coordinator.store.runs import RunRecorder, RunStore
 from shared.clock import Clock
 from shared.ids import SeededTraceIds
@@ -222,8 +223,8 @@ async def run_recorded(
         # Where the lead stands once it has planned: a resume that runs this plan gives
         # the synthesis the lead's next model turn and trace id, not its first ones
         # again. Durable before the plan: without the plan a resume plans again anyway.
-        lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD),
-                "spent": list(planning.meter.by_subtask.get(LEAD, [0, 0, 0]))}
+        lead = lead_position(wiring.lead_attempts, trace_ids.position(LEAD),
+                             planning.meter.by_subtask.get(LEAD))
         lead_state["lead"] = lead
         recorder.checkpoint(LEAD, dict(lead_state), durable=True)
         recorder.event(LEAD, "plan", at, plan_data(subtasks, lead_gap))
@@ -235,8 +236,8 @@ async def run_recorded(
     def followed(specs: list[SubtaskSpec], at: float) -> None:
         # Like the plan: where the lead stands after it (durable first), then the event;
         # a resume then runs these follow-ups and the synthesis takes the lead's next turn.
-        lead = {"model_attempts": wiring.lead_attempts, "trace": trace_ids.position(LEAD),
-                "spent": list(planning.meter.by_subtask.get(LEAD, [0, 0, 0]))}
+        lead = lead_position(wiring.lead_attempts, trace_ids.position(LEAD),
+                             planning.meter.by_subtask.get(LEAD))
         lead_state["followups"] = lead
         recorder.checkpoint(LEAD, dict(lead_state), durable=True)
         recorder.event(LEAD, "followups", at, followups_data(specs))

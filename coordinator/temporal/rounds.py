@@ -22,6 +22,7 @@ from typing import Any
 from temporalio.exceptions import ActivityError, TimeoutError
 
 from coordinator.routing import RoutingTable
+from coordinator.rules import cut, retried_later, time_left
 from coordinator.store.runner import event_data
 from coordinator.temporal.budget import AllowanceMeter, spent_in
 from coordinator.temporal.payloads import RoundInput, RoundOutput, State
@@ -30,7 +31,7 @@ from shared.clock import AnyioClock, JobClock, PacedClock
 from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentRun, run_subagent
 from subagents.checkpoint import restore_run, snapshot_run
-from subagents.loop import crashed, cut_by_deadline
+from subagents.loop import crashed
 from subagents.models.spec import ModelSpec
 from subagents.planners import Planner
 from subagents.planners.model import ModelPlanner
@@ -132,11 +133,6 @@ def _beaten(resumed: Beat | None, round_no: int) -> tuple[State | None, bool]:
     return state, bool(resumed.get("done"))
 
 
-def _retried_later(run: SubagentRun, routing: RoutingTable) -> bool:
-    esc = run.escalation
-    return esc is not None and run.rounds < 2 and routing.route(esc).route == "retry_later"
-
-
 async def run_round(
     inp: RoundInput,
     resources: WorkerResources,
@@ -210,10 +206,10 @@ async def run_round(
     if not done_before:
         if writer is not None:
             writer.claim(run_id)
-        remaining = None if inp.deadline_s is None else inp.deadline_s - clock.now()
+        remaining = time_left(inp.deadline_s, clock.now())
         if remaining is not None and remaining <= 0 and beaten is None:
             # Started after the deadline fell: the subagent was still queued (DESIGN §5.1).
-            cut_by_deadline(run, clock.now())
+            cut(run, clock.now())
             escalated()
         else:
             tools = await _tools_of(inp, resources, sim)
@@ -233,7 +229,7 @@ async def run_round(
             if not run.finished:
                 # The deadline cut it: it hands up what it found (the attempt under way
                 # counts), exactly as the local coordinator's cancel scope does.
-                cut_by_deadline(run, clock.now())
+                cut(run, clock.now())
                 escalated()
     result = run.result()
     if tracer is not None and not done_before:
@@ -243,7 +239,7 @@ async def run_round(
         beat({"round": inp.round, "done": True, "state": final})
     if writer is not None:
         await writer.commit_result(run_id, sid, session, result.model_dump(mode="json"), final)
-    keep = _retried_later(run, routing)
+    keep = retried_later(run.escalation, run.rounds, routing)
     spent = list(run.planner.spent) if isinstance(run.planner, ModelPlanner) else None
     return RoundOutput(result=result, state=final if keep else None, spent=spent)
 
