@@ -203,6 +203,22 @@ def _unreachable(address: str, exc: Exception) -> str:
     )
 
 
+def _warn_of_missing_docs(scenario: Scenario, err: Console) -> None:
+    """Say so when the job's documents folder is not on this machine: the workers read it
+    at the path it resolves to here (coordinator.temporal.resources says why)."""
+    spec = scenario.research_tools
+    if spec is None or spec.docs is None:
+        return
+    from subagents.research.spec import resolve_docs_folder
+
+    base = Path(scenario.source).parent if scenario.source else None
+    folder = resolve_docs_folder(spec.docs.path, base)
+    if not folder.is_dir():
+        err.print(f"[yellow]warning:[/] research_tools.docs.path: no folder at "
+                  f"{escape(str(folder))} on this machine; every worker needs the documents "
+                  "there")
+
+
 def cmd_run_temporal(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Submit a job to Temporal, recorded in the store; wait for its report unless detached."""
     if args.speed <= 0 or args.heartbeat_timeout <= 0:
@@ -217,11 +233,7 @@ def cmd_run_temporal(args: argparse.Namespace, out: Console, err: Console) -> in
     if scenarios is None:
         return EXIT_BAD_INPUT
     scenario = scenarios[0]
-    if scenario.research_tools is not None:
-        # The workers open MCP servers and model clients, not yet the research tools.
-        err.print("[bold red]error:[/] research_tools: not yet on --executor temporal; run "
-                  "this job locally (`fanout run` without --executor temporal)")
-        return EXIT_BAD_INPUT
+    _warn_of_missing_docs(scenario, err)
     store = open_store(args)
     spec_text = Path(args.job).read_text(encoding="utf-8")
     try:
@@ -252,6 +264,7 @@ async def _submit(
     ref, handle = await submit_recorded(
         client, scenario, store, file=str(args.job), spec_text=spec_text,
         task_queue=args.task_queue, speed=args.speed, settings=settings,
+        allow_private_fetch=getattr(args, "allow_private_fetch", False),
     )
     run_id = ref.run_id
     ids = {"run_id": run_id, "workflow_id": ref.workflow_id, "address": ref.address,

@@ -7,6 +7,7 @@ from opentelemetry.trace import TracerProvider
 from temporalio.client import Client, Interceptor, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from coordinator.jobfile.research import ResearchPolicy
 from coordinator.jobfile.scenario import Scenario
 from coordinator.report import CoverageReport
 from coordinator.store.runs import RunStore
@@ -100,11 +101,13 @@ async def submit_recorded(
     task_queue: str = DEFAULT_TASK_QUEUE,
     speed: float = 1.0,
     settings: TemporalSettings | None = None,
+    allow_private_fetch: bool = False,
 ) -> tuple[TemporalRunRef, JobHandle]:
     """Register a run of ``scenario`` in ``store`` and start it on Temporal.
 
     The run is created as a local one is (``fanout runs`` lists it at once); from then
     on the workers record it: trace, checkpoints, results and, last, the report.
+    ``allow_private_fetch`` is the user's own ``--allow-private-fetch`` (DESIGN §10).
     """
     recorder = store.create_run(
         job=scenario.scenario,
@@ -125,7 +128,8 @@ async def submit_recorded(
     )
     register_run(store, ref)
     inp = JobInput.of(
-        scenario, run_id=run_id, store=store.target, speed=speed, settings=settings
+        scenario, run_id=run_id, store=store.target, speed=speed, settings=settings,
+        research_policy=ResearchPolicy(allow_private_fetch=allow_private_fetch),
     )
     # The run's trace starts here: the job's span is current while the workflow starts,
     # so the interceptor carries it to the workflow and its activities. It ends once the

@@ -154,7 +154,7 @@ async def decompose_job(
         lead = Lead(resources, inp.model, run_id=inp.run_id, seed=inp.seed, store=inp.store,
                     clock=clock, session=session)
         sim = simulated_tools(inp.tools, clock)
-        tools = await job_tools(LEAD, sim, inp.mcp_servers, inp.source, resources)
+        tools = await job_tools(LEAD, sim, inp, resources)
         subtasks, gap = await decompose(inp.job, catalogue(StaticTools(tools)), lead.context)
         out = Decomposition(subtasks=subtasks, gap=gap, lead=lead.position())
         beat({"decided": out.model_dump(mode="json")})
@@ -193,7 +193,7 @@ async def plan_job_followups(
         lead = Lead(resources, inp.model, run_id=inp.run_id, seed=inp.seed, store=inp.store,
                     clock=clock, session=session, position=inp.lead)
         sim = simulated_tools(inp.tools, clock)
-        tools = await job_tools(LEAD, sim, inp.mcp_servers, inp.source, resources)
+        tools = await job_tools(LEAD, sim, inp, resources)
         specs = await plan_followups(
             inp.report, inp.job, catalogue(StaticTools(tools)), lead.context
         )

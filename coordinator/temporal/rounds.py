@@ -25,7 +25,13 @@ from coordinator.routing import RoutingTable
 from coordinator.rules import cut, retried_later, time_left
 from coordinator.store.runner import event_data
 from coordinator.temporal.budget import AllowanceMeter, spent_in
-from coordinator.temporal.payloads import RoundInput, RoundOutput, State
+from coordinator.temporal.payloads import (
+    DecompositionInput,
+    FollowupInput,
+    RoundInput,
+    RoundOutput,
+    State,
+)
 from coordinator.temporal.resources import WorkerResources
 from shared.clock import AnyioClock, JobClock, PacedClock
 from shared.ids import SeededTraceIds
@@ -69,7 +75,7 @@ def round_clock(inp: RoundInput) -> JobClock:
     """
     scripted = inp.subtask.planner != "model" or (
         inp.model is not None and inp.model.get("provider") == "scripted")
-    if inp.mcp_servers or not scripted:
+    if inp.mcp_servers or inp.research is not None or not scripted:
         return job_clock(inp.speed, inp.started_at)
     offset = (time.time() - inp.started_at) * inp.speed
     return JobClock(PacedClock(inp.speed), offset=offset)
@@ -261,22 +267,31 @@ def round_meter(inp: RoundInput) -> AllowanceMeter:
 async def _tools_of(
     inp: RoundInput, resources: WorkerResources, sim: SimulatedTools
 ) -> Mapping[str, Tool]:
-    return await job_tools(inp.subtask.id, sim, inp.mcp_servers, inp.source, resources)
+    return await job_tools(inp.subtask.id, sim, inp, resources)
 
 
 async def job_tools(
     subtask_id: str,
     sim: SimulatedTools,
-    mcp_servers: Mapping[str, Mapping[str, Any]],
-    source: str,
+    inp: RoundInput | DecompositionInput | FollowupInput,
     resources: WorkerResources,
 ) -> dict[str, Tool]:
-    """The simulated tools as ``subtask_id`` sees them, and the MCP tools of the job's
-    servers if it declares any (started on this worker on first use)."""
+    """The simulated tools as ``subtask_id`` sees them, then the MCP tools of the job's
+    servers and its research tools if it declares any (opened on this worker on first
+    use), in the order a local run combines them.
+
+    Raises:
+        McpServerStartError: the job's MCP servers cannot start on this worker.
+        ResearchToolsUnavailable: the job's research tools cannot open on this worker.
+    """
     tools = dict(sim.for_subtask(subtask_id))
-    if mcp_servers:
-        mcp = await resources.mcp.source(mcp_servers, _base_dir(source))
+    if inp.mcp_servers:
+        mcp = await resources.mcp.source(inp.mcp_servers, _base_dir(inp.source))
         tools.update(mcp.for_subtask(subtask_id))
+    if inp.research is not None:
+        home = resources.index_home(inp.store)
+        research = await resources.research.tools(inp.research, home)
+        tools.update(research.for_subtask(subtask_id))
     return tools
 
 
