@@ -112,3 +112,24 @@ async def test_a_worker_opens_a_jobs_research_tools_once_and_says_when_it_cannot
     message = str(info.value)
     assert "research_tools.docs.path 'papers'" in message and str(tmp_path) not in message
     assert resources.identity in message
+
+
+def test_submitting_a_job_whose_documents_are_not_here_warns(tmp_path: Path) -> None:
+    """The submitter says when the folder is missing on its own machine: the workers
+    will look for it at that path too."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from coordinator.cli.temporal import _warn_of_missing_docs
+
+    job = _job(tmp_path)
+    said = StringIO()
+    _warn_of_missing_docs(load_scenario(job), Console(file=said, width=300))
+    assert said.getvalue() == ""
+    for document in (tmp_path / "papers").iterdir():
+        document.unlink()
+    (tmp_path / "papers").rmdir()
+    _warn_of_missing_docs(load_scenario(job), Console(file=said, width=300))
+    assert "research_tools.docs.path: no folder at" in said.getvalue()
+    assert "every worker needs the documents there" in said.getvalue()
