@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,6 +79,30 @@ def test_a_research_job_on_temporal_reports_what_it_reports_locally(
     # The worker indexed the folder beside the run store it records to; never in it.
     assert list((tmp_path / "temporal" / "docs").glob("*.sqlite"))
     assert not [p for p in (job.parent / "papers").iterdir() if p.suffix != ".md"]
+
+
+def test_workers_on_a_postgres_store_each_index_the_documents_themselves(
+    dev_server: DevServer, workers: Workers, tmp_path: Path, postgres_cluster: Any
+) -> None:
+    """Two workers, each in a folder of its own, sharing only a Postgres store (machines
+    that see the documents at one path): the run gives the local report, and each worker
+    that opened the tools keeps its index in its own .fanout, none on the documents."""
+    job = _job(tmp_path / "job")
+    url = postgres_cluster.new_database()
+    homes = [tmp_path / "w1", tmp_path / "w2"]
+    for home in homes:
+        home.mkdir()
+        workers.start("research-pg", concurrency=1, store=url, cwd=home)
+    local = fanout("run", job, "--json", "--store", tmp_path / "local" / "runs.sqlite")
+    assert local.returncode == 0, local.stderr
+    remote = fanout("run", job, "--executor", "temporal", "--address", dev_server.address,
+                    "--task-queue", "research-pg", "--json", "--store", url, timeout=120)
+    assert remote.returncode == 0, remote.stderr
+    assert normalized(json.loads(remote.stdout)) == normalized(json.loads(local.stdout))
+    indexed = [home for home in homes if list((home / ".fanout" / "docs").glob("*.sqlite"))]
+    assert indexed  # whichever workers ran a round or the lead
+    assert sorted(p.name for p in (job.parent / "papers").iterdir()) == [
+        "perovskite.md", "sodium.md"]
 
 
 def test_the_workers_are_sent_the_folder_as_the_job_resolved_it(tmp_path: Path) -> None:
