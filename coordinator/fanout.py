@@ -19,6 +19,7 @@ import anyio
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Decision, ReportBuilder
 from coordinator.routing import RoutingTable
+from coordinator.rules import cut, next_round_starts, retried_later, time_left
 from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
 from shared.ids import RandomTraceIds, TraceIds
@@ -30,7 +31,6 @@ from subagents.loop import (
     SubagentRun,
     SubagentState,
     crashed,
-    cut_by_deadline,
     run_subagent,
 )
 from subagents.planners import Planner
@@ -83,13 +83,6 @@ async def _cancelled_by(event: anyio.Event | None) -> AsyncIterator[None]:
         tg.start_soon(watch)
         yield
         tg.cancel_scope.cancel()
-
-
-def _cut_by_cancel(run: SubagentRun, now: float) -> None:
-    """Hand up what a subagent cut by a cancel has found (trigger ``cancelled``)."""
-    run.ended_s = now
-    run.state = "escalated"
-    run.escalate("cancelled", "the run was cancelled before this subtask finished")
 
 
 async def run_job(
@@ -170,8 +163,10 @@ async def run_job(
             )
 
     def retry_later(run: SubagentRun) -> bool:
-        esc = run.escalation
-        return esc is not None and run.rounds < 2 and table.route(esc).route == "retry_later"
+        return retried_later(run.escalation, run.rounds, table)
+
+    def cancelled() -> bool:
+        return cancel is not None and cancel.is_set()
 
     async def counted(run: SubagentRun, result: SubagentResult) -> None:
         if on_result is not None:
@@ -195,7 +190,7 @@ async def run_job(
                 observer(ProgressEvent(spec.id, "state", clock.now(), state="queued"))
 
         async def worker() -> None:
-            while queue and not (cancel is not None and cancel.is_set()):
+            while queue and not cancelled():
                 # Each subagent's run is written out here rather than in a helper the
                 # worker awaits: a frame fewer per live subagent (at full fan-out every
                 # worker holds one).
@@ -216,8 +211,7 @@ async def run_job(
                     result = run.result()
                 await counted(run, result)
 
-        remaining = None if deadline is None else deadline - clock.now()
-        with clock.move_on_after(remaining):
+        with clock.move_on_after(time_left(deadline, clock.now())):
             async with _cancelled_by(cancel), anyio.create_task_group() as tg:
                 for _ in range(min(job.concurrency, len(queue))):
                     tg.start_soon(worker)
@@ -226,10 +220,7 @@ async def run_job(
                 continue  # finished and counted
             run = run_of(spec)
             if not run.finished:
-                if cancel is not None and cancel.is_set():
-                    _cut_by_cancel(run, clock.now())
-                else:
-                    cut_by_deadline(run, clock.now())
+                cut(run, clock.now(), cancelled=cancelled())
                 emit_state(run, "escalated")
                 await counted(run, run.result())
 
@@ -245,8 +236,7 @@ async def run_job(
         if (r := live.get(s.id)) is not None
         and (retry_later(r) or (r.rounds == 2 and not r.finished))
     ]
-    cancelled = cancel is not None and cancel.is_set()
-    if retry and not cancelled and (deadline is None or clock.now() < deadline):
+    if retry and next_round_starts(deadline, clock.now(), cancelled=cancelled()):
         await round_of(retry)
     for s in job.subtasks:
         if s.id not in report_rows:

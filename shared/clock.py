@@ -15,10 +15,12 @@ import math
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any, Final, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 T = TypeVar("T")
 
@@ -156,6 +158,12 @@ class PacedClock:
     come in order (one event loop's timers). For one subagent's simulated round (on
     Temporal); a clock shared by many subagents would let one's lag show in another's
     readings.
+
+    Its timeouts cut in its own time too: a sleep that would end past the end of a
+    scope of this clock around it ends at the scope's end and cuts the scope there. A
+    timer in real time alone raced the work on a stalled machine: a loop held up past
+    both the sleep's wake-up and the scope's deadline woke the task already cancelled,
+    and a call that ends well inside its timeout timed out.
     """
 
     __slots__ = ("_now", "speed")
@@ -171,11 +179,29 @@ class PacedClock:
         return self._now
 
     async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds / speed`` of real time, then read ``seconds`` later than now."""
+        """Wait ``seconds / speed`` of real time, then read ``seconds`` later than now;
+        inside a scope of this clock that ends sooner, wait until its end and cut it."""
         seconds = max(0.0, seconds)
         until = self._now + seconds
-        await anyio.sleep(seconds / self.speed)
-        self.advance_to(until)
+        cut = self._first_cut(until)
+        if cut is None:
+            await anyio.sleep(seconds / self.speed)
+            self.advance_to(until)
+            return
+        await anyio.sleep(max(0.0, cut.end - self._now) / self.speed)
+        self.advance_to(cut.end)
+        cut.expire()
+        await anyio.lowlevel.checkpoint()  # the cut, delivered here
+
+    def _first_cut(self, until: float) -> _PacedScope | None:
+        """The scope of this clock around the caller that ends first, if before ``until``."""
+        first: _PacedScope | None = None
+        for scope in _PACED_SCOPES.get():
+            if scope.clock is self and scope.end < until and (
+                first is None or scope.end < first.end
+            ):
+                first = scope
+        return first
 
     def advance_to(self, reading: float) -> None:
         """Read at least ``reading`` from now on (a wake-up or a timeout)."""
@@ -195,22 +221,41 @@ class PacedClock:
         return self.now
 
 
-class _PacedScope:
-    """A cancel scope at ``seconds / speed`` of real time; when it cuts its body the
-    clock reads exactly its end, and a ``fail`` scope raises TimeoutError."""
+_PACED_SCOPES: ContextVar[tuple[_PacedScope, ...]] = ContextVar("paced_scopes", default=())
+"""The paced scopes with an end around the running code (its task inherits them)."""
 
-    __slots__ = ("_clock", "_end", "_fail", "_inner", "_seconds")
+
+class _PacedScope:
+    """A cancel scope that ends ``seconds`` of its clock's time after it starts: the
+    clock's sleeps inside it cut it at its end (:meth:`PacedClock.sleep`). A body that
+    waits on anything else is cut in real time, with a margin: at twice the pace, and at
+    least a second later. When it cuts its body the clock reads exactly its end, and a
+    ``fail`` scope raises TimeoutError."""
+
+    __slots__ = ("_fail", "_scope", "_seconds", "_token", "clock", "end")
 
     def __init__(self, clock: PacedClock, seconds: float | None, *, fail: bool) -> None:
-        self._clock = clock
+        self.clock = clock
         self._seconds = seconds
         self._fail = fail
-        self._end: float | None = None
-        self._inner = _FailAfter(None if seconds is None else seconds / clock.speed)
+        self.end = math.inf
+        self._scope: anyio.CancelScope | None = None
+        self._token: Token[tuple[_PacedScope, ...]] | None = None
 
     def __enter__(self) -> anyio.CancelScope:
-        self._end = None if self._seconds is None else self._clock.now() + self._seconds
-        return self._inner.__enter__()
+        deadline = math.inf
+        if self._seconds is not None:
+            self.end = self.clock.now() + self._seconds
+            real = self._seconds / self.clock.speed
+            deadline = anyio.current_time() + real + max(real, 1.0)
+            self._token = _PACED_SCOPES.set((*_PACED_SCOPES.get(), self))
+        self._scope = anyio.CancelScope(deadline=deadline)
+        return self._scope.__enter__()
+
+    def expire(self) -> None:
+        """The clock reached the end: cut the body."""
+        assert self._scope is not None
+        self._scope.cancel()
 
     def __exit__(
         self,
@@ -218,14 +263,18 @@ class _PacedScope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
+        scope = self._scope
+        assert scope is not None
         try:
-            return self._inner.__exit__(exc_type, exc, tb)
-        except TimeoutError:
-            assert self._end is not None
-            self._clock.advance_to(self._end)
+            suppress = bool(scope.__exit__(exc_type, exc, tb))
+        finally:
+            if self._token is not None:
+                _PACED_SCOPES.reset(self._token)
+        if scope.cancelled_caught:
+            self.clock.advance_to(self.end)
             if self._fail:
-                raise
-            return True
+                raise TimeoutError
+        return suppress
 
 
 def speed_of(clock: Clock) -> float:

@@ -22,7 +22,7 @@ from coordinator.views.terminal import (
 from shared.errors import InputFileError, InputFileErrors
 
 if TYPE_CHECKING:
-    pass
+    from coordinator.jobfile.research import ResearchPolicy
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 EXIT_FAILED = 3
@@ -98,3 +98,14 @@ def print_report(report: CoverageReport, args: argparse.Namespace, out: Console)
     else:
         out.print()
         out.print(report_view(report))
+
+
+def research_policy(args: argparse.Namespace) -> ResearchPolicy | None:
+    """The research policy of a job run from the command line (on either executor): any
+    folder, and private addresses when the user asked (``--allow-private-fetch``; a file
+    cannot)."""
+    if not getattr(args, "allow_private_fetch", False):
+        return None
+    from coordinator.jobfile.research import ResearchPolicy
+
+    return ResearchPolicy(allow_private_fetch=True)

@@ -24,6 +24,7 @@ from coordinator.cli.common import (
     open_store,
     outcome_exit,
     print_report,
+    research_policy,
 )
 from coordinator.engine.executor import LocalExecutor
 from coordinator.engine.resume import Start
@@ -39,7 +40,6 @@ from shared.escalation import Escalation
 from shared.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from coordinator.jobfile.research import ResearchPolicy
     from subagents.models.endpoints.preflight import EndpointProblem
 
 
@@ -222,7 +222,7 @@ def run_live(
 
     request = RunRequest(
         scenario, spec_text, file, speed=args.speed,
-        policy=_policy(getattr(args, "allow_private_fetch", False)),
+        policy=research_policy(args),
     )
     hooks = Hooks(observer=board, handler=handler, on_plan=board.plan, on_recorded=on_recorded)
     executor = LocalExecutor(store, start=start, clock=clock)
@@ -309,13 +309,3 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise
     print_report(report, args, out)
     return outcome_exit(report)
-
-
-def _policy(allow_private_fetch: bool) -> ResearchPolicy | None:
-    """The research policy of a job run from the command line: any folder, and private
-    addresses when the user asked (``--allow-private-fetch``; a file cannot)."""
-    if not allow_private_fetch:
-        return None
-    from coordinator.jobfile.research import ResearchPolicy
-
-    return ResearchPolicy(allow_private_fetch=True)

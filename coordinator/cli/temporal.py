@@ -36,6 +36,7 @@ from coordinator.cli.common import (
     open_store,
     outcome_exit,
     print_report,
+    research_policy,
 )
 from coordinator.engine.run import Hooks, RunRequest
 from coordinator.store.runs import ResumeRefused, RunStore
@@ -206,6 +207,22 @@ def _unreachable(address: str, exc: Exception) -> str:
     )
 
 
+def _warn_of_missing_docs(scenario: Scenario, err: Console) -> None:
+    """Say so when the job's documents folder is not on this machine: the workers read it
+    at the path it resolves to here (coordinator.temporal.resources says why)."""
+    spec = scenario.research_tools
+    if spec is None or spec.docs is None:
+        return
+    from subagents.research.spec import resolve_docs_folder
+
+    base = Path(scenario.source).parent if scenario.source else None
+    folder = resolve_docs_folder(spec.docs.path, base)
+    if not folder.is_dir():
+        err.print(f"[yellow]warning:[/] research_tools.docs.path: no folder at "
+                  f"{escape(str(folder))} on this machine; every worker needs the documents "
+                  "there")
+
+
 def check_temporal_options(args: argparse.Namespace, err: Console) -> bool:
     """Say what is wrong (and return False) with the options of a run on Temporal."""
     if args.speed <= 0 or args.heartbeat_timeout <= 0:
@@ -238,7 +255,8 @@ def cmd_run_temporal(args: argparse.Namespace, out: Console, err: Console) -> in
     if scenarios is None:
         return EXIT_BAD_INPUT
     spec_text = Path(args.job).read_text(encoding="utf-8")
-    request = RunRequest(scenarios[0], spec_text, str(args.job), speed=args.speed)
+    request = RunRequest(scenarios[0], spec_text, str(args.job), speed=args.speed,
+                         policy=research_policy(args))
     return run_temporal(request, args, out, err)
 
 
@@ -248,6 +266,7 @@ def run_temporal(request: RunRequest, args: argparse.Namespace, out: Console, er
     from ``args``."""
     if refuse_on_temporal(request.scenario, err):
         return EXIT_BAD_INPUT
+    _warn_of_missing_docs(request.scenario, err)
     store = open_store(args)
     try:
         code = anyio.run(_submit, request, store, args, out, err, backend="asyncio")

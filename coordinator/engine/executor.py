@@ -63,15 +63,13 @@ class StoppedFollowing(Exception):
 def not_on_temporal(request: RunRequest) -> str | None:
     """Why ``request`` cannot run on Temporal workers, or None (the one place that says).
 
-    Python functions exist only in the caller's process; the research tools are not
-    opened by the workers yet.
+    Python functions exist only in the caller's process. (Research tools run on the
+    workers: each opens the job's documents folder at the path it resolved to on the
+    submitting machine, :mod:`coordinator.temporal.resources` says why.)
     """
     if request.python_tools:
         names = ", ".join(sorted(request.python_tools))
         return f"Python tools ({names}) run only in this process; use executor='local'"
-    if request.scenario.research_tools is not None:
-        return ("research_tools: not yet on the Temporal executor; run this job locally "
-                "(without --executor temporal)")
     return None
 
 

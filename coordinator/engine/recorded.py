@@ -17,6 +17,7 @@ from coordinator.job import JobSpec
 from coordinator.lead import LEAD, run_research
 from coordinator.report import CoverageReport
 from coordinator.routing import RoutingTable
+from coordinator.rules import lead_position
 from coordinator.store.recorder import RunRecorder
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import snapshot_run
@@ -137,10 +138,8 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
         # Where the lead stands once it has planned (or followed up): a resume that runs
         # this plan gives the synthesis the lead's next model turn and trace id, not its
         # first ones again. Durable before the event: without it a resume plans again.
-        lead_state[key] = {
-            "model_attempts": wiring.lead_attempts, "trace": run.trace_ids.position(LEAD),
-            "spent": list(planning.meter.by_subtask.get(LEAD, [0, 0, 0])),
-        }
+        lead_state[key] = lead_position(wiring.lead_attempts, run.trace_ids.position(LEAD),
+                                        planning.meter.by_subtask.get(LEAD))
         recorder.checkpoint(LEAD, dict(lead_state), durable=True)
 
     def planned(

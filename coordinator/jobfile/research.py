@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.jobfile.scenario import Scenario
 from coordinator.jobfile.yamlpos import parse_yaml
 from shared.errors import InputFileError, InputFileErrors
-from subagents.research.spec import resolve_docs_folder
+from subagents.research.spec import ResearchToolsSpec, resolve_docs_folder
 
 if TYPE_CHECKING:
     # The tools load httpx, trafilatura and pypdf: only when a job opens them.
@@ -31,9 +31,11 @@ if TYPE_CHECKING:
     from subagents.research.tools import ResearchTools
 
 __all__ = [
+    "PlacedResearch",
     "ResearchPolicy",
     "check_research_policy",
     "job_research_tools",
+    "placed_research_tools",
 ]
 
 
@@ -102,19 +104,30 @@ def _line(scenario: Scenario, path: tuple[str, ...]) -> int | None:
         return None
 
 
-@asynccontextmanager
-async def job_research_tools(
-    scenario: Scenario, store_dir: Path, policy: ResearchPolicy | None = None
-) -> AsyncIterator[ResearchTools | None]:
-    """The scenario's research tools, open for a run (None when it declares none).
+@dataclass(frozen=True)
+class PlacedResearch:
+    """A job's research tools as the place it runs opens them."""
+
+    spec: ResearchToolsSpec
+    """The block, ``web.fetch``'s ``allow_private`` the user's own choice where allowed."""
+    base_dir: Path | None
+    """Where a relative ``docs.path`` resolves (the job file's folder, or the policy's)."""
+    guard_search: bool
+    """Whether the search backend's address is guarded too (``fanout serve``)."""
+
+
+def placed_research_tools(
+    scenario: Scenario, policy: ResearchPolicy | None = None
+) -> PlacedResearch | None:
+    """The scenario's ``research_tools`` under ``policy`` (None: it declares none); a
+    local run opens them at once, a Temporal run sends them to its workers.
 
     Raises:
-        InputFileErrors: the policy forbids the folder, a key is unset, the folder is missing.
+        InputFileErrors: the policy forbids the folder.
     """
     spec = scenario.research_tools
     if spec is None:
-        yield None
-        return
+        return None
     policy = policy or ResearchPolicy()
     problems = check_research_policy(scenario, policy)
     if problems:
@@ -124,18 +137,36 @@ async def job_research_tools(
         # Private addresses only by the user's own act, where the place allows them.
         fetch = spec.web.fetch.model_copy(update={"allow_private": allow})
         spec = spec.model_copy(update={"web": spec.web.model_copy(update={"fetch": fetch})})
+    return PlacedResearch(spec, _base_dir(scenario, policy),
+                          not policy.private and not _trusted(spec, policy))
+
+
+@asynccontextmanager
+async def job_research_tools(
+    scenario: Scenario, store_dir: Path, policy: ResearchPolicy | None = None
+) -> AsyncIterator[ResearchTools | None]:
+    """The scenario's research tools, open for a run (None when it declares none).
+
+    Raises:
+        InputFileErrors: the policy forbids the folder, a key is unset, the folder is missing.
+    """
+    placed = placed_research_tools(scenario, policy)
+    if placed is None:
+        yield None
+        return
+    policy = policy or ResearchPolicy()
     from subagents.research.tools import open_research_tools
 
     try:
         opened = open_research_tools(
-            spec,
-            base_dir=_base_dir(scenario, policy),
+            placed.spec,
+            base_dir=placed.base_dir,
             store_dir=store_dir,
             env=policy.env,
             resolver=policy.resolver,
             dial=policy.dial,
             transport=policy.transport,
-            guard_search=not policy.private and not _trusted(spec, policy),
+            guard_search=placed.guard_search,
         )
         async with opened as tools:
             yield tools

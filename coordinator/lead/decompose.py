@@ -28,6 +28,7 @@ from typing import Any
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.report_edits import prepend_rows
+from coordinator.rules import LEAD as LEAD
 from shared.clock import Clock
 from shared.envelope import ToolResult
 from shared.ids import TraceIds
@@ -51,7 +52,6 @@ from subagents.planners.failures import model_failure
 from subagents.planners.search import probe_endpoint_of
 from subagents.spec import SubtaskSpec
 
-LEAD = "lead"
 QUESTION = "question"
 """The one subtask a job runs when its lead could not plan it (DESIGN §7)."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")

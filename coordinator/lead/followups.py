@@ -30,6 +30,7 @@ from coordinator.lead.decompose import (
 )
 from coordinator.report import CoverageReport, Gap
 from coordinator.report_edits import combine
+from coordinator.rules import open_gaps
 from subagents.models.base import (
     AssistantMessage,
     ToolResultMessage,
@@ -65,12 +66,6 @@ def followup_schema(job: JobSpec, gap_ids: Sequence[str]) -> dict[str, Any]:
         "required": ["followups"],
         "additionalProperties": False,
     }
-
-
-def open_gaps(report: CoverageReport) -> list[Gap]:
-    """The gaps a follow-up may be planned for (the lead's own failed plan is not one:
-    its degraded plan already researched the question)."""
-    return [g for g in report.gaps if g.subtask_id != LEAD]
 
 
 def followup_prompt(

@@ -20,12 +20,13 @@ from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead.decompose import LEAD, LeadContext, decompose, with_lead_gap
 from coordinator.lead.extractive import with_extractive_answer
-from coordinator.lead.followups import open_gaps, plan_followups, with_followups
+from coordinator.lead.followups import plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.synthesis import synthesize
 from coordinator.report import CoverageReport
 from coordinator.report_edits import with_tokens
 from coordinator.routing import RoutingTable
+from coordinator.rules import asks_for_followups, follows_up, followup_job
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
 from subagents.executor import ExecEvent
@@ -223,13 +224,8 @@ async def _research(
         elapsed_offset=job_clock.now(),
         **run_job_options,
     )
-    # A lead that could not plan (its degraded plan ran instead) is not asked again: its
-    # model already failed for good, and the question itself was researched.
-    if (
-        lead is not None
-        and lead_gap is None
-        and job.followup_rounds() > 0
-        and planning.plans_followups
+    if lead is not None and follows_up(
+        job, lead=True, lead_failed=lead_gap is not None, lead_plans=planning.plans_followups
     ):
         report = await _follow_up(
             report,
@@ -275,24 +271,20 @@ async def _follow_up(
 ) -> CoverageReport:
     """``report`` after one round of follow-ups planned from its gaps (DESIGN §11)."""
     cancel = run_job_options.get("cancel")
-    if cancel is not None and cancel.is_set():
+    cancelled = cancel is not None and cancel.is_set()
+    if cancelled:
         return report  # a cancelled run starts nothing more, follow-ups included
     if followups is None:
-        # Nothing to follow up, or no time left before the deadline: the lead is not
-        # asked (a call past the deadline could not run its follow-ups anyway).
-        deadline = job.deadline_s
-        if not open_gaps(report) or (deadline is not None and job_clock.now() >= deadline):
+        if not asks_for_followups(report, job.deadline_s, job_clock.now(), cancelled=cancelled):
             return report
         followups = await plan_followups(report, job, catalogue(source), lead)
         if on_followups is not None:
             on_followups(list(followups), job_clock.now())
     if not followups:
         return report
-    followup_job = job.model_copy(update={"subtasks": list(followups)})
-    # Their own run_job: the same deadline, concurrency and routing as the job's (a
-    # follow-up routed retry_later gets the usual retry round, if time allows).
+    # Their own run_job: the same deadline, concurrency and routing as the job's.
     extra = await run_job(
-        followup_job,
+        followup_job(job, followups),
         source,
         planner_factory=planning.planner,
         elapsed_offset=job_clock.now(),

@@ -20,10 +20,9 @@ Decisions where the contract is silent:
 
 from __future__ import annotations
 
+from coordinator.rules import LEAD
 from shared.clock import Clock
 from subagents.result import ProgressEvent, ProgressObserver
-
-LEAD = "lead"
 
 COALESCE_CHARS = 32
 """An ``answer.delta`` goes out once this many characters have gathered..."""

@@ -4,7 +4,9 @@ The workflow schedules, routes, runs the retry round, keeps the deadline and ass
 the report with the same pure functions as the local executor; each subagent round is
 an activity that heartbeats its checkpoint and resumes from it when Temporal retries it.
 A job without subtasks is planned first by its lead agent, in an activity of its own.
-Workers open MCP servers and model clients once; runs are recorded in the run store.
+Workers open MCP servers, research tools and model clients once; runs are recorded in the
+run store. The job's decisions come from :mod:`coordinator.rules`, which the local
+executor calls too.
 """
 
 from coordinator.temporal.activities import FanoutActivities

@@ -27,6 +27,7 @@ from temporalio.exceptions import ApplicationError
 
 from coordinator.engine.recorded import event_data
 from coordinator.report import CoverageReport
+from coordinator.rules import cut
 from coordinator.temporal.lead import Lead, decompose_job, plan_job_followups
 from coordinator.temporal.payloads import (
     Decomposition,
@@ -52,7 +53,6 @@ from coordinator.temporal.rounds import (
 from shared.clock import AnyioClock, JobClock
 from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentResult
-from subagents.loop import cut_by_deadline
 from subagents.models.factory import MissingModelKey
 from subagents.models.spend import TokenMeter
 from subagents.planners.failures import budget_spent
@@ -154,7 +154,7 @@ class FanoutActivities:
             run = restored(spec, item.state, seed=inp.seed, sim=sim, trace_ids=trace_ids)
             if not item.done:
                 if inp.trigger == "deadline":
-                    cut_by_deadline(run, inp.at_s)
+                    cut(run, inp.at_s)
                 elif inp.trigger == "threshold_breach":
                     # Not started: the job's token budget is spent. As a local subagent
                     # that took its lane and found it so at its first model call.

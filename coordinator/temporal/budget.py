@@ -42,12 +42,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
 
-from subagents.models.spend import Spent, TokenBudget, TokenMeter
+from coordinator.rules import budget_shares
+from subagents.models.spend import LIMITS, Spent, TokenBudget, TokenMeter, spent_dims
 
 __all__ = ["Allowance", "AllowanceMeter", "WorkflowBudget", "spent_in"]
-
-_LIMITS = ("input_tokens", "output_tokens", "total_tokens")
-
 
 class Allowance(BaseModel):
     """What one round may spend of each of the job's limits (None: that limit is unset)."""
@@ -57,14 +55,6 @@ class Allowance(BaseModel):
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
     total_tokens: int | None = Field(default=None, ge=0)
-
-
-def _dims(spent: Spent) -> dict[str, int]:
-    return {
-        "input_tokens": spent[0],
-        "output_tokens": spent[1],
-        "total_tokens": spent[0] + spent[1],
-    }
 
 
 def spent_in(state: dict[str, Any] | None) -> Spent | None:
@@ -93,8 +83,8 @@ class AllowanceMeter(TokenMeter):
         if why is not None or self.allowance is None:
             return why
         mine = self.by_subtask.get(self.subtask_id, [0, 0, 0])
-        own = _dims([mine[0] - self.base[0], mine[1] - self.base[1], 0])
-        for name in _LIMITS:
+        own = spent_dims(mine[0] - self.base[0], mine[1] - self.base[1])
+        for name in LIMITS:
             given = getattr(self.allowance, name)
             if given is not None and own[name] >= given:
                 what = name.removesuffix("_tokens")
@@ -142,15 +132,11 @@ class WorkflowBudget:
         """What is left of the subagents' share of each limit, less what is lent."""
         b = self.meter.budget
         assert b is not None
-        share = 1.0 - b.synthesis_reserve
-        spent = _dims([self.meter.input_tokens, self.meter.output_tokens, 0])
+        spent = spent_dims(self.meter.input_tokens, self.meter.output_tokens)
         out: dict[str, float] = {}
-        for name in _LIMITS:
-            limit = getattr(b, name)
-            if limit is None:
-                continue
+        for name, share in budget_shares(b).items():
             lent = sum(getattr(a, name) or 0 for a in self.lent.values())
-            out[name] = limit * share - spent[name] - lent
+            out[name] = share - spent[name] - lent
         return out
 
     def lend(self, subtask_id: str, sharers: int) -> Allowance | None:

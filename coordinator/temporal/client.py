@@ -8,6 +8,7 @@ from temporalio.client import Client, Interceptor, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from coordinator.engine.run import RunRequest, record_run
+from coordinator.jobfile.research import ResearchPolicy
 from coordinator.jobfile.scenario import Scenario
 from coordinator.report import CoverageReport
 from coordinator.store.runs import RunStore
@@ -102,14 +103,16 @@ async def submit_recorded(
     """Register the run ``request`` asks for in ``store`` and start it on Temporal.
 
     The run is created as a local one is (``fanout runs`` lists it at once); from then
-    on the workers record it: trace, checkpoints, results and, last, the report.
+    on the workers record it: trace, checkpoints, results and, last, the report. The
+    request's research policy (the user's own ``--allow-private-fetch``, DESIGN §10)
+    goes to the workers with the job.
     """
     recorder = record_run(store, request)
     run_id = recorder.run_id
     await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
     return await start_recorded(
         client, request.scenario, store, run_id, task_queue=task_queue, speed=request.speed,
-        settings=settings,
+        settings=settings, policy=request.policy,
     )
 
 
@@ -122,9 +125,11 @@ async def start_recorded(
     task_queue: str = DEFAULT_TASK_QUEUE,
     speed: float = 1.0,
     settings: TemporalSettings | None = None,
+    policy: ResearchPolicy | None = None,
 ) -> tuple[TemporalRunRef, JobHandle]:
     """Start run ``run_id``, already registered in ``store``, on Temporal (``fanout
-    serve --executor temporal`` registers its runs as they are submitted)."""
+    serve --executor temporal`` registers its runs as they are submitted); ``policy``
+    is the research tools' (where fetches may go)."""
     ref = TemporalRunRef(
         run_id=run_id,
         workflow_id=workflow_id(run_id),
@@ -134,7 +139,8 @@ async def start_recorded(
     )
     register_run(store, ref)
     inp = JobInput.of(
-        scenario, run_id=run_id, store=store.target, speed=speed, settings=settings
+        scenario, run_id=run_id, store=store.target, speed=speed, settings=settings,
+        research_policy=policy,
     )
     # The run's trace starts here: the job's span is current while the workflow starts,
     # so the interceptor carries it to the workflow and its activities. It ends once the

@@ -32,6 +32,7 @@ from coordinator.lead import (
     lead_subtask,
     plan_followups,
 )
+from coordinator.rules import lead_position
 from coordinator.temporal.payloads import (
     Decomposition,
     DecompositionInput,
@@ -153,7 +154,7 @@ async def decompose_job(
         lead = Lead(resources, inp.model, run_id=inp.run_id, seed=inp.seed, store=inp.store,
                     clock=clock, session=session)
         sim = simulated_tools(inp.tools, clock)
-        tools = await job_tools(LEAD, sim, inp.mcp_servers, inp.source, resources)
+        tools = await job_tools(LEAD, sim, inp, resources)
         subtasks, gap = await decompose(inp.job, catalogue(StaticTools(tools)), lead.context)
         out = Decomposition(subtasks=subtasks, gap=gap, lead=lead.position())
         beat({"decided": out.model_dump(mode="json")})
@@ -161,8 +162,7 @@ async def decompose_job(
         at = job_clock(inp.speed, inp.started_at).now()
         # As drive's planned(): where the lead stands, then the plan.
         assert out.lead is not None
-        position = {"model_attempts": out.lead.model_attempts, "trace": out.lead.trace}
-        writer.checkpoint(inp.run_id, LEAD, {"lead": position})
+        writer.checkpoint(inp.run_id, LEAD, {"lead": _stored(out.lead)})
         writer.event(inp.run_id, session, LEAD, "plan", at, plan_data(out.subtasks, out.gap))
         await writer.flush()
     return out
@@ -193,7 +193,7 @@ async def plan_job_followups(
         lead = Lead(resources, inp.model, run_id=inp.run_id, seed=inp.seed, store=inp.store,
                     clock=clock, session=session, position=inp.lead)
         sim = simulated_tools(inp.tools, clock)
-        tools = await job_tools(LEAD, sim, inp.mcp_servers, inp.source, resources)
+        tools = await job_tools(LEAD, sim, inp, resources)
         specs = await plan_followups(
             inp.report, inp.job, catalogue(StaticTools(tools)), lead.context
         )
@@ -202,14 +202,18 @@ async def plan_job_followups(
     if writer is not None:
         at = job_clock(inp.speed, inp.started_at).now()
         assert out.lead is not None
-        position = {"model_attempts": out.lead.model_attempts, "trace": out.lead.trace}
-        state: dict[str, Any] = {"followups": position}
+        state: dict[str, Any] = {"followups": _stored(out.lead)}
         if inp.lead is not None:
-            state["lead"] = {"model_attempts": inp.lead.model_attempts, "trace": inp.lead.trace}
+            state["lead"] = _stored(inp.lead)
         writer.checkpoint(inp.run_id, LEAD, state)
         writer.event(inp.run_id, session, LEAD, "followups", at, followups_data(out.followups))
         await writer.flush()
     return out
+
+
+def _stored(position: LeadPosition) -> dict[str, Any]:
+    """``position`` as the lead's checkpoint keeps it, locally and here alike."""
+    return lead_position(position.model_attempts, position.trace, position.spent)
 
 
 def lost_decomposition(job: JobSpec, message: str, at_s: float) -> SubagentResult:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
 from coordinator.job import JobSpec, Route
+from coordinator.jobfile.research import ResearchPolicy, placed_research_tools
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import JobPlanning
 from coordinator.report import CoverageReport
@@ -21,6 +22,7 @@ from coordinator.temporal.budget import Allowance
 from shared.categories import ErrorCategory
 from subagents.loop import SubagentResult
 from subagents.models.spend import Spent, TokenBudget
+from subagents.research.spec import resolve_docs_folder
 from subagents.spec import SubtaskSpec
 
 DEFAULT_ADDRESS: Final = "127.0.0.1:7233"
@@ -70,6 +72,45 @@ class TemporalSettings(BaseModel):
         return 2 * self.heartbeat_timeout_s
 
 
+class ResearchSetup(BaseModel):
+    """A job's built-in research tools (DESIGN §10), as every worker opens them.
+
+    The documents are read where the worker runs: ``docs.path`` is the folder's absolute
+    path as the submitter resolved it, and each worker's machine must have the folder
+    there (a shared mount, or a copy synced to the same path). Each worker keeps its own
+    index of it (:meth:`coordinator.temporal.resources.WorkerResources.index_home`).
+    """
+
+    model_config = _FROZEN
+
+    spec: dict[str, Any]
+    """The ``research_tools`` block, its ``docs.path`` absolute, ``web.fetch``'s
+    ``allow_private`` the submitting user's own choice."""
+    docs_as_written: str | None = None
+    """``docs.path`` as the job file wrote it: what a worker without the folder names."""
+    guard_search: bool = False
+    """The search backend's address is guarded too (a job sent to ``fanout serve``)."""
+
+    @classmethod
+    def of(cls, scenario: Scenario, policy: ResearchPolicy | None = None) -> ResearchSetup | None:
+        """The setup of ``scenario``'s research tools under ``policy`` (None: it has none).
+
+        Raises:
+            InputFileErrors: the policy forbids the folder.
+        """
+        placed = placed_research_tools(scenario, policy)
+        if placed is None:
+            return None
+        spec, written = placed.spec, None
+        if spec.docs is not None:
+            written = spec.docs.path
+            folder = resolve_docs_folder(spec.docs.path, placed.base_dir)
+            spec = spec.model_copy(
+                update={"docs": spec.docs.model_copy(update={"path": str(folder)})})
+        return cls(spec=spec.model_dump(mode="json"), docs_as_written=written,
+                   guard_search=placed.guard_search)
+
+
 class JobInput(BaseModel):
     """The workflow's input: one job, as ``fanout run`` loaded it."""
 
@@ -89,6 +130,8 @@ class JobInput(BaseModel):
     only when its file scripts them)."""
     source: str = ""
     """The job file: relative MCP ``cwd`` values resolve against its directory."""
+    research: ResearchSetup | None = None
+    """The job's built-in research tools (None: it declares none)."""
     store: str | None = None
     """The run store file the workers record into (None: not recorded)."""
     speed: float = Field(default=1.0, gt=0)
@@ -103,9 +146,15 @@ class JobInput(BaseModel):
         store: str | None = None,
         speed: float = 1.0,
         settings: TemporalSettings | None = None,
+        research_policy: ResearchPolicy | None = None,
     ) -> JobInput:
         """The input for running ``scenario`` as run ``run_id`` (a job without subtasks
-        is decomposed by its lead agent first, on a worker)."""
+        is decomposed by its lead agent first, on a worker); its research tools under
+        ``research_policy`` (the command line's by default).
+
+        Raises:
+            InputFileErrors: the policy forbids the job's documents folder.
+        """
         return cls(
             run_id=run_id,
             job=scenario.job,
@@ -124,6 +173,7 @@ class JobInput(BaseModel):
             synthesize=JobPlanning(scenario).synthesizes,
             followups=JobPlanning(scenario).plans_followups,
             source=scenario.source,
+            research=ResearchSetup.of(scenario, research_policy),
             store=store,
             speed=speed,
             settings=settings or TemporalSettings(),
@@ -144,6 +194,8 @@ class RoundInput(BaseModel):
     ``permission``, an undefined one differently, so the subtask must see them all."""
     mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """The job's MCP servers (each worker starts a set once and keeps it)."""
+    research: ResearchSetup | None = None
+    """The job's research tools (each worker opens a set once and keeps it)."""
     model: dict[str, Any] | None = None
     source: str = ""
     store: str | None = None
@@ -233,6 +285,7 @@ class DecompositionInput(BaseModel):
     seed: int | str = 0
     tools: ToolSpecs = Field(default_factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    research: ResearchSetup | None = None
     model: dict[str, Any]
     source: str = ""
     store: str | None = None
@@ -265,6 +318,7 @@ class FollowupInput(BaseModel):
     seed: int | str = 0
     tools: ToolSpecs = Field(default_factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    research: ResearchSetup | None = None
     model: dict[str, Any]
     source: str = ""
     store: str | None = None

@@ -23,14 +23,21 @@ from temporalio.exceptions import ActivityError, TimeoutError
 
 from coordinator.engine.recorded import event_data
 from coordinator.routing import RoutingTable
+from coordinator.rules import cut, retried_later, time_left
 from coordinator.temporal.budget import AllowanceMeter, spent_in
-from coordinator.temporal.payloads import RoundInput, RoundOutput, State
+from coordinator.temporal.payloads import (
+    DecompositionInput,
+    FollowupInput,
+    RoundInput,
+    RoundOutput,
+    State,
+)
 from coordinator.temporal.resources import WorkerResources
 from shared.clock import AnyioClock, JobClock, PacedClock
 from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentRun, run_subagent
 from subagents.checkpoint import restore_run, snapshot_run
-from subagents.loop import crashed, cut_by_deadline
+from subagents.loop import crashed
 from subagents.models.spec import ModelSpec
 from subagents.planners import Planner
 from subagents.planners.model import ModelPlanner
@@ -68,7 +75,7 @@ def round_clock(inp: RoundInput) -> JobClock:
     """
     scripted = inp.subtask.planner != "model" or (
         inp.model is not None and inp.model.get("provider") == "scripted")
-    if inp.mcp_servers or not scripted:
+    if inp.mcp_servers or inp.research is not None or not scripted:
         return job_clock(inp.speed, inp.started_at)
     offset = (time.time() - inp.started_at) * inp.speed
     return JobClock(PacedClock(inp.speed), offset=offset)
@@ -130,11 +137,6 @@ def _beaten(resumed: Beat | None, round_no: int) -> tuple[State | None, bool]:
         return None, False
     state: State = resumed["state"]
     return state, bool(resumed.get("done"))
-
-
-def _retried_later(run: SubagentRun, routing: RoutingTable) -> bool:
-    esc = run.escalation
-    return esc is not None and run.rounds < 2 and routing.route(esc).route == "retry_later"
 
 
 async def run_round(
@@ -210,10 +212,10 @@ async def run_round(
     if not done_before:
         if writer is not None:
             writer.claim(run_id)
-        remaining = None if inp.deadline_s is None else inp.deadline_s - clock.now()
+        remaining = time_left(inp.deadline_s, clock.now())
         if remaining is not None and remaining <= 0 and beaten is None:
             # Started after the deadline fell: the subagent was still queued (DESIGN §5.1).
-            cut_by_deadline(run, clock.now())
+            cut(run, clock.now())
             escalated()
         else:
             tools = await _tools_of(inp, resources, sim)
@@ -233,7 +235,7 @@ async def run_round(
             if not run.finished:
                 # The deadline cut it: it hands up what it found (the attempt under way
                 # counts), exactly as the local coordinator's cancel scope does.
-                cut_by_deadline(run, clock.now())
+                cut(run, clock.now())
                 escalated()
     result = run.result()
     if tracer is not None and not done_before:
@@ -243,7 +245,7 @@ async def run_round(
         beat({"round": inp.round, "done": True, "state": final})
     if writer is not None:
         await writer.commit_result(run_id, sid, session, result.model_dump(mode="json"), final)
-    keep = _retried_later(run, routing)
+    keep = retried_later(run.escalation, run.rounds, routing)
     spent = list(run.planner.spent) if isinstance(run.planner, ModelPlanner) else None
     return RoundOutput(result=result, state=final if keep else None, spent=spent)
 
@@ -265,22 +267,31 @@ def round_meter(inp: RoundInput) -> AllowanceMeter:
 async def _tools_of(
     inp: RoundInput, resources: WorkerResources, sim: SimulatedTools
 ) -> Mapping[str, Tool]:
-    return await job_tools(inp.subtask.id, sim, inp.mcp_servers, inp.source, resources)
+    return await job_tools(inp.subtask.id, sim, inp, resources)
 
 
 async def job_tools(
     subtask_id: str,
     sim: SimulatedTools,
-    mcp_servers: Mapping[str, Mapping[str, Any]],
-    source: str,
+    inp: RoundInput | DecompositionInput | FollowupInput,
     resources: WorkerResources,
 ) -> dict[str, Tool]:
-    """The simulated tools as ``subtask_id`` sees them, and the MCP tools of the job's
-    servers if it declares any (started on this worker on first use)."""
+    """The simulated tools as ``subtask_id`` sees them, then the MCP tools of the job's
+    servers and its research tools if it declares any (opened on this worker on first
+    use), in the order a local run combines them.
+
+    Raises:
+        McpServerStartError: the job's MCP servers cannot start on this worker.
+        ResearchToolsUnavailable: the job's research tools cannot open on this worker.
+    """
     tools = dict(sim.for_subtask(subtask_id))
-    if mcp_servers:
-        mcp = await resources.mcp.source(mcp_servers, _base_dir(source))
+    if inp.mcp_servers:
+        mcp = await resources.mcp.source(inp.mcp_servers, _base_dir(inp.source))
         tools.update(mcp.for_subtask(subtask_id))
+    if inp.research is not None:
+        home = resources.index_home(inp.store)
+        research = await resources.research.tools(inp.research, home)
+        tools.update(research.for_subtask(subtask_id))
     return tools
 
 

@@ -1,7 +1,7 @@
 """The fanout worker: the workflow and the activities on one task queue, resources opened once.
 
 ``fanout worker`` runs :func:`serve_worker` until SIGINT or SIGTERM. A worker opens the
-MCP servers and model clients its rounds need once and keeps them
+MCP servers, research tools and model clients its rounds need once and keeps them
 (:class:`~coordinator.temporal.resources.WorkerResources`); ``concurrency`` bounds how
 many subagent rounds it runs at once, whatever the jobs' own ``concurrency``.
 """

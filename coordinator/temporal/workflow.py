@@ -48,17 +48,24 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from coordinator.lead import (
-        LEAD,
         failed_decomposition,
         planned_job,
         with_followups,
         with_lead_gap,
     )
     from coordinator.lead.extractive import with_extractive_answer
-    from coordinator.lead.followups import open_gaps
     from coordinator.report import CoverageReport, assemble_report
     from coordinator.report_edits import with_tokens
     from coordinator.routing import RoutingTable
+    from coordinator.rules import (
+        LEAD,
+        asks_for_followups,
+        follows_up,
+        followup_job,
+        past_deadline,
+        retried_later,
+        time_left,
+    )
     from coordinator.temporal.activities import FanoutActivities
     from coordinator.temporal.budget import Allowance, WorkflowBudget, spent_in
     from coordinator.temporal.lead import lost_decomposition
@@ -127,26 +134,16 @@ class FanoutWorkflow:
                 self._budget.record(LEAD, lead.spent)
             lead_gap = plan.gap
         self._queued = {s.id for s in job.subtasks}
-        await self._round(list(job.subtasks), 1)
-        retry = [
-            s for s in job.subtasks
-            if (r := self._results.get(s.id)) is not None and self._retried_later(r)
-        ]
-        if retry and not self._past_deadline():
-            await self._round(retry, 2)
+        await self._rounds(job.subtasks)
         report = assemble_report(
             job,
             [r for s in job.subtasks if (r := self._results.get(s.id)) is not None],
             elapsed_s=self._job_now(),
         )
-        if (
-            inp.followups
-            and inp.model is not None
-            and lead_gap is None  # as run_research: a lead that could not plan is not asked
-            and job.followup_rounds() > 0
-            and open_gaps(report)
-            and not self._past_deadline()
-        ):
+        if follows_up(
+            job, lead=inp.model is not None, lead_failed=lead_gap is not None,
+            lead_plans=inp.followups,
+        ) and asks_for_followups(report, job.deadline_s, self._job_now(), cancelled=False):
             report, lead = await self._follow_up(report, lead)
         if lead_gap is not None:
             # A degraded plan (DESIGN §7): the lead's failure stays visible.
@@ -172,7 +169,8 @@ class FanoutWorkflow:
                 FanoutActivities.decompose,
                 DecompositionInput(run_id=inp.run_id, job=inp.job, seed=inp.seed,
                                    tools=inp.tools, mcp_servers=inp.mcp_servers,
-                                   model=inp.model, source=inp.source, store=inp.store,
+                                   research=inp.research, model=inp.model,
+                                   source=inp.source, store=inp.store,
                                    speed=inp.speed, started_at=self._started),
                 activity_id="lead/decompose",
                 start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
@@ -197,7 +195,8 @@ class FanoutWorkflow:
             plan: FollowupPlan = await workflow.execute_activity_method(
                 FanoutActivities.plan_followups,
                 FollowupInput(run_id=inp.run_id, job=self._job, seed=inp.seed,
-                              tools=inp.tools, mcp_servers=inp.mcp_servers, model=inp.model,
+                              tools=inp.tools, mcp_servers=inp.mcp_servers,
+                              research=inp.research, model=inp.model,
                               source=inp.source, store=inp.store, speed=inp.speed,
                               started_at=self._started, report=report, lead=lead),
                 activity_id="lead/followups",
@@ -213,16 +212,9 @@ class FanoutWorkflow:
             self._budget.record(LEAD, plan.lead.spent)
         if not specs:
             return report, plan.lead
-        await self._round(list(specs), 1)
-        retry = [
-            s for s in specs
-            if (r := self._results.get(s.id)) is not None and self._retried_later(r)
-        ]
-        if retry and not self._past_deadline():
-            await self._round(retry, 2)
-        followup_job = self._job.model_copy(update={"subtasks": list(specs)})
+        await self._rounds(specs)
         extra = assemble_report(
-            followup_job,
+            followup_job(self._job, specs),
             [r for s in specs if (r := self._results.get(s.id)) is not None],
             elapsed_s=self._job_now(),
         )
@@ -274,25 +266,28 @@ class FanoutWorkflow:
         return (workflow.now().timestamp() - self._started) * self._inp.speed
 
     def _until_deadline(self) -> float | None:
-        """Real seconds until the deadline (None: no deadline)."""
-        deadline = self._job.deadline_s
-        if deadline is None:
-            return None
-        return deadline / self._inp.speed - (workflow.now().timestamp() - self._started)
+        """Real seconds until the deadline (None: no deadline): a workflow timer's."""
+        left = time_left(self._job.deadline_s, self._job_now())
+        return None if left is None else left / self._inp.speed
 
     def _past_deadline(self) -> bool:
-        remaining = self._until_deadline()
-        return remaining is not None and remaining <= 0
+        return past_deadline(self._job.deadline_s, self._job_now())
 
     # -- scheduling ---------------------------------------------------------------------
 
-    def _retried_later(self, result: SubagentResult) -> bool:
-        esc = result.escalation
-        return (
-            esc is not None and result.rounds < 2
-            and self._table.route(esc).route == "retry_later"
-            and result.subtask_id in self._states
-        )
+    async def _rounds(self, batch: list[SubtaskSpec]) -> None:
+        """``batch``'s first round, then the retry round of those routed ``retry_later``
+        (as run_job's), unless the deadline has passed. A subagent whose round was lost
+        for good has no state to continue from: it is not retried."""
+        await self._round(list(batch), 1)
+        retry = [
+            s for s in batch
+            if (r := self._results.get(s.id)) is not None
+            and retried_later(r.escalation, r.rounds, self._table)
+            and s.id in self._states
+        ]
+        if retry and not self._past_deadline():
+            await self._round(retry, 2)
 
     async def _round(self, batch: list[SubtaskSpec], round_no: int) -> None:
         """Run ``batch``'s rounds under the capacity limit, FIFO, until the deadline."""
@@ -375,6 +370,7 @@ class FanoutWorkflow:
             seed=inp.seed,
             tools=inp.tools,
             mcp_servers=inp.mcp_servers,
+            research=inp.research,
             model=inp.model,
             source=inp.source,
             store=inp.store,

@@ -91,6 +91,30 @@ def _count(text: str, what: str) -> int:
     return value
 
 
+LIMITS = ("input_tokens", "output_tokens", "total_tokens")
+"""A budget's limits, in the order a spent one is named."""
+
+
+def budget_shares(budget: TokenBudget, *, reserve: bool = True) -> dict[str, float]:
+    """Each limit ``budget`` sets, as the tokens that may be spent of it: the subagents'
+    share (the limit less the synthesis reserve), or with ``reserve`` False the whole
+    limit (the synthesis's). One rule for the local meter and the Temporal workflow's
+    lending (``coordinator.rules`` names it)."""
+    part = 1.0 - budget.synthesis_reserve if reserve else 1.0
+    return {
+        name: limit * part for name in LIMITS if (limit := getattr(budget, name)) is not None
+    }
+
+
+def spent_dims(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    """Tokens spent, measured as each of a budget's limits counts them."""
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
 Spent = list[int]
 """What one subtask's model calls spent: ``[input_tokens, output_tokens, calls]`` (JSON-ready:
 it travels in checkpoints and Temporal payloads)."""
@@ -165,22 +189,22 @@ class TokenMeter:
             self.spend(subtask_id, usage)
         return usage
 
-    def _over(self, share: float) -> str | None:
-        """What is spent past ``share`` of its limit, said for a person; None if nothing."""
+    def _over(self, *, reserve: bool) -> str | None:
+        """What is spent past its share of a limit (:func:`budget_shares`), said for a
+        person; None if nothing."""
         b = self.budget
         if b is None:
             return None
-        for spent, limit, what in (
-            (self.input_tokens, b.input_tokens, "input"),
-            (self.output_tokens, b.output_tokens, "output"),
-            (self.input_tokens + self.output_tokens, b.total_tokens, "total"),
-        ):
-            if limit is not None and spent >= limit * share:
-                if share >= 1:
-                    return f"{spent} {what} tokens spent of the job's budget of {limit}"
+        spent = spent_dims(self.input_tokens, self.output_tokens)
+        for name, share in budget_shares(b, reserve=reserve).items():
+            if spent[name] >= share:
+                what = name.removesuffix("_tokens")
+                limit = getattr(b, name)
+                if not reserve:
+                    return f"{spent[name]} {what} tokens spent of the job's budget of {limit}"
                 return (
-                    f"{spent} {what} tokens spent; the subagents' share of the job's budget "
-                    f"of {limit} is {math.floor(limit * share)} (the rest is kept for the "
+                    f"{spent[name]} {what} tokens spent; the subagents' share of the job's "
+                    f"budget of {limit} is {math.floor(share)} (the rest is kept for the "
                     "synthesis)"
                 )
         return None
@@ -189,11 +213,11 @@ class TokenMeter:
         """Why subagents may call their model no more (the budget less the reserve)."""
         if self.budget is None:
             return None
-        return self._over(1.0 - self.budget.synthesis_reserve)
+        return self._over(reserve=True)
 
     def spent(self) -> str | None:
         """Why the synthesis may not run (the whole budget is spent), else None."""
-        return self._over(1.0)
+        return self._over(reserve=False)
 
     def output_left(self) -> int | None:
         """Output tokens the budget still allows (None: no output limit)."""

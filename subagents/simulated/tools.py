@@ -12,12 +12,11 @@ keeps that subtask's counters in the subtask's own table.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from collections.abc import Coroutine, Mapping
 from types import MappingProxyType
 from typing import Any
-
-import anyio
 
 from shared.clock import Clock
 from shared.errors import (
@@ -136,8 +135,10 @@ class SimulatedTools:
 
     async def _respond(self, name: str, spec: SimToolSpec, response: ResponseSpec) -> Any:
         if response.error == "timeout":
-            # Never answers: the executor's per-attempt timeout decides what this costs.
-            await anyio.sleep_forever()
+            # Never answers: the executor's per-attempt timeout decides what this costs. It
+            # waits on the job's clock, so a clock that cuts its timeouts in its own time
+            # (shared.clock.PacedClock) cuts this one there too.
+            await self.clock.sleep(math.inf)
         latency = spec.latency_s if response.latency_s is None else response.latency_s
         await self.clock.sleep(latency)
         kind = response.kind

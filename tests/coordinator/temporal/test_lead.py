@@ -131,7 +131,8 @@ async def test_a_plan_never_valid_degrades_to_the_question(tmp_path: Path) -> No
 @pytest.mark.anyio
 async def test_the_plan_is_recorded_for_report_and_resume(tmp_path: Path) -> None:
     """The plan lands in the store as the engine's drive writes it, so planned_scenario (what
-    `fanout report` and `resume` read) gives the subtasks the run runs."""
+    `fanout report` and `resume` read) gives the subtasks the run runs, and the lead's
+    position as a local run keeps it (its spend included: coordinator.rules)."""
     scenario = load_scenario(DECOMPOSES)
     store = RunStore(tmp_path / "runs.sqlite")
     recorder = store.create_run(job="j", query="q", file=str(DECOMPOSES), spec_text="",
@@ -143,7 +144,7 @@ async def test_the_plan_is_recorded_for_report_and_resume(tmp_path: Path) -> Non
     assert out.subtasks is not None and out.lead is not None
     assert planned_scenario(scenario, store, recorder.run_id).job.subtasks == out.subtasks
     lead = store.checkpoints(recorder.run_id)[LEAD]["lead"]
-    assert lead == {"model_attempts": 2, "trace": out.lead.trace}
+    assert lead == {"model_attempts": 2, "trace": out.lead.trace, "spent": out.lead.spent}
 
 
 @pytest.mark.anyio

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from trio.testing import MockClock
 
@@ -103,3 +104,26 @@ async def test_a_round_is_paced_only_when_everything_it_runs_is_simulated(
     assert isinstance(clock, JobClock)
     assert isinstance(clock.base, PacedClock if paced else AnyioClock)
     assert clock.now() == pytest.approx(2 * SPEED, abs=SPEED)  # 2 s into the job
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_a_stalled_worker_does_not_time_out_a_call_that_ended_in_time() -> None:
+    """A loop held up past both a paced sleep's wake-up and its timeout's real deadline
+    (a busy worker) wakes the sleeper, not the timeout: a paced timeout cuts in the
+    clock's own time. Cut by a real timer, the call timed out at 1.5 s of its 4."""
+    clock = PacedClock(SPEED)
+
+    async def stall() -> None:
+        await anyio.sleep(0.01)
+        time.sleep(0.5)  # noqa: ASYNC251 - the worker's loop held up by other work
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stall)
+        with clock.fail_after(4):  # 0.2 s of real time
+            await clock.sleep(1.5)  # 0.075 s of real time
+            await anyio.lowlevel.checkpoint()  # the call goes on (its result handed back)
+    assert clock.now() == 1.5
+    with pytest.raises(TimeoutError), clock.fail_after(4):
+        await clock.sleep(5)  # past the end: cut at it, in the clock's time
+    assert clock.now() == 5.5
