@@ -1,0 +1,112 @@
+"""Serving the door: over stdio (one client, the process that started it) or streamable
+HTTP (``--http HOST:PORT``, a bearer token as ``fanout serve`` takes it).
+
+Runs live in a task group around the transport: when the client goes (stdin closes, the
+HTTP server stops on SIGTERM or SIGINT) the runs still going are cancelled, and each
+records its partial report before the process exits.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from mcp.server.transport_security import TransportSecuritySettings
+
+from coordinator.mcpserve.config import MAX_JOB_BYTES, DoorConfig
+from coordinator.mcpserve.door import Door
+from coordinator.mcpserve.server import App, FanoutServer, build_server
+from coordinator.store import RunStore
+
+MCP_PATH = "/mcp"
+# A run_job's YAML (≤ 1 MiB) travels as JSON inside a JSON-RPC message: room for escapes.
+MAX_REQUEST_BYTES = 4 * MAX_JOB_BYTES
+
+
+@asynccontextmanager
+async def _serving(config: DoorConfig) -> AsyncIterator[FanoutServer]:
+    store = RunStore(config.store)
+    try:
+        async with anyio.create_task_group() as tg:
+            door = Door(store, tg, max_runs=config.max_runs, max_queued=config.max_queued)
+            yield build_server(App(config, store, door))
+            tg.cancel_scope.cancel()  # the client is gone: its runs wind down, recorded
+    finally:
+        store.close()
+
+
+async def serve_stdio(config: DoorConfig) -> None:
+    """Serve one client on stdin and stdout until it closes them."""
+    async with _serving(config) as server:
+        await server.run_stdio_async()
+
+
+class BearerGuard:
+    """Every HTTP request needs ``Authorization: Bearer TOKEN`` (compared in constant
+    time); else 401, as ``fanout serve`` answers."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                kind, _, given = bytes(value).partition(b" ")
+                if kind.lower() != b"bearer":
+                    given = b""
+        if given and hmac.compare_digest(given.strip(), self._token):
+            await self.app(scope, receive, send)
+            return
+        detail = "a valid bearer token is required" if given else (
+            "missing Authorization: Bearer TOKEN")
+        body = json.dumps({"detail": detail}).encode()
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"content-type", b"application/json"),
+            (b"www-authenticate", b'Bearer realm="fanout"'),
+            (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def http_app(server: FanoutServer, host: str, token: str | None) -> Any:
+    """The streamable HTTP application at ``/mcp``, behind the token when there is one.
+
+    Without a token the server listens on loopback only (``check_bind``), and the SDK's
+    DNS-rebinding guard admits only loopback Host and Origin headers.
+    """
+    security = None
+    if token is None:
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, transport_security=security,
+        max_request_body_size=MAX_REQUEST_BYTES,
+    )
+    return app if token is None else BearerGuard(app, token)
+
+
+async def serve_http(config: DoorConfig, sock: socket.socket, *, token: str | None,
+                     max_connections: int, log_level: str = "info") -> None:
+    """Serve streamable HTTP on ``sock`` until SIGTERM or SIGINT."""
+    import uvicorn
+
+    host = sock.getsockname()[0]
+    async with _serving(config) as server:
+        uv = uvicorn.Config(
+            http_app(server, host, token), loop="asyncio", lifespan="on",
+            log_level=log_level, limit_concurrency=max_connections,
+            timeout_graceful_shutdown=5, timeout_keep_alive=30,
+        )
+        await uvicorn.Server(uv).serve(sockets=[sock])
