@@ -87,8 +87,10 @@ def ask_settings(args: argparse.Namespace) -> str | None:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputFileError(args.tools, None, "<file>", "a readable tools file",
                              got=str(exc)) from None
-    # Composed once as an ask would compose it: a bad file is exit 2 here.
-    build_ask_job("check", args.tools, model=args.model)
+    # Composed once as an ask would compose it: a bad file is exit 2 here (with the first
+    # served folder: a file holding only a model block researches the documents).
+    build_ask_job("check", args.tools, model=args.model,
+                  docs=args.docs[0] if args.docs else None)
     return text
 
 

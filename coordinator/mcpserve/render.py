@@ -96,9 +96,10 @@ def as_text(result: RunAnswer) -> str:
         lines.append("")
     if result.gaps or result.missing:
         lines.append("Not covered:")
-        lines += [f"- {g.query}: {g.message}" for g in result.gaps]
-        shown = {g.query for g in result.gaps}
-        lines += [f"- {m}" for m in result.missing if m not in shown]
+        lines += [f"- {g.subtask_id}: {g.message} (tried {g.query})" for g in result.gaps]
+        # The answer's missing list says each gap again, longer: only what else it holds.
+        told = tuple(f"{g.subtask_id}:" for g in result.gaps)
+        lines += [f"- {m}" for m in result.missing if not m.startswith(told)]
         lines.append("")
     coverage = f"{result.coverage:.0%}" if result.coverage is not None else "?"
     lines.append(f"Outcome {result.outcome}, coverage {coverage}. Run {result.run_id}: the "
