@@ -124,16 +124,22 @@ class HttpServer:
     proc: subprocess.Popen[str]
     url: str
     log: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
 
     def stop(self) -> int:
         """SIGTERM, as an operator stops it; its exit code."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout=30)
+            code = self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            return self.proc.wait(timeout=10)
+            code = self.proc.wait(timeout=10)
+        if self.reader is not None:
+            self.reader.join(timeout=10)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        return code
 
 
 def start_http(tmp: Path, *extra: str, token: str | None = TOKEN,
@@ -149,11 +155,13 @@ def start_http(tmp: Path, *extra: str, token: str | None = TOKEN,
         lines.append(line)
         if "streamable HTTP on " in line:
             url = line.split("streamable HTTP on ", 1)[1].split()[0]
-            server = HttpServer(proc, url, lines)
             # Keep reading, so the server never blocks on a full pipe.
-            threading.Thread(target=lambda: lines.extend(proc.stderr or ()), daemon=True).start()
-            return server
+            reader = threading.Thread(target=lambda: lines.extend(proc.stderr or ()),
+                                      daemon=True)
+            reader.start()
+            return HttpServer(proc, url, lines, reader)
     proc.wait(timeout=30)
+    proc.stderr.close()
     raise AssertionError(f"fanout mcp --http did not start: {''.join(lines)}")
 
 
