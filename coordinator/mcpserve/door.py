@@ -24,6 +24,7 @@ import anyio.abc
 from coordinator.api.run import Prepared, execute
 from coordinator.report import CoverageReport
 from coordinator.store import RunRecorder, RunStore
+from shared.errors import FanoutError
 from subagents.result import ProgressEvent
 
 log = logging.getLogger("fanout.mcp")
@@ -157,7 +158,10 @@ class Door:
         except Exception as exc:
             # What stops a job before it runs (a missing key, a folder that cannot be
             # indexed) is the request's answer; a job's own failures are in its report.
-            log.info("a run did not start: %r", exc)
+            if isinstance(exc, FanoutError):
+                log.info("a run did not start: %s", exc)
+            else:
+                log.exception("a run failed outside its job")
             ticket.error = exc
         finally:
             if queued:

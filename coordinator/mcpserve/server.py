@@ -39,7 +39,7 @@ from coordinator.mcpserve.config import (
 )
 from coordinator.mcpserve.door import Busy, Door, Ticket
 from coordinator.store import RunStore
-from shared.errors import InputFileError
+from shared.errors import FanoutError, InputFileError
 
 INSTRUCTIONS = (
     "fanout researches a question with a lead agent and subagents over the operator's "
@@ -86,10 +86,14 @@ async def _forward(ticket: Ticket, ctx: Context[App, Any]) -> None:
 
 
 def _why(exc: Exception) -> str:
-    """A run that could not start, in one line a client can act on."""
+    """A run that could not start, in lines a client can act on: fanout's own errors say
+    what to fix (a key the server lacks, a folder it cannot index); anything else is a
+    fault of the server, whose text stays in its log."""
     if isinstance(exc, InputFileError):
         return exc.describe()
-    return str(exc) or type(exc).__name__
+    if isinstance(exc, FanoutError):
+        return str(exc)
+    return "the run could not start: a fault of the server (its log has the details)"
 
 
 async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, speed: float = 1.0,

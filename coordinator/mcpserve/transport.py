@@ -43,9 +43,19 @@ async def _serving(config: DoorConfig) -> AsyncIterator[FanoutServer]:
 
 
 async def serve_stdio(config: DoorConfig) -> None:
-    """Serve one client on stdin and stdout until it closes them."""
-    async with _serving(config) as server:
+    """Serve one client on stdin and stdout until it closes them, or SIGTERM or SIGINT
+    (what a client sends a server that does not leave when stdin closes)."""
+    async with _serving(config) as server, anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, tg.cancel_scope)
         await server.run_stdio_async()
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
 
 
 class BearerGuard:

@@ -221,3 +221,36 @@ async def test_bad_arguments_are_tool_errors_naming_the_field(tmp_path: Path) ->
         command)
     assert not (tmp_path / "PWNED").exists()
     assert (runs.structured_content or {})["runs"] == []  # nothing refused was recorded
+
+
+async def test_a_model_whose_key_the_server_lacks_is_a_tool_error_naming_it(
+    tmp_path: Path,
+) -> None:
+    """--model openai:NAME without OPENAI_API_KEY: each ask is a tool error naming the
+    variable, and nothing is recorded."""
+    papers = make_papers(tmp_path)
+    with anyio.fail_after(60):
+        async with over_stdio(tmp_path, "--docs", str(papers), "--model",
+                              "openai:gpt-4o-mini") as session:
+            result = await session.call_tool("ask", {"question": "q?"})
+            runs = await session.call_tool("list_runs", {})
+    assert result.is_error and "OPENAI_API_KEY" in text_of(result)
+    assert "Traceback" not in text_of(result)
+    assert (runs.structured_content or {})["runs"] == []
+
+
+async def test_a_full_queue_refuses_and_a_client_that_leaves_keeps_its_partial_reports(
+    tmp_path: Path,
+) -> None:
+    """--max-runs 1 --max-queued 0: a second run is refused while one runs; when the
+    client leaves, the run still going is cancelled and its partial report recorded."""
+    with anyio.fail_after(90):
+        async with over_stdio(tmp_path, "--max-runs", "1", "--max-queued", "0") as session:
+            first = await session.call_tool("run_job", {"job": HALF_DONE_JOB, "wait_s": 0})
+            second = await session.call_tool("run_job", {"job": QUICK_JOB})
+        data = first.structured_content
+        assert data is not None and data["status"] == "running", text_of(first)
+        assert second.is_error and "try again later" in text_of(second)
+        async with over_stdio(tmp_path) as session:
+            report = await _finished(session, data["run_id"])
+    assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [("stuck", "cancelled")]
