@@ -53,6 +53,10 @@ def add_mcp_parser(sub: Any) -> None:
                    help="runs waiting for a slot (default 256; then a tool error)")
     p.add_argument("--max-connections", type=int, default=1024, metavar="N",
                    help="--http connections open at once (default 1024; then 503)")
+    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                   help="--http: seconds for a request's head to arrive (default 10; then 408)")
+    p.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
+                   help="--http: seconds for a request's body to arrive (default 30; then 408)")
     p.add_argument("--wait", type=float, default=None, metavar="SECONDS",
                    help="how long ask and run_job wait for their run when the call gives "
                    "no wait_s (default: until it ends); then they answer with the run id "
@@ -82,6 +86,8 @@ def cmd_mcp(args: argparse.Namespace, out: Console, err: Console) -> int:
     for name, value, low in (("--max-runs", args.max_runs, 1),
                              ("--max-queued", args.max_queued, 0),
                              ("--max-connections", args.max_connections, 2),
+                             ("--header-timeout", args.header_timeout, 0.1),
+                             ("--body-timeout", args.body_timeout, 0.1),
                              ("--wait", 0 if args.wait is None else args.wait, 0)):
         if value < low:
             err.print(f"[bold red]error:[/] {name}: expected at least {low}, got {value}")
@@ -123,6 +129,8 @@ def cmd_mcp(args: argparse.Namespace, out: Console, err: Console) -> int:
     try:
         anyio.run(lambda: serve_http(config, sock, token=token,
                                      max_connections=args.max_connections,
+                                     header_timeout_s=args.header_timeout,
+                                     body_timeout_s=args.body_timeout,
                                      log_level=args.log_level))
     finally:
         sock.close()

@@ -9,8 +9,6 @@ records its partial report before the process exits.
 from __future__ import annotations
 
 import contextlib
-import hmac
-import json
 import signal
 import socket
 from collections.abc import AsyncIterator, Generator
@@ -22,6 +20,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from coordinator.mcpserve.config import MAX_JOB_BYTES, DoorConfig
 from coordinator.mcpserve.door import Door
+from coordinator.mcpserve.guards import BearerGuard, BodyLimits
 from coordinator.mcpserve.server import App, FanoutServer, build_server
 from coordinator.store import RunStore
 
@@ -58,39 +57,10 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
             return
 
 
-class BearerGuard:
-    """Every HTTP request needs ``Authorization: Bearer TOKEN`` (compared in constant
-    time); else 401, as ``fanout serve`` answers."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self._token = token.encode()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        given = b""
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                kind, _, given = bytes(value).partition(b" ")
-                if kind.lower() != b"bearer":
-                    given = b""
-        if given and hmac.compare_digest(given.strip(), self._token):
-            await self.app(scope, receive, send)
-            return
-        detail = "a valid bearer token is required" if given else (
-            "missing Authorization: Bearer TOKEN")
-        body = json.dumps({"detail": detail}).encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"),
-            (b"www-authenticate", b'Bearer realm="fanout"'),
-            (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
-
-
-def http_app(server: FanoutServer, host: str, token: str | None) -> Any:
-    """The streamable HTTP application at ``/mcp``, behind the token when there is one.
+def http_app(server: FanoutServer, host: str, token: str | None, *,
+             body_timeout_s: float = 30.0) -> Any:
+    """The streamable HTTP application at ``/mcp``, behind the token when there is one,
+    each request's body whole within ``body_timeout_s`` and ``MAX_REQUEST_BYTES``.
 
     Without a token the server listens on loopback only (``check_bind``), and the SDK's
     DNS-rebinding guard admits only loopback Host and Origin headers.
@@ -106,20 +76,29 @@ def http_app(server: FanoutServer, host: str, token: str | None) -> Any:
         streamable_http_path=MCP_PATH, host=host, transport_security=security,
         max_request_body_size=MAX_REQUEST_BYTES,
     )
-    return app if token is None else BearerGuard(app, token)
+    limited = BodyLimits(app, max_bytes=MAX_REQUEST_BYTES, deadline_s=body_timeout_s)
+    return limited if token is None else BearerGuard(limited, token)
 
 
 async def serve_http(config: DoorConfig, sock: socket.socket, *, token: str | None,
-                     max_connections: int, log_level: str = "info") -> None:
-    """Serve streamable HTTP on ``sock`` until SIGTERM or SIGINT."""
+                     max_connections: int, header_timeout_s: float = 10.0,
+                     body_timeout_s: float = 30.0, log_level: str = "info") -> None:
+    """Serve streamable HTTP on ``sock`` until SIGTERM or SIGINT, with the limits of
+    ``fanout serve``: connections at once (then 503), a request's head within
+    ``header_timeout_s`` and its body within ``body_timeout_s`` (then 408)."""
     import uvicorn
 
+    # The service's HTTP/1.1 protocol with its header deadline: one place for it.
+    from coordinator.serve.server import _DeadlineH11
+
     host = sock.getsockname()[0]
+    protocol = type("DeadlineH11", (_DeadlineH11,), {"header_timeout_s": header_timeout_s})
     async with _serving(config) as server:
         uv = uvicorn.Config(
-            http_app(server, host, token), loop="asyncio", lifespan="on",
-            log_level=log_level, limit_concurrency=max_connections,
-            timeout_graceful_shutdown=5, timeout_keep_alive=30,
+            http_app(server, host, token, body_timeout_s=body_timeout_s), loop="asyncio",
+            http=protocol, lifespan="on", log_level=log_level,
+            limit_concurrency=max_connections, timeout_graceful_shutdown=5,
+            timeout_keep_alive=30,
         )
         await _quiet_server()(uv).serve(sockets=[sock])
 

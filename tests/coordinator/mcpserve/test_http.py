@@ -4,6 +4,7 @@ takes it, ask with progress over streamable HTTP, cancellation, the loopback rul
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,12 +66,14 @@ async def test_ask_over_http_with_the_token_answers_and_reports_progress(
             names = {t.name for t in (await session.list_tools()).tools}
             result = await session.call_tool("ask", {"question": "tandem cells efficiency"},
                                              progress_callback=progress)
+            bad = await session.call_tool("ask", {"question": "q", "max_subtasks": 0})
     assert names == {"ask", "run_job", "get_report", "list_runs"}
     assert not result.is_error, text_of(result)
     data = result.structured_content
     assert data is not None and data["status"] == "finished"
     assert "perovskite.md" in {s["path"] for s in data["sources"]}
     assert heard == [f"run {data['run_id']} started", "1/1 subtasks, coverage 1"]
+    assert bad.is_error and "max_subtasks" in text_of(bad)
 
 
 async def test_a_cancelled_call_over_http_keeps_the_partial_report(guarded: HttpServer) -> None:
@@ -126,3 +129,33 @@ def test_listening_beyond_loopback_without_a_token_is_refused(tmp_path: Path) ->
                           cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2, done.stderr
     assert "without a token" in done.stderr and "Traceback" not in done.stderr
+
+
+def _raw(url: str, request: bytes) -> bytes:
+    """Send ``request`` as is and read the answer until the server closes (≤ 30 s)."""
+    host, port = url.split("//", 1)[1].split("/", 1)[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_body_too_large_or_too_slow_and_a_head_too_slow_are_refused(tmp_path: Path) -> None:
+    """The limits of serve: a body declared over the limit is 413, a body that stalls is 408 after
+    --body-timeout, a head that stalls is 408 after --header-timeout."""
+    server = start_http(tmp_path, "--body-timeout", "0.5", "--header-timeout", "0.5")
+    try:
+        head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n"
+                "Content-Type: application/json\r\nAccept: application/json, "
+                "text/event-stream\r\n")
+        too_large = _raw(server.url, (head + f"Content-Length: {5 << 20}\r\n\r\n").encode()
+                         + b"x" * 1000)
+        stalled = _raw(server.url, (head + "Content-Length: 100\r\n\r\n").encode() + b"{")
+        no_head = _raw(server.url, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    finally:
+        assert server.stop() == 0, "".join(server.log)
+    assert too_large.startswith(b"HTTP/1.1 413"), too_large[:200]
+    assert stalled.startswith(b"HTTP/1.1 408"), stalled[:200]
+    assert no_head.startswith(b"HTTP/1.1 408"), no_head[:200]
