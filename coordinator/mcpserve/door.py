@@ -63,9 +63,10 @@ class _Announcing(RunStore):
 class Ticket:
     """One run the door took: its id once opened, its progress, its end."""
 
-    def __init__(self, job: Prepared, speed: float) -> None:
+    def __init__(self, job: Prepared, speed: float, *, had_slot: bool) -> None:
         self.job = job
         self.speed = speed
+        self.had_slot = had_slot  # a slot was free when it came: it opens at once
         self.run_id: str | None = None
         self.report: CoverageReport | None = None
         self.error: Exception | None = None
@@ -140,7 +141,7 @@ class Door:
         if self._slots.available_tokens == 0 and self.waiting >= self._max_queued:
             raise Busy(f"{self.waiting} runs are waiting for one of "
                        f"{int(self._slots.total_tokens)} slots; try again later")
-        ticket = Ticket(job, speed)
+        ticket = Ticket(job, speed, had_slot=self._slots.available_tokens > 0)
         self.waiting += 1
         self._tg.start_soon(self._run, ticket)
         return ticket

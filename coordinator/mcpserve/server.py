@@ -107,8 +107,13 @@ async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, speed: flo
     async with anyio.create_task_group() as tg:
         tg.start_soon(_forward, ticket, ctx)
         try:
-            await ticket.opened.wait()
-            with anyio.move_on_after(math.inf if limit is None else limit):
+            now = anyio.current_time
+            deadline = now() + (math.inf if limit is None else limit)
+            # A run with a slot opens at once: its id, for the client to come back with, is
+            # worth that moment whatever wait_s says. A queued run waits within wait_s.
+            with anyio.move_on_after(math.inf if ticket.had_slot else deadline - now()):
+                await ticket.opened.wait()
+            with anyio.move_on_after(max(0.0, deadline - now())):
                 await ticket.ended.wait()
         except anyio.get_cancelled_exc_class():
             # notifications/cancelled (or the client gone): the run is cancelled too and

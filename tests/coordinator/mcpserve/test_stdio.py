@@ -112,8 +112,10 @@ async def test_ask_with_a_model_has_sources_gaps_and_a_progress_notification_per
         async with over_stdio(tmp_path, "--docs", str(papers), "--tools",
                               "tools.yaml") as session:
             result = await session.call_tool(
-                "ask", {"question": "How efficient are tandem cells?", "max_subtasks": 3},
+                "ask", {"question": "How efficient are tandem cells?", "max_subtasks": 3,
+                        "budget": "200000:20000"},
                 progress_callback=progress)
+            stored = await _report(session, (result.structured_content or {})["run_id"])
     assert not result.is_error, text_of(result)
     data = result.structured_content
     assert data is not None
@@ -131,6 +133,8 @@ async def test_ask_with_a_model_has_sources_gaps_and_a_progress_notification_per
     values = [p for p, _, _ in heard]
     assert values == sorted(set(values))  # progress only ever grows
     assert heard[-1][:2] == (2.0, 2.0)
+    budget = stored["tokens"]["budget"]
+    assert (budget["input_tokens"], budget["output_tokens"]) == (200000, 20000)
 
 
 async def test_run_job_runs_a_job_and_wait_s_lets_the_client_come_back_for_it(
@@ -242,15 +246,21 @@ async def test_a_model_whose_key_the_server_lacks_is_a_tool_error_naming_it(
 async def test_a_full_queue_refuses_and_a_client_that_leaves_keeps_its_partial_reports(
     tmp_path: Path,
 ) -> None:
-    """--max-runs 1 --max-queued 0: a second run is refused while one runs; when the
-    client leaves, the run still going is cancelled and its partial report recorded."""
+    """--max-runs 1 --max-queued 1: a second run waits (wait_s 0 answers "queued"), a
+    third is refused; when the client leaves, the run going is cancelled and its partial
+    report recorded, and the queued one never started."""
     with anyio.fail_after(90):
-        async with over_stdio(tmp_path, "--max-runs", "1", "--max-queued", "0") as session:
+        async with over_stdio(tmp_path, "--max-runs", "1", "--max-queued", "1") as session:
             first = await session.call_tool("run_job", {"job": HALF_DONE_JOB, "wait_s": 0})
-            second = await session.call_tool("run_job", {"job": QUICK_JOB})
+            second = await session.call_tool("run_job", {"job": QUICK_JOB, "wait_s": 0})
+            third = await session.call_tool("run_job", {"job": QUICK_JOB})
         data = first.structured_content
         assert data is not None and data["status"] == "running", text_of(first)
-        assert second.is_error and "try again later" in text_of(second)
+        assert (second.structured_content or {})["status"] == "queued", text_of(second)
+        assert (second.structured_content or {})["run_id"] is None
+        assert third.is_error and "try again later" in text_of(third)
         async with over_stdio(tmp_path) as session:
             report = await _finished(session, data["run_id"])
+            runs = await session.call_tool("list_runs", {})
     assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [("stuck", "cancelled")]
+    assert [r["id"] for r in (runs.structured_content or {})["runs"]] == [data["run_id"]]
