@@ -7,7 +7,8 @@ whose lines name the field; what fails inside a job is data in its report.
 
 Long runs: ``ask`` and ``run_job`` answer when the run ends, or after ``wait_s`` seconds
 (default: the operator's ``--wait``, else no limit) with the run's id and status
-``running``: the run goes on here and ``get_report(run_id)`` (or the resource
+``running`` (``queued``, without an id yet, when it still waits for a slot): the run
+goes on here and ``get_report(run_id)`` (or the resource
 ``fanout://runs/{id}/report.md``) gives its report, as far as it has got, at any time.
 The run's id is also the first progress notification. A client that gives up instead
 (its request timeout) cancels the request: the run is cancelled and its partial report

@@ -22,6 +22,7 @@ from tests.coordinator.mcpserve.conftest import (
     make_papers,
     mcp_command,
     over_http,
+    over_stdio,
     start_http,
     text_of,
 )
@@ -159,3 +160,25 @@ def test_a_body_too_large_or_too_slow_and_a_head_too_slow_are_refused(tmp_path: 
     assert too_large.startswith(b"HTTP/1.1 413"), too_large[:200]
     assert stalled.startswith(b"HTTP/1.1 408"), stalled[:200]
     assert no_head.startswith(b"HTTP/1.1 408"), no_head[:200]
+
+
+async def test_sigterm_exits_0_and_keeps_the_partial_reports_of_its_runs(tmp_path: Path) -> None:
+    """An operator's SIGTERM: the server exits 0, and a run it was executing is cancelled
+    with its partial report recorded in the store."""
+    server = start_http(tmp_path)
+    try:
+        with anyio.fail_after(60):
+            async with over_http(server.url) as session:
+                started = await session.call_tool("run_job", {"job": HALF_DONE_JOB,
+                                                              "wait_s": 0})
+    finally:
+        assert server.stop() == 0, "".join(server.log)
+    run_id = (started.structured_content or {})["run_id"]
+    with anyio.fail_after(60):
+        async with over_stdio(tmp_path) as session:
+            got = await session.call_tool("get_report", {"run_id": run_id, "format": "json"})
+    report = json.loads(text_of(got))
+    assert report["status"] == "finished"
+    # The quick subtask may or may not have ended before the cut: the stuck one had not.
+    cut = {g["subtask_id"]: g["trigger"] for g in report["gaps"]}
+    assert cut["stuck"] == "cancelled" and set(cut.values()) == {"cancelled"}

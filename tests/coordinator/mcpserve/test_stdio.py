@@ -262,5 +262,7 @@ async def test_a_full_queue_refuses_and_a_client_that_leaves_keeps_its_partial_r
         async with over_stdio(tmp_path) as session:
             report = await _finished(session, data["run_id"])
             runs = await session.call_tool("list_runs", {})
-    assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [("stuck", "cancelled")]
+    # The quick subtask may or may not have ended before the cut: the stuck one had not.
+    cut = {g["subtask_id"]: g["trigger"] for g in report["gaps"]}
+    assert cut["stuck"] == "cancelled" and set(cut.values()) == {"cancelled"}
     assert [r["id"] for r in (runs.structured_content or {})["runs"]] == [data["run_id"]]
