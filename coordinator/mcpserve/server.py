@@ -122,7 +122,10 @@ async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, speed: flo
             ticket.cancel()
             raise
         finally:
-            tg.cancel_scope.cancel()
+            # An ended run's last notifications still go out (the stream ends after them);
+            # a run that goes on without this request is no longer its to report.
+            if not ticket.ended.is_set():
+                tg.cancel_scope.cancel()
     if not ticket.ended.is_set():
         result = render.unfinished(ticket.run_id)
     elif ticket.error is not None:
