@@ -118,6 +118,7 @@ def cmd_mcp(args: argparse.Namespace, out: Console, err: Console) -> int:
     config = DoorConfig(
         store=target, docs=docs, search=args.search, model=args.model, tools_text=tools_text,
         max_runs=args.max_runs, max_queued=args.max_queued, wait_s=args.wait,
+        log_level=args.log_level,
     )
     if sock is None:
         anyio.run(serve_stdio, config)

@@ -48,6 +48,8 @@ class DoorConfig:
     # How long `ask` and `run_job` wait for the run by default (None: until it ends); the
     # run goes on after, and get_report(run_id) reads it.
     wait_s: float | None = None
+    # What the server logs to stderr (`--log-level`): critical, error, warning, info, debug.
+    log_level: str = "warning"
 
     def web_backend(self) -> str | None:
         """The search backend of ``web: true``: ``--search``, else ``FANOUT_SEARCH``."""

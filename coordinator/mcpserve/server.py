@@ -51,6 +51,9 @@ INSTRUCTIONS = (
 RUNS_AT_ONCE = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                idempotent_hint=False, open_world_hint=True)
 READS = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+_LEVELS: dict[str, Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]] = {
+    "debug": "DEBUG", "info": "INFO", "warning": "WARNING", "error": "ERROR",
+    "critical": "CRITICAL"}
 WaitS = Annotated[float | None, Field(
     ge=0, le=86_400,
     description="Seconds to wait for the run (default: the server's, else until it ends); "
@@ -273,7 +276,7 @@ def build_server(app: App) -> FanoutServer:
         release = "0"
     server = FanoutServer("fanout", version=release, instructions=INSTRUCTIONS,
                           lifespan=lifespan, subscriptions=False,
-                          log_level="WARNING")
+                          log_level=_LEVELS.get(app.config.log_level, "WARNING"))
     server.add_tool(ask, annotations=RUNS_AT_ONCE)
     server.add_tool(run_job, annotations=RUNS_AT_ONCE)
     server.add_tool(get_report, annotations=READS)
