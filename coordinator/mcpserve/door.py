@@ -138,10 +138,13 @@ class Door:
         Raises:
             Busy: every slot is taken and ``max_queued`` runs wait already.
         """
-        if self._slots.available_tokens == 0 and self.waiting >= self._max_queued:
-            raise Busy(f"{self.waiting} runs are waiting for one of "
+        # Runs submitted but not yet in a slot count as waiting until they take one: two
+        # submissions in a row both see the one free slot, and only one gets it.
+        free = int(self._slots.available_tokens) - self.waiting
+        if free <= 0 and -free >= self._max_queued:
+            raise Busy(f"{-free} runs are waiting for one of "
                        f"{int(self._slots.total_tokens)} slots; try again later")
-        ticket = Ticket(job, speed, had_slot=self._slots.available_tokens > 0)
+        ticket = Ticket(job, speed, had_slot=free > 0)
         self.waiting += 1
         self._tg.start_soon(self._run, ticket)
         return ticket
