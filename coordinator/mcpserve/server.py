@@ -100,6 +100,20 @@ def _why(exc: Exception) -> str:
     return "the run could not start: a fault of the server (its log has the details)"
 
 
+async def _wait(ticket: Ticket, limit: float | None) -> None:
+    """Until the run ends, or ``limit`` seconds from now.
+
+    A run with a slot opens at once: its id, which the client comes back with, is worth
+    that moment whatever ``limit`` says. A queued run waits within ``limit``.
+    """
+    now = anyio.current_time
+    deadline = now() + (math.inf if limit is None else limit)
+    with anyio.move_on_after(math.inf if ticket.had_slot else deadline - now()):
+        await ticket.opened.wait()
+    with anyio.move_on_after(max(0.0, deadline - now())):
+        await ticket.ended.wait()
+
+
 async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, speed: float = 1.0,
                   wait_s: float | None) -> CallToolResult:
     """Run ``job`` and answer with its report, or with its id when ``wait_s`` runs out."""
@@ -108,27 +122,22 @@ async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, speed: flo
     except Busy as exc:
         raise ToolError(str(exc)) from None
     limit = wait_s if wait_s is not None else app.config.wait_s
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_forward, ticket, ctx)
-        try:
-            now = anyio.current_time
-            deadline = now() + (math.inf if limit is None else limit)
-            # A run with a slot opens at once: its id, for the client to come back with, is
-            # worth that moment whatever wait_s says. A queued run waits within wait_s.
-            with anyio.move_on_after(math.inf if ticket.had_slot else deadline - now()):
-                await ticket.opened.wait()
-            with anyio.move_on_after(max(0.0, deadline - now())):
-                await ticket.ended.wait()
-        except anyio.get_cancelled_exc_class():
-            # notifications/cancelled (or the client gone): the run is cancelled too and
-            # records its partial report; nobody reads an answer to this request.
-            ticket.cancel()
-            raise
-        finally:
-            # An ended run's last notifications still go out (the stream ends after them);
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_forward, ticket, ctx)
+            try:
+                await _wait(ticket, limit)
+            except anyio.get_cancelled_exc_class():
+                # notifications/cancelled (or the client gone): the run is cancelled too
+                # and records its partial report; nobody reads an answer to this request.
+                ticket.cancel()
+                raise
+            # An ended run's last notifications still go out (its stream ends after them);
             # a run that goes on without this request is no longer its to report.
             if not ticket.ended.is_set():
                 tg.cancel_scope.cancel()
+    finally:
+        ticket.updates.close()  # idempotent: the forwarder may have closed it
     if not ticket.ended.is_set():
         result = render.unfinished(ticket.run_id)
     elif ticket.error is not None:
