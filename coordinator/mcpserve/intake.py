@@ -11,6 +11,8 @@ refusal is an :class:`~coordinator.mcpserve.config.ArgumentRefused` naming the f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from coordinator.api.run import Prepared
 from coordinator.jobfile.ask import build_ask_job, parse_search_flag
 from coordinator.jobfile.scenario import Scenario
@@ -23,6 +25,9 @@ from coordinator.mcpserve.config import (
 from shared.errors import InputFileError
 from subagents.models.spend import TokenBudget
 from subagents.research.spec import resolve_docs_folder
+
+if TYPE_CHECKING:  # the service's modules load FastAPI: only when a job is read
+    from coordinator.serve.schemas import InputProblem
 
 JOB_ARGUMENT = "job"  # what a run_job's problems name where a file's would name the file
 ASK_TOOL = "ask"  # likewise for an ask's composed job
@@ -113,13 +118,22 @@ def run_job(config: DoorConfig, text: str) -> Prepared:
         scenario = parse_job(text.encode("utf-8"), "yaml", allow_mcp=True, research=policy,
                              file=JOB_ARGUMENT)
     except JobRejected as exc:
-        raise ArgumentRefused("\n".join(p.message for p in exc.problems)) from None
+        raise ArgumentRefused("\n".join(_line(p) for p in exc.problems)) from None
     if scenario.mcp_servers:
         raise refused(f"{JOB_ARGUMENT}: mcp_servers",
                       "none: a request never starts an MCP command (fanout mcp runs only "
                       "its operator's tools)", ", ".join(sorted(scenario.mcp_servers)))
     _check_web(config, scenario)
     return Prepared(_absolute_docs(config, scenario), text, {})
+
+
+def _line(problem: InputProblem) -> str:
+    """A problem of the job, named as the argument's (``job:LINE: field: expected ...``)."""
+    where = JOB_ARGUMENT if problem.line is None else f"{JOB_ARGUMENT}:{problem.line}"
+    # The service's words for its folders are this server's flag here.
+    expected = problem.expected.replace("(serve --docs)", "(fanout mcp --docs)")
+    said = f"{where}: {problem.field}: expected {expected}"
+    return said if problem.got is None else f"{said}, got {problem.got}"
 
 
 def _check_web(config: DoorConfig, scenario: Scenario) -> None:

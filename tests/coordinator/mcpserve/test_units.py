@@ -89,3 +89,39 @@ async def test_progress_grows_once_per_subtask_end_and_ignores_the_lead() -> Non
         "run 20260101-000000-00000000 started", "1/2 subtasks, coverage 0.5",
         "2/2 subtasks, coverage 0.5", "2/2 subtasks, coverage 1"]
     assert [u.progress for u in updates] == [0, 1, 2, 3]
+
+
+def test_an_ask_with_nothing_to_research_says_how_to_give_it_something(tmp_path: Path) -> None:
+    """No served folder, no web, no tools file: refused, naming docs and web."""
+    from coordinator.mcpserve.intake import ask_job
+
+    config = DoorConfig(store=str(tmp_path / "runs.sqlite"))
+    with pytest.raises(ArgumentRefused) as refused:
+        ask_job(config, "q?", docs=None, web=False, max_subtasks=6, budget=None)
+    assert str(refused.value).startswith("docs: expected a server with documents")
+    assert "web: true" in str(refused.value)
+
+
+def test_a_jobs_relative_folder_is_resolved_under_the_first_served_one(
+    served: DoorConfig,
+) -> None:
+    """research_tools.docs.path "sub" runs on the served folder's sub, whatever the
+    server's working directory; "../secret" is refused naming the field and line."""
+    from coordinator.mcpserve.intake import run_job
+
+    job = ("scenario: docs\njob:\n  query: q\n  subtasks:\n    - {id: a, query: q, tools: "
+           "[docs.search], plan: [{call: docs.search, args: {query: q}}]}\n"
+           "research_tools:\n  docs: {path: %s}\n")
+    scenario = run_job(served, job % "sub").scenario
+    assert scenario.research_tools is not None and scenario.research_tools.docs is not None
+    assert scenario.research_tools.docs.path == str((served.docs[0] / "sub").resolve())
+    with pytest.raises(ArgumentRefused, match=r"job:\d+: research_tools.docs.path"):
+        run_job(served, job % "../secret")
+
+
+def test_a_job_over_a_mebibyte_is_refused_before_it_is_read(served: DoorConfig) -> None:
+    """The size is checked first, as POST /runs checks its body."""
+    from coordinator.mcpserve.intake import run_job
+
+    with pytest.raises(ArgumentRefused, match="job: expected a job of at most 1048576 bytes"):
+        run_job(served, "#" * (1 << 20) + "\n")
