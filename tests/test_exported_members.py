@@ -50,6 +50,10 @@ SURFACE: dict[str, list[str]] = {
         "Expect", "Mismatch", "Scenario", "check_expect", "job_servers",
         "list_job_tools", "load_scenario", "load_scenario_text", "scenario_json_schema",
     ],
+    "coordinator.mcpserve": [
+        "ArgumentRefused", "Busy", "Door", "DoorConfig", "RunAnswer", "build_server",
+        "serve_http", "serve_stdio",
+    ],
     "coordinator.serve": [
         "BindRefused", "RunManager", "ServeConfig", "ServeError", "TokenError", "bind_socket",
         "check_bind", "create_app", "is_loopback", "read_token", "run_server", "url_of",

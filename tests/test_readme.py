@@ -43,12 +43,12 @@ def _subparser(*path: str) -> argparse.ArgumentParser:
 
 @pytest.mark.parametrize(
     "path",
-    [("serve",), ("ask",), ("temporal", "dev"), ("worker",), ("run",)],
+    [("serve",), ("ask",), ("mcp",), ("temporal", "dev"), ("worker",), ("run",)],
     ids=lambda p: " ".join(p),
 )
 def test_every_option_of_these_commands_is_in_the_readme(path: tuple[str, ...]) -> None:
-    """serve, ask, temporal dev, worker and run (with its Temporal options) show every
-    option they take."""
+    """serve, ask, mcp, temporal dev, worker and run (with its Temporal options) show
+    every option they take."""
     missing = [
         option
         for action in _subparser(*path)._actions

@@ -20,6 +20,7 @@ from rich.markup import escape
 from coordinator.cli.ask import add_ask_parser
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_REFUSED, add_private_fetch_option
 from coordinator.cli.index import add_index_parser
+from coordinator.cli.mcp import add_mcp_parser
 from coordinator.cli.read import cmd_gaps, cmd_record, cmd_report, cmd_runs, cmd_trace
 from coordinator.cli.replay import cmd_replay, cmd_schema
 from coordinator.cli.run import cmd_resume, cmd_run, cmd_tools
@@ -38,7 +39,7 @@ from subagents.models.factory import MissingModelKey
 from subagents.telemetry import Telemetry, TelemetryUnavailable, configure_from_env
 
 # The commands that run jobs (or serve them): they export traces when OTEL_* asks.
-TRACED_COMMANDS = frozenset({"run", "ask", "resume", "replay", "serve", "worker"})
+TRACED_COMMANDS = frozenset({"run", "ask", "resume", "replay", "serve", "worker", "mcp"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="OUT.yaml", required=True)
     p.set_defaults(func=cmd_record)
     add_serve_parser(sub)
+    add_mcp_parser(sub)
     add_temporal_commands(sub)
     for name in ("run", "resume", "runs", "report", "gaps", "trace", "record", "worker"):
         sub.choices[name].add_argument(

@@ -69,7 +69,7 @@ def add_serve_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_serve)
 
 
-def _ask_settings(args: argparse.Namespace) -> str | None:
+def ask_settings(args: argparse.Namespace) -> str | None:
     """Check ``--model``, ``--base-url`` and ``--tools`` now (exit 2, not a 422 per ask);
     the tools file's text. ``--base-url`` becomes the process's endpoint for its provider
     (``OPENAI_BASE_URL``, as the SDK reads it): the operator's choice for every run."""
@@ -94,8 +94,10 @@ def _ask_settings(args: argparse.Namespace) -> str | None:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputFileError(args.tools, None, "<file>", "a readable tools file",
                              got=str(exc)) from None
-    # Composed once as an ask would compose it: a bad file is exit 2 here.
-    build_ask_job("check", args.tools, model=args.model)
+    # Composed once as an ask would compose it: a bad file is exit 2 here (with the first
+    # served folder: a file holding only a model block researches the documents).
+    build_ask_job("check", args.tools, model=args.model,
+                  docs=args.docs[0] if args.docs else None)
     return text
 
 
@@ -135,7 +137,7 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         from coordinator.jobfile.ask import parse_search_flag
 
         parse_search_flag(args.search)  # a bad backend is exit 2 now, not a 422 per ask
-    ask_tools = _ask_settings(args)
+    ask_tools = ask_settings(args)
     try:
         token = read_token(args.token_file, os.environ)
         check_bind(args.host, token)

@@ -1,0 +1,23 @@
+"""fanout as an MCP server (DESIGN §16): ``fanout mcp``, over stdio or streamable HTTP.
+
+Tools ``ask``, ``run_job``, ``get_report`` and ``list_runs``; resources
+``fanout://runs/{id}/report.md`` and ``.json``; a progress notification as each subtask
+ends; ``notifications/cancelled`` cancels the run, whose partial report is kept.
+"""
+
+from coordinator.mcpserve.config import ArgumentRefused, DoorConfig
+from coordinator.mcpserve.door import Busy, Door
+from coordinator.mcpserve.render import RunAnswer
+from coordinator.mcpserve.server import build_server
+from coordinator.mcpserve.transport import serve_http, serve_stdio
+
+__all__ = [
+    "ArgumentRefused",
+    "Busy",
+    "Door",
+    "DoorConfig",
+    "RunAnswer",
+    "build_server",
+    "serve_http",
+    "serve_stdio",
+]
