@@ -11,10 +11,11 @@ import json
 import re
 from typing import Any, Literal
 
+from coordinator.engine import interrupted_report
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.mcpserve.config import refused
 from coordinator.report import CoverageReport
-from coordinator.store import RunNotFound, RunRow, RunStore, interrupted_report
+from coordinator.store import RunNotFound, RunRow, RunStore
 from shared.errors import InputFileError
 
 ReportFormat = Literal["md", "json"]
