@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from rich.markup import escape
 
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, check_store
 from coordinator.cli.serve import ask_settings
+from coordinator.cli.temporal import add_executor_options
 from coordinator.store.backend import redact
 from coordinator.store.runs import StoreError, store_path
 
@@ -63,6 +65,8 @@ def add_mcp_parser(sub: Any) -> None:
                    "and the run goes on")
     p.add_argument("--log-level", default="warning",
                    choices=("critical", "error", "warning", "info", "debug"))
+    # `--executor temporal`: runs go to Temporal workers, which must reach the store.
+    add_executor_options(p)
     p.set_defaults(func=cmd_mcp)
 
 
@@ -118,12 +122,17 @@ def cmd_mcp(args: argparse.Namespace, out: Console, err: Console) -> int:
     config = DoorConfig(
         store=target, docs=docs, search=args.search, model=args.model, tools_text=tools_text,
         max_runs=args.max_runs, max_queued=args.max_queued, wait_s=args.wait,
-        log_level=args.log_level,
+        log_level=args.log_level, executor=args.executor,
+        temporal=({"address": args.address, "namespace": args.namespace,
+                   "task_queue": args.task_queue} if args.executor == "temporal" else None),
     )
     if sock is None:
         anyio.run(serve_stdio, config)
         return EXIT_OK
     guard = "a bearer token required" if token else "no token: loopback only"
+    # Told to stop before uvicorn handles the signals (it takes them over once it
+    # serves): a clean exit 0, as afterwards, not death by SIGTERM. Nothing ran yet.
+    signal.signal(signal.SIGTERM, _stop_before_serving)
     err.print(f"fanout mcp: streamable HTTP on {url_of(sock)}/mcp (store "
               f"{escape(redact(target))}, {args.max_runs} runs at once, {guard})",
               highlight=False)
@@ -136,3 +145,7 @@ def cmd_mcp(args: argparse.Namespace, out: Console, err: Console) -> int:
     finally:
         sock.close()
     return EXIT_OK
+
+
+def _stop_before_serving(signum: int, frame: object) -> None:
+    raise SystemExit(EXIT_OK)

@@ -8,10 +8,12 @@ operator serves (``--docs``), ask for the web only through the operator's backen
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from coordinator.api.run import ExecutorName
 from coordinator.jobfile.research import ResearchPolicy
 
 MAX_JOB_BYTES: Final = 1 << 20  # a run_job's YAML, as POST /runs takes a job file (≤ 1 MiB)
@@ -50,6 +52,10 @@ class DoorConfig:
     wait_s: float | None = None
     # What the server logs to stderr (`--log-level`): critical, error, warning, info, debug.
     log_level: str = "warning"
+    # Where runs run (`--executor`, DESIGN §15): this process, or Temporal's workers at
+    # `temporal` (address, namespace, task_queue), which must reach the store.
+    executor: ExecutorName = "local"
+    temporal: Mapping[str, str] | None = None
 
     def web_backend(self) -> str | None:
         """The search backend of ``web: true``: ``--search``, else ``FANOUT_SEARCH``."""

@@ -15,13 +15,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
 import anyio.abc
 
-from coordinator.api.run import Prepared, execute
+from coordinator.api.run import ExecutorName, Prepared, execute
 from coordinator.report import CoverageReport
 from coordinator.store import RunRecorder, RunStore
 from shared.errors import FanoutError
@@ -125,8 +125,10 @@ class Door:
     """The runs of one ``fanout mcp``: at most ``max_runs`` at once, ``max_queued`` waiting."""
 
     def __init__(self, store: RunStore, task_group: anyio.abc.TaskGroup, *, max_runs: int,
-                 max_queued: int) -> None:
+                 max_queued: int, executor: ExecutorName = "local",
+                 temporal: Mapping[str, str] | None = None) -> None:
         self.store = store
+        self.executor, self.temporal = executor, temporal
         self._tg = task_group
         self._slots = anyio.CapacityLimiter(max_runs)
         self._max_queued = max_queued
@@ -158,7 +160,8 @@ class Door:
                     queued = False
                     await execute(ticket.job, on_event=ticket.hear,
                                   store=_Announcing(self.store, ticket.open),
-                                  speed=ticket.speed, on_report=ticket.keep)
+                                  speed=ticket.speed, on_report=ticket.keep,
+                                  executor=self.executor, temporal=self.temporal)
         except Exception as exc:
             # What stops a job before it runs (a missing key, a folder that cannot be
             # indexed) is the request's answer; a job's own failures are in its report.

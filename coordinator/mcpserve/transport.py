@@ -34,7 +34,8 @@ async def _serving(config: DoorConfig) -> AsyncIterator[FanoutServer]:
     store = RunStore(config.store)
     try:
         async with anyio.create_task_group() as tg:
-            door = Door(store, tg, max_runs=config.max_runs, max_queued=config.max_queued)
+            door = Door(store, tg, max_runs=config.max_runs, max_queued=config.max_queued,
+                        executor=config.executor, temporal=config.temporal)
             yield build_server(App(config, store, door))
             tg.cancel_scope.cancel()  # the client is gone: its runs wind down, recorded
     finally:

@@ -70,6 +70,7 @@ def test_the_inspector_lists_the_tools_and_calls_ask_over_stdio(tmp_path: Path) 
 
 def test_the_inspector_reaches_the_http_server_with_the_token(tmp_path: Path) -> None:
     """Over streamable HTTP with the bearer token, the inspector lists the tools."""
+    inspector()  # before the server starts: nothing to stop when it is missing
     server = start_http(tmp_path)
     try:
         listed = _inspect(tmp_path, "--transport", "http", "--server-url", server.url,
