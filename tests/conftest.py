@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from trio.testing import MockClock
 
-# The pytest plugin of scenario files is tested through pytest's own pytester.
-pytest_plugins = ["pytester"]
+# The pytest plugin of scenario files is tested through pytest's own pytester; the tiers
+# mark what `make test-fast` leaves out, and fail an unmarked test that starts a process.
+pytest_plugins = ["pytester", "tests.tiers"]
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Every benchmark for real, the service and a Temporal dev server included: about a
 # minute on an idle 2-core machine, several on a loaded one (the default is 120 s).
+@pytest.mark.process
 @pytest.mark.timeout(600)
 def test_every_benchmark_runs_at_a_tiny_size() -> None:
     """Each benchmark produces its figures and the results document is valid JSON."""
@@ -39,6 +40,7 @@ def test_every_benchmark_runs_at_a_tiny_size() -> None:
     assert "fan-out overhead" in results.markdown(done)
 
 
+@pytest.mark.process
 @pytest.mark.timeout(300)
 def test_a_full_run_measures_each_benchmark_in_an_interpreter_of_its_own() -> None:
     """The current tree's figures come from a fresh ``--here`` run, read back whole."""
@@ -87,6 +89,7 @@ def test_a_missing_competitor_fails_its_row_in_a_full_run() -> None:
     assert "not installed" in failed.figures[1].note and "bench extra" in failed.figures[1].note
 
 
+@pytest.mark.process
 @pytest.mark.timeout(300)
 def test_the_baseline_tree_runs_side_by_side_in_the_same_run() -> None:
     """The baseline is the same benchmark of an earlier tree (here HEAD, git archive), run
@@ -108,6 +111,7 @@ def test_the_baseline_tree_runs_side_by_side_in_the_same_run() -> None:
     assert tree.describe()["benchmarks"]["context_gate"] == got
 
 
+@pytest.mark.process
 def test_an_unknown_baseline_ref_says_so() -> None:
     """A ref git does not know leaves every benchmark without a baseline, saying why."""
     with BaselineTree("no-such-ref-anywhere") as tree:
@@ -134,6 +138,7 @@ def test_every_registered_module_names_its_key() -> None:
     assert Figure("x", "s", Stats.of([1.0])).vs_baseline is None
 
 
+@pytest.mark.process
 def test_the_replay_ratio_divides_whole_processes_timed_alike() -> None:
     """Benchmarks 6 and 6b time `fanout replay` and the bare task group the same way, as a
     user does: each a whole process of its own (the floor imports nothing of fanout), the

@@ -22,6 +22,7 @@ def _python_snippet() -> str:
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
+@pytest.mark.process
 def test_the_python_snippet_is_a_script_that_runs() -> None:
     """The snippet parses as a module (no top-level await), imports what it uses from
     the packages that define it, and prints the validation envelope it promises."""
@@ -88,6 +89,7 @@ def test_the_demos_answer_is_what_the_demo_answers() -> None:
     assert "…" not in excerpt
 
 
+@pytest.mark.process
 def test_the_trace_tree_is_the_demos_trace() -> None:
     """The trace tree in the README is what docs/trace_tree.py prints for the demo
     (it showed coverage 0.7 for the run's 0.9 and lacked the follow-up subagents)."""

@@ -12,11 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from coordinator.jobfile.yamlpos import ParsedYaml, collector_paused, format_path
+from coordinator.jobfile.yamlpos import MAX_DEPTH, ParsedYaml, collector_paused, format_path
 from shared.errors import InputFileError
-
-MAX_DEPTH = 100
-"""How deep values may nest (a file's own structure is under ten levels)."""
 
 MAX_ALIAS_VALUES = 1_000_000
 """How many values aliases may add to a document when expanded (copies of anchors)."""

@@ -40,6 +40,11 @@ Path = FieldPath
 
 Backend = Literal["c", "python"]
 
+MAX_DEPTH = 100
+"""How deep values may nest (a file's own structure is under ten levels). Defined here,
+below :mod:`coordinator.jobfile.limits`, which checks it: a document the parser itself
+cannot nest into is reported against the same limit."""
+
 LOADERS: dict[str, type[Any]] = {"python": yaml.SafeLoader}
 if getattr(yaml, "__with_libyaml__", False):
     LOADERS["c"] = yaml.CSafeLoader
@@ -149,8 +154,6 @@ def parse_yaml(text: str, file: str) -> ParsedYaml:
 
 def _too_big(text: str, file: str, backend: str, exc: Exception) -> InputFileError:
     """The error of a document too deeply nested, or with too long a number, and its line."""
-    from coordinator.jobfile.limits import MAX_DEPTH  # limits reads ParsedYaml: imported late
-
     deep = isinstance(exc, RecursionError)
     depth, line, digits = 0, 1, 0
     try:

@@ -4,7 +4,7 @@
 it on uvicorn; the run manager executes the submitted runs in the same process.
 """
 
-from coordinator.serve.app import create_app
+from coordinator.serve.app import create_app, run_server
 from coordinator.serve.manager import RunManager
 from coordinator.serve.records import valid_run_id
 from coordinator.serve.server import (
@@ -16,7 +16,6 @@ from coordinator.serve.server import (
     check_bind,
     is_loopback,
     read_token,
-    run_server,
     url_of,
 )
 

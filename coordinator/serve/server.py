@@ -1,37 +1,23 @@
-"""The service's settings, its token, the bind rule, and running it on uvicorn.
+"""The service's settings, its token, the bind rule and its listening socket.
 
     ServeError                   the service cannot start (exit 2)
     ├── TokenError               --token-file unreadable or without a token
     └── BindRefused              a non-loopback address without a token, or a busy port
 
-Runs execute in the server's own process (the run manager's task group, on uvicorn's
-asyncio loop). A SIGTERM or SIGINT stops it cleanly: the event streams end (clients
-reconnect with ``Last-Event-ID`` to the next server), the runs still going are stopped
-after their last checkpoint, their recorders are flushed and each run is left
-``interrupted`` for the next start to resume; the process then exits 0.
+Everything here sits below the application (:mod:`coordinator.serve.app`), which
+serves on the socket made here (``run_server``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import gc
 import ipaddress
 import logging
 import os
-import signal
 import socket
-import sys
-import threading
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
-
-import h11
-import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
-from uvicorn.server import HANDLED_SIGNALS
 
 from coordinator.jobfile.research import ResearchPolicy
 from shared.errors import FanoutError
@@ -225,115 +211,3 @@ def url_of(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
-
-
-class _DeadlineH11(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a header deadline: a connection must send its
-    request head within ``header_timeout_s`` of connecting (or of a keep-alive
-    request's first byte), else it gets 408 and is closed (slowloris)."""
-
-    header_timeout_s: float = HEADER_TIMEOUT_S
-    _head_deadline: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_head_deadline()
-
-    def data_received(self, data: bytes) -> None:
-        if self._head_deadline is None and self.conn.their_state is h11.IDLE:
-            self._arm_head_deadline()
-        super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self._disarm_head_deadline()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_head_deadline()
-        super().connection_lost(exc)
-
-    def _arm_head_deadline(self) -> None:
-        self._disarm_head_deadline()
-        self._head_deadline = self.loop.call_later(self.header_timeout_s, self._head_late)
-
-    def _disarm_head_deadline(self) -> None:
-        if self._head_deadline is not None:
-            self._head_deadline.cancel()
-            self._head_deadline = None
-
-    def _head_late(self) -> None:
-        self._head_deadline = None
-        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
-            return
-        body = b'{"detail":"the request head did not arrive in time"}'
-        self.transport.write(
-            b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
-        )
-        self.transport.close()
-
-
-class _Server(uvicorn.Server):
-    """uvicorn with two changes: streams end before connections are waited for, and a
-    signal that stopped the server cleanly is not raised again (the exit code is 0)."""
-
-    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None]) -> None:
-        super().__init__(config)
-        self._on_shutdown = on_shutdown
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        # uvicorn waits for open responses before the app's lifespan ends; event streams
-        # never end by themselves, so they are told to first.
-        self._on_shutdown()
-        await super().shutdown(sockets)
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        original = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in original.items():
-                signal.signal(sig, handler)
-
-
-def run_server(
-    config: ServeConfig,
-    sock: socket.socket,
-    *,
-    log_level: str = "info",
-    on_publish: Callable[[str, int], None] | None = None,
-) -> None:
-    """Serve the API and the page on ``sock`` until SIGTERM or SIGINT.
-
-    ``on_publish(run_id, seq)`` hears each live event as it is published (benchmarks).
-    """
-    from coordinator.serve.app import create_app
-
-    app = create_app(config, on_publish=on_publish)
-    # The event loop and the store writer's thread hand the GIL to each other at every
-    # database call; with the loop busy (fifty requests at once) each hand-back waited
-    # up to the default 5 ms switch interval. At 1 ms, 50 submissions at once on
-    # Postgres: p50 89 → 70 ms (benchmarks.store_scale, 2 cores, runs at speed 1000).
-    sys.setswitchinterval(0.001)
-    # The imports and the app live as long as the server: frozen, the collector's full
-    # passes stop walking them. Those passes came every ~0.5 s under load and took
-    # 50–80 ms each, a stall of the event loop and the store writer alike (the tail of
-    # 50 submissions at once); frozen, 5–30 ms.
-    gc.freeze()
-    manager = app.state.manager
-    protocol = type("DeadlineH11", (_DeadlineH11,), {"header_timeout_s": config.header_timeout_s})
-    uv = uvicorn.Config(
-        app,
-        loop="asyncio",
-        http=protocol,
-        # The connection cap: past it, uvicorn answers 503 instead of taking on more.
-        limit_concurrency=config.max_connections,
-        lifespan="on",
-        log_level=log_level,
-        timeout_graceful_shutdown=10,
-        # Proxies may idle-close at 60 s; SSE pings come every ping_interval_s anyway.
-        timeout_keep_alive=30,
-    )
-    _Server(uv, manager.begin_shutdown).run(sockets=[sock])

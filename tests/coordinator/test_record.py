@@ -15,10 +15,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.loopback._server import RecordedRequest, Reply
 from tests.loopback.openai_server import OpenAIServer, completion, error, tool_call
+
+# The CLI, as a subprocess.
+pytestmark = pytest.mark.process
 
 KEY = "sk-test-recording-0123456789abcdefghij"
 

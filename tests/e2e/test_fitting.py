@@ -103,6 +103,7 @@ def job(server: OpenAIServer, *, subtasks: int = 2) -> str:
     })
 
 
+@pytest.mark.process
 async def test_a_refusal_teaches_the_window_and_every_request_after_it_fits(
     small: tuple[OpenAIServer, SmallModel],
 ) -> None:

@@ -22,6 +22,9 @@ from tests.e2e.jobs import job_text, subagent_requests
 from tests.e2e.wire import KEY, KEY_ENV, Wire
 from tests.loopback import LoopbackServer
 
+# The CLI, as a subprocess.
+pytestmark = pytest.mark.process
+
 READS = [
     ("trace", "--json"),
     ("trace",),

@@ -25,6 +25,9 @@ from tests.e2e.wire import KEY, KEY_ENV, WIRES, Wire
 from tests.loopback import LoopbackServer
 from tests.loopback.otlp_receiver import ExportedSpan, OtlpReceiver
 
+# The CLI, as a subprocess.
+pytestmark = pytest.mark.process
+
 ANSWER = "USD 9bn by 2034 [market]"
 
 

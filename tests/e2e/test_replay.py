@@ -7,6 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# The CLI, as a subprocess.
+pytestmark = pytest.mark.process
+
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 

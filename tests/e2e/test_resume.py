@@ -23,6 +23,9 @@ from coordinator.replay import replay
 from coordinator.store.runs import RunStore, wait_for
 from tests.coordinator.store.test_store import committed, normalized
 
+# The CLI, as a subprocess.
+pytestmark = pytest.mark.process
+
 DATA = Path(__file__).parent / "data"
 
 

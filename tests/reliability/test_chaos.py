@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 
 from coordinator.jobfile.scenario import Scenario
@@ -38,6 +39,7 @@ def replay_checked(scenario: Scenario) -> Observed:
     return first
 
 
+@pytest.mark.slow  # hundreds of generated jobs: seconds (tests/tiers.py)
 @scaled(4)
 @given(jobs.scenarios())
 def test_every_generated_job_keeps_the_promises(scenario: Scenario) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -97,6 +98,7 @@ def _gap_keys(report: CoverageReport) -> set[tuple[Any, ...]]:
     return {(g.subtask_id, g.category, g.trigger, g.route, g.message) for g in report.gaps}
 
 
+@pytest.mark.slow  # generated jobs, each run twice: seconds (tests/tiers.py)
 @scaled(0.5)
 @given(documents())
 def test_follow_ups_never_hide_a_failure_and_fill_a_gap_only_with_evidence(

@@ -103,6 +103,7 @@ def scratch() -> Path:
     return Path(tempfile.mkdtemp(prefix="fanout-fuzz-"))
 
 
+@pytest.mark.process
 @scaled(5)
 @given(mutants())
 def test_a_mutated_library_file_never_ends_in_a_traceback(
@@ -187,6 +188,7 @@ def _numbers(name: str) -> bytes:
     return doc.replace(old, new, 1)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "data",
     [pytest.param(v, id=k) for k, v in SPECIAL.items()]
@@ -244,6 +246,7 @@ CLI_CASES = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", sorted(CLI_CASES))
 def test_fanout_replay_exits_2_without_a_traceback(tmp_path: Path, name: str) -> None:
     """The real CLI on a hostile file: exit 2 naming file:line: field, no traceback,

@@ -194,6 +194,7 @@ def _check(result: ToolResult, status: int | None = None, took: float = 0.0) -> 
         assert not result.ok, (status, wire)  # an error status is never a turn
 
 
+@pytest.mark.slow  # hundreds of fuzzed replies: seconds (tests/tiers.py)
 @scaled(2)
 @given(st.sampled_from(["openai", "anthropic"]), st.data())
 def test_any_provider_reply_ends_in_a_model_envelope(

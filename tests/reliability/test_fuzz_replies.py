@@ -41,6 +41,9 @@ from tests.reliability.bounds import bounded
 from tests.reliability.counts import count
 from tests.reliability.profiles import scaled
 
+# A hostile MCP server, as a subprocess.
+pytestmark = pytest.mark.process
+
 HERE = Path(__file__).resolve().parent
 
 

@@ -36,6 +36,9 @@ from coordinator.store.runs import RunStore
 from shared.escalation import Escalation
 from tests.reliability.counts import count
 
+# The CLI, killed anywhere, as subprocesses.
+pytestmark = pytest.mark.process
+
 ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).with_name("data") / "kill_job.yaml"
 SPEED = "10"

@@ -12,6 +12,7 @@ import functools
 from typing import Any, cast
 
 import anyio
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -131,6 +132,7 @@ def writes_of(scenario: Scenario) -> int:
     return recorder.writes
 
 
+@pytest.mark.slow  # a resume at every write of generated jobs: seconds (tests/tiers.py)
 @scaled(2)
 @given(jobs.scenario_documents(max_subtasks=10), st.data())
 def test_a_run_killed_at_any_write_resumes_to_the_uninterrupted_report(

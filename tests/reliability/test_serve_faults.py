@@ -31,6 +31,9 @@ from tests.reliability.served import (
     submit,
 )
 
+# A real fanout serve, as a subprocess.
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:

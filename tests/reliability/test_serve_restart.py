@@ -7,9 +7,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from coordinator.store.runs import RunStore, wait_for
 from tests.reliability.counts import count
 from tests.reliability.served import DATA, Served, serve, stop, submit
+
+# A real fanout serve, as a subprocess.
+pytestmark = pytest.mark.process
 
 
 def _report(served: Served, run_id: str) -> dict[str, Any]:

@@ -88,6 +88,7 @@ NO_NETWORK_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.process
 def test_token_counting_never_reaches_for_the_network(tmp_path: Path) -> None:
     """With sockets disabled and an empty tiktoken cache, counting still works."""
     cache = tmp_path / "tiktoken-cache"

@@ -203,3 +203,70 @@ async def test_wait_hook_is_told_the_next_attempt_number() -> None:
         _failing(5), policy, clock=AnyioClock(), on_wait=lambda s, n: seen.append((s, n))
     )
     assert seen == [(1, 2), (2, 3)]
+
+
+# --- the canary: what subagents/retry.py assumes of tenacity ------------------------------
+# retry.py gives tenacity its own retry, wait, stop, before-sleep and error callbacks, and
+# they rely on the order tenacity calls them in after each attempt: the retry predicate,
+# then the wait (its value already in ``upcoming_sleep`` when stop decides, which is how
+# max_total_s counts the coming wait), then stop; the error callback's value is the
+# result. A tenacity that changes that order fails here first (pyproject bounds it).
+
+
+@pytest.mark.anyio
+async def test_tenacity_calls_retry_then_wait_then_stop_as_retry_py_expects() -> None:
+    """Two failures and a success: the calls come in the order retry.py's strategies need."""
+    from tenacity import AsyncRetrying, RetryCallState
+
+    calls: list[str] = []
+    attempts = 0
+
+    async def once() -> str:
+        nonlocal attempts
+        attempts += 1
+        calls.append(f"attempt {attempts}")
+        return "ok" if attempts == 3 else "again"
+
+    def retry(state: RetryCallState) -> bool:
+        calls.append("retry")
+        return state.outcome is not None and state.outcome.result() == "again"
+
+    def wait(state: RetryCallState) -> float:
+        calls.append(f"wait {state.attempt_number}")
+        return float(state.attempt_number)
+
+    def stop(state: RetryCallState) -> bool:
+        calls.append(f"stop sees {state.upcoming_sleep}")
+        return False
+
+    async def sleep(seconds: float) -> None:
+        calls.append(f"sleep {seconds}")
+
+    result: str = await AsyncRetrying(
+        retry=retry, wait=wait, stop=stop, sleep=sleep,
+        before_sleep=lambda state: calls.append(f"before_sleep {state.upcoming_sleep}"),
+    )(once)
+    assert result == "ok"
+    assert calls == [
+        "attempt 1", "retry", "wait 1", "stop sees 1.0", "before_sleep 1.0", "sleep 1.0",
+        "attempt 2", "retry", "wait 2", "stop sees 2.0", "before_sleep 2.0", "sleep 2.0",
+        "attempt 3", "retry",
+    ]
+
+
+@pytest.mark.anyio
+async def test_tenacity_returns_the_error_callbacks_value_when_stop_says_so() -> None:
+    """At stop, the result is what retry_error_callback gives (retry.py: the last envelope)."""
+    from tenacity import AsyncRetrying
+
+    async def never() -> str:
+        return "again"
+
+    async def sleep(seconds: float) -> None:
+        pass
+
+    result: str = await AsyncRetrying(
+        retry=lambda state: True, stop=lambda state: state.attempt_number >= 2, sleep=sleep,
+        retry_error_callback=lambda state: "last",
+    )(never)
+    assert result == "last"

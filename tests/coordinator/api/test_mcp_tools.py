@@ -16,7 +16,8 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-pytestmark = pytest.mark.anyio
+# Real MCP servers, as subprocesses.
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 TIME = {"mcp": {"command": ["python", "-m", "mcp_server_time", "--local-timezone", "UTC"]}}
 

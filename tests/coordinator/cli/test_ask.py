@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# The CLI and MCP servers, as subprocesses.
+pytestmark = pytest.mark.process
+
 TOOLS = """\
 # Real MCP servers and a scripted model: the whole ask path, no key, no network.
 mcp_servers:

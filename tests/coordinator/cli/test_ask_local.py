@@ -11,7 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.loopback import OpenAIServer
+
+# The CLI, as a subprocess.
+pytestmark = pytest.mark.process
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "tests" / "live" / "data" / "docs"

@@ -9,10 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.loopback.openai_server import OpenAIServer, completion, tool_call
 from tests.loopback.web_server import LoopbackWeb, article_html, html_reply
+
+# The CLI, as a subprocess.
+pytestmark = pytest.mark.process
 
 DOCS_TOOLS = """\
 # Only a scripted model: the tools come from --docs.

@@ -66,6 +66,7 @@ def test_replay_human_output_lists_mismatches(
     assert "subtasks.market.attempts" in out and "FAIL" in out
 
 
+@pytest.mark.process
 def test_malformed_file_exits_2_without_traceback() -> None:
     """A malformed scenario is an error naming file and line, exit 2, no traceback."""
     bad = MALFORMED / "duplicate_subtask_id.yaml"
@@ -121,6 +122,7 @@ def test_run_json_uses_real_time_at_speed(
     }
 
 
+@pytest.mark.process
 def test_ask_records_the_alternative_a_person_picks(tmp_path: Path) -> None:
     """With --ask, the alternative typed at the prompt is recorded as the decision."""
     proc = subprocess.run(

@@ -12,7 +12,8 @@ import pytest
 
 from tests.coordinator.cli.test_ask_research import DOCS_TOOLS, _cli
 
-pytestmark = pytest.mark.timeout(300)
+# The CLI, as a subprocess.
+pytestmark = [pytest.mark.timeout(300), pytest.mark.process]
 
 
 def _hostile(tmp_path: Path) -> Path:

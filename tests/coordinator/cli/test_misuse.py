@@ -29,6 +29,7 @@ def _fanout(*args: str, **kwargs: object) -> list[str]:
     return [sys.executable, "-m", "coordinator.cli", *args]
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("command", ["run", "tools"])
 def test_a_folder_where_one_job_file_is_expected_is_exit_2(
     command: str, tmp_path: Path
@@ -48,6 +49,7 @@ def test_a_folder_where_one_job_file_is_expected_is_exit_2(
     assert not (tmp_path / "s.sqlite").exists() or not RunStore(tmp_path / "s.sqlite").runs()
 
 
+@pytest.mark.process
 def test_a_closed_pipe_ends_quietly_with_141() -> None:
     """`fanout replay scenarios/ --json | head -1`: no BrokenPipeError traceback, and
     the exit status a Unix tool gives when its reader goes away (128 + SIGPIPE)."""
@@ -76,6 +78,7 @@ def test_ask_without_a_model_names_the_option_not_a_file(
     assert "cannot run this command" in err and "--model PROVIDER:NAME" in err
 
 
+@pytest.mark.process
 def test_ctrl_c_on_run_says_how_to_resume(tmp_path: Path) -> None:
     """Ctrl-C during `fanout run` keeps the run and prints `fanout resume ID`, exit 130."""
     store = tmp_path / "runs.sqlite"
@@ -99,6 +102,7 @@ def test_ctrl_c_on_run_says_how_to_resume(tmp_path: Path) -> None:
     assert RunStore(store).get(run_id).status == "interrupted"
 
 
+@pytest.mark.process
 def test_ctrl_c_with_output_piped_starts_its_message_on_a_line_of_its_own(
     tmp_path: Path,
 ) -> None:
@@ -202,6 +206,7 @@ def test_fanout_version_prints_the_installed_version(
     assert capsys.readouterr().out.strip() == f"fanout {version('fanout')}"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("columns", [pytest.param("80", id="80-columns"),
                                      pytest.param(None, id="piped"),
                                      pytest.param("50", id="50-columns")])
@@ -258,6 +263,7 @@ def _interrupted(tmp_path: Path, speed: float) -> tuple[Path, str]:
     pytest.param(1.0, ["--speed", "100000"], id="resume-speed"),
     pytest.param(100000.0, [], id="the-runs-own-speed"),
 ])
+@pytest.mark.process
 def test_resume_runs_at_its_speed_flag_or_at_the_runs_own(
     tmp_path: Path, started_at: float, flags: list[str]
 ) -> None:
@@ -272,6 +278,7 @@ def test_resume_runs_at_its_speed_flag_or_at_the_runs_own(
     assert report["outcome"] == "complete" and report["elapsed_s"] >= 3000
 
 
+@pytest.mark.process
 def test_resume_refuses_a_speed_that_is_not_positive(tmp_path: Path) -> None:
     """`fanout resume ID --speed 0` is exit 2, as `run --speed 0` is."""
     store, run_id = _interrupted(tmp_path, 1.0)

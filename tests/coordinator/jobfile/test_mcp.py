@@ -42,6 +42,7 @@ def by_id(items: list[dict[str, Any]], key: str = "id") -> dict[str, dict[str, A
     return {item[key]: item for item in items}
 
 
+@pytest.mark.process
 def test_fanout_run_office_clocks_on_the_real_time_server(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -71,6 +72,7 @@ def test_fanout_run_office_clocks_on_the_real_time_server(
     assert standup["target"]["timezone"] == "America/New_York"
 
 
+@pytest.mark.process
 def test_fanout_tools_json_lists_each_servers_tools_with_schemas(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -86,6 +88,7 @@ def test_fanout_tools_json_lists_each_servers_tools_with_schemas(
     assert tools["time.convert_time"]["side_effects"] is False
 
 
+@pytest.mark.process
 def test_fanout_tools_table_marks_required_parameters(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -138,6 +141,7 @@ job:
 """
 
 
+@pytest.mark.process
 @pytest.mark.anyio
 async def test_git_server_job_on_a_repository_the_test_creates(tmp_path: Path) -> None:
     """mcp-server-git answers status and log; a path outside its repository is permission."""
@@ -186,6 +190,7 @@ def write_job(tmp_path: Path, servers: str, call: str = "time.get_current_time")
     return job
 
 
+@pytest.mark.process
 def test_server_that_cannot_start_exits_2_naming_server_and_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -202,6 +207,7 @@ def test_server_that_cannot_start_exits_2_naming_server_and_command(
     assert json.loads(out) == []
 
 
+@pytest.mark.process
 def test_tool_the_server_does_not_offer_is_refused_before_the_job(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -174,6 +174,7 @@ def _web_model(url: str) -> str:
     }})
 
 
+@pytest.mark.process
 def test_the_operators_searxng_is_trusted_and_no_other_loopback_is(
     tmp_path: Path,
 ) -> None:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.coordinator.serve.conftest import start_server
 from tests.loopback import OpenAIServer
+
+# A real fanout serve, as a subprocess.
+pytestmark = pytest.mark.process
 
 
 def test_post_ask_runs_on_the_operators_local_model(tmp_path: Path) -> None:

@@ -7,9 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from coordinator.store.runs import RunStore
 from tests.coordinator.serve.conftest import HELD, SLOW, Server, read_stream
+
+# A real fanout serve, as a subprocess.
+pytestmark = pytest.mark.process
 
 
 def ids_of(messages: list[dict[str, Any]]) -> list[int]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import replay
@@ -23,6 +24,9 @@ from tests.coordinator.serve.conftest import (
     start_server,
 )
 from tests.coordinator.store.test_store import committed, normalized
+
+# A real fanout serve, as a subprocess.
+pytestmark = pytest.mark.process
 
 RESUMABLE = ROOT / "tests" / "coordinator" / "data" / "resumable.yaml"
 

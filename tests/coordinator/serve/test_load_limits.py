@@ -13,6 +13,9 @@ import pytest
 from coordinator.store.runs import RunStore
 from tests.coordinator.serve.conftest import SLOW, Server, launch
 
+# A real fanout serve, as a subprocess.
+pytestmark = pytest.mark.process
+
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from tests.coordinator.serve.conftest import ROOT, SLOW, Server, read_stream
+
+# A real fanout serve, as a subprocess.
+pytestmark = pytest.mark.process
 
 RATE_LIMITED = ROOT / "scenarios" / "rate_limit_retry_after.yaml"
 

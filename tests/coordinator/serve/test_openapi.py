@@ -12,6 +12,9 @@ import pytest
 
 from tests.coordinator.serve.conftest import Server, start_server
 
+# A real fanout serve and schemathesis, as subprocesses.
+pytestmark = pytest.mark.process
+
 # What JSON Schema cannot say about a job (a plan calling an undeclared tool, two subtasks
 # with one id) the loader answers with 422 and its lines, as the document says: a
 # schema-valid job may be refused for that, or wait its turn (503) under load.

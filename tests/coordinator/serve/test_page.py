@@ -11,6 +11,9 @@ import pytest
 from tests.chromium import chromium as find_chromium
 from tests.coordinator.serve.conftest import HOSTILE, ROOT, TOKEN, Server, start_server
 
+# A real fanout serve and chromium, as subprocesses.
+pytestmark = pytest.mark.process
+
 SCRIPT_QUERY = "<script>window.__pwned = 1</script>"
 
 

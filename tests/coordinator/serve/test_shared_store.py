@@ -17,6 +17,9 @@ from tests.coordinator.serve.conftest import SLOW, Server, read_stream, start_se
 from tests.coordinator.serve.test_lifecycle import RESUMABLE
 from tests.coordinator.store.test_store import normalized
 
+# Real fanout serve processes over one store.
+pytestmark = pytest.mark.process
+
 
 def servers(tmp_path: Path, url: str, *names: str) -> list[Server]:
     """A server per name, each in a folder of its own (cwd, log), all on one database."""

@@ -234,3 +234,15 @@ def test_an_ask_whose_lead_is_still_planning_has_no_gaps_and_no_coverage_yet(
     assert report_of(store, row, scenario).coverage == 0.0
     recorder.close()
     store.close()
+
+
+def test_building_the_app_leaves_the_interpreter_as_it_was(tmp_path: Path) -> None:
+    """gc.freeze() and the 1 ms switch interval are process-wide, so only run_server (the
+    process that is the server) sets them: an embedder's create_app changes neither."""
+    import gc
+    import sys
+
+    before = (sys.getswitchinterval(), gc.get_freeze_count())
+    app = serve.create_app(serve.ServeConfig(store=tmp_path / "runs.sqlite"))
+    assert (sys.getswitchinterval(), gc.get_freeze_count()) == before
+    app.state.manager.store.close()

@@ -12,7 +12,8 @@ from coordinator.store.runs import RunStore
 
 
 @pytest.fixture(params=[pytest.param("sqlite", id="sqlite"),
-                        pytest.param("postgres", id="postgres")])
+                        # A cluster of its own (tests/tiers.py): outside `make test-fast`.
+                        pytest.param("postgres", id="postgres", marks=pytest.mark.process)])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh, empty store of each kind: a file path, or a new database's URL."""
     if request.param == "sqlite":

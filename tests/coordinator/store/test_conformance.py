@@ -145,6 +145,7 @@ def test_a_run_with_no_runs_is_not_found(store: RunStore) -> None:
         store.get("latest")
 
 
+@pytest.mark.process
 def test_the_holder_decides_whether_a_run_is_running(store: RunStore) -> None:
     """Running while its holder lives (pid here, lease elsewhere); else interrupted."""
     run_id = new_run(store)

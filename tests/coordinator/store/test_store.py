@@ -17,6 +17,9 @@ from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import replay
 from coordinator.store.runs import SCHEMA_VERSIONS, RunStore, connect, wait_for
 
+# The CLI, as a subprocess.
+pytestmark = pytest.mark.process
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 RESUMABLE = DATA / "resumable.yaml"
 VOLATILE = {"trace_id", "trace_ids", "started_s", "ended_s", "elapsed_s"}

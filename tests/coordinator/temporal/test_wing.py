@@ -37,6 +37,7 @@ def test_the_wing_names_its_surface() -> None:
         assert hasattr(wing, name), name
 
 
+@pytest.mark.process
 def test_the_cli_parser_does_not_load_the_sdk() -> None:
     """Building `fanout`'s parser imports no temporalio: other commands never pay for it."""
     probe = (
@@ -137,6 +138,7 @@ def _gone(pid: int) -> bool:
     return state == "Z"
 
 
+@pytest.mark.process
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_the_dev_server_dies_with_a_killed_fanout_temporal_dev(tmp_path: Path) -> None:
     """SIGKILL `fanout temporal dev` (it cannot stop its child): the dev server goes too."""
@@ -169,6 +171,7 @@ def _listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+@pytest.mark.process
 @pytest.mark.anyio
 async def test_a_workers_mcp_servers_start_once_for_every_round() -> None:
     """Rounds that need the same servers share one running set; it stops with the worker."""

@@ -212,6 +212,7 @@ def _run_chromium(chromium: str, profile: Path, *args: str) -> subprocess.Comple
         pytest.fail("chromium did not finish within 60s: did a script run on the page?")
 
 
+@pytest.mark.process
 def test_page_in_a_real_browser(tmp_path: Path) -> None:
     """Headless chromium shows the query, each subtask, the gap triggers, coverage, no script."""
     chromium = _browser()

@@ -17,6 +17,9 @@ from subagents.mcp.spec import McpServerSpec, McpServerStartError
 from subagents.mcp.tools import McpToolSource, open_mcp_tools
 from subagents.retry import RetryPolicy
 
+# Real MCP servers, as subprocesses.
+pytestmark = pytest.mark.process
+
 FAULT_SERVER = Path(__file__).with_name("fault_server.py")
 TIME_SERVER = McpServerSpec(command=["python", "-m", "mcp_server_time", "--local-timezone", "UTC"])
 # No backoff: these tests wait for real servers, not for the retry policy.
