@@ -74,11 +74,11 @@ _NUMBER = re.compile(
 
 def instruction_texts() -> list[str]:
     """fanout's own instructions, every placeholder rendered as a slot word."""
-    # Imported here: the synthesis imports these checks (one module would be a cycle).
+    # Imported here: the prompts load the lead's wing, which is not needed to check.
     from coordinator.job import JobSpec
     from coordinator.lead.decompose import decomposition_prompt
     from coordinator.lead.followups import followup_prompt
-    from coordinator.lead.synthesis import SYSTEM, synthesis_prompt
+    from coordinator.lead.synthesis_prompt import SYSTEM, synthesis_prompt
     from coordinator.report import Answer, CoverageReport, Gap, Section
     from shared.envelope import Finding
     from subagents.models.base import ToolSpec

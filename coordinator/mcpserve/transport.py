@@ -90,10 +90,10 @@ async def serve_http(config: DoorConfig, sock: socket.socket, *, token: str | No
     import uvicorn
 
     # The service's HTTP/1.1 protocol with its header deadline: one place for it.
-    from coordinator.serve.server import _DeadlineH11
+    from coordinator.serve.app import deadline_protocol
 
     host = sock.getsockname()[0]
-    protocol = type("DeadlineH11", (_DeadlineH11,), {"header_timeout_s": header_timeout_s})
+    protocol = deadline_protocol(header_timeout_s)
     async with _serving(config) as server:
         uv = uvicorn.Config(
             http_app(server, host, token, body_timeout_s=body_timeout_s), loop="asyncio",

@@ -305,6 +305,12 @@ class _DeadlineH11(H11Protocol):
         self.transport.close()
 
 
+def deadline_protocol(header_timeout_s: float) -> type[H11Protocol]:
+    """uvicorn's HTTP/1.1 protocol whose request heads must arrive within
+    ``header_timeout_s`` (``fanout serve``'s, and ``fanout mcp --http``'s)."""
+    return type("DeadlineH11", (_DeadlineH11,), {"header_timeout_s": header_timeout_s})
+
+
 class _Server(uvicorn.Server):
     """uvicorn with two changes: streams end before connections are waited for, and a
     signal that stopped the server cleanly is not raised again (the exit code is 0)."""
@@ -355,7 +361,7 @@ def run_server(
     # 50 submissions at once); frozen, 5–30 ms.
     gc.freeze()
     manager = app.state.manager
-    protocol = type("DeadlineH11", (_DeadlineH11,), {"header_timeout_s": config.header_timeout_s})
+    protocol = deadline_protocol(config.header_timeout_s)
     uv = uvicorn.Config(
         app,
         loop="asyncio",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.lead.synthesis import SYSTEM, synthesis_prompt
+from coordinator.lead.synthesis_prompt import SYSTEM, synthesis_prompt
 from coordinator.report import Answer, CoverageReport, Section, Source
 from coordinator.sources import cited_sources, number_sources
 from coordinator.views.html import render_html

@@ -8,7 +8,7 @@ import pytest
 
 from coordinator.answer_checks import AnswerChecks, rejection_reason, sentence_spans
 from coordinator.lead.checks import WINDOW, check_answer, instruction_grams, number_values
-from coordinator.lead.synthesis import SYSTEM
+from coordinator.lead.synthesis_prompt import SYSTEM
 from coordinator.report import Section
 from coordinator.sources import number_sources, source_texts
 from shared.envelope import Finding, ToolResult

@@ -15,7 +15,7 @@ from coordinator.lead.extractive import (
     extractive_answer,
     with_extractive_answer,
 )
-from coordinator.lead.synthesis import SYSTEM
+from coordinator.lead.synthesis_prompt import SYSTEM
 from coordinator.replay import run_scenario
 from coordinator.report import Answer, CoverageReport, Gap, Section, SubtaskOutcome
 from coordinator.sources import evidence, number_sources, source_texts
