@@ -36,7 +36,7 @@ import anyio
 import openai
 
 from benchmarks.stats import BenchResult, Figure, Stats, Target, ratios
-from coordinator.engine.recorded import event_data
+from coordinator.store.events import event_data
 from shared.clock import AnyioClock, JobClock
 from shared.ids import SeededTraceIds
 from subagents.loop import ProgressEvent, SubagentRun, run_subagent

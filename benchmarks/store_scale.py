@@ -200,19 +200,19 @@ def _stop(procs: list[Any]) -> None:
 async def _recorded_run(address: str, queue: str, store: str, n: int) -> float:
     """Wall seconds of the n-subtask job on the workers of ``queue``, recorded in ``store``."""
     from benchmarks.temporal_fanout import scenario
-    from coordinator.engine import RunRequest
+    from coordinator.engine import RunRequest, TemporalExecutor, TemporalTarget
     from coordinator.store.runs import RunStore
-    from coordinator.temporal import connect, submit_recorded
+    from coordinator.temporal import connect
 
     runs = RunStore(store)
     try:
         client = await connect(address)
-        _, handle = await submit_recorded(client, RunRequest(scenario(20), "", "bench"), runs,
-                                          task_queue=queue)  # warm-up
+        executor = TemporalExecutor(runs, TemporalTarget(address, task_queue=queue),
+                                    client=client)
+        _, handle = await executor.submit(RunRequest(scenario(20), "", "bench"))  # warm-up
         await handle.result()
         started = time.perf_counter()
-        ref, handle = await submit_recorded(client, RunRequest(scenario(n), "", "bench"), runs,
-                                            task_queue=queue)
+        ref, handle = await executor.submit(RunRequest(scenario(n), "", "bench"))
         report = await handle.result()
         wall = time.perf_counter() - started
         assert report.outcome == "complete"

@@ -30,7 +30,7 @@ import anyio.to_thread
 
 from coordinator.engine.recorded import drive
 from coordinator.engine.resume import Start
-from coordinator.engine.run import Hooks, RunRequest, open_run
+from coordinator.engine.run import Hooks, RunRequest, open_run, record_run
 from coordinator.report import CoverageReport, Decision
 from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
@@ -184,15 +184,20 @@ class TemporalExecutor:
         Raises:
             ValueError: the job cannot run on Temporal (:func:`not_on_temporal`).
         """
-        from coordinator.temporal import submit_recorded
+        from coordinator.temporal.client import start_recorded
 
         reason = not_on_temporal(request)
         if reason is not None:
             raise ValueError(reason)
         client = await self.connect()
-        return await submit_recorded(
-            client, request, self.store, task_queue=self.target.task_queue,
-            settings=self.settings,
+        # The run is created as a local one is (``fanout runs`` lists it at once); from
+        # then on the workers record it: trace, checkpoints, results and, last, the report.
+        recorder = record_run(self.store, request)
+        await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
+        return await start_recorded(
+            client, request.scenario, self.store, recorder.run_id,
+            task_queue=self.target.task_queue, speed=request.speed, settings=self.settings,
+            policy=request.policy,
         )
 
     async def start_registered(self, run_id: str, request: RunRequest) -> JobHandle:
@@ -210,7 +215,7 @@ class TemporalExecutor:
         client = await self.connect()
         _, handle = await start_recorded(
             client, request.scenario, self.store, run_id, task_queue=self.target.task_queue,
-            speed=request.speed, settings=self.settings,
+            speed=request.speed, settings=self.settings, policy=request.policy,
         )
         return handle
 

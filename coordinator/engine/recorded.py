@@ -18,6 +18,7 @@ from coordinator.lead import LEAD, run_research
 from coordinator.report import CoverageReport
 from coordinator.routing import RoutingTable
 from coordinator.rules import lead_position
+from coordinator.store.events import event_data, followups_data, plan_data
 from coordinator.store.recorder import RunRecorder
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import snapshot_run
@@ -25,23 +26,7 @@ from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, Suba
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 
-__all__ = ["RecordedJob", "drive", "event_data", "followups_data", "plan_data"]
-
-_EVENT_FIELDS = (
-    "state", "tool", "attempt", "wait_s", "step", "trigger",
-    "text", "restart", "answer_kind", "reason",
-)
-
-
-def event_data(event: ProgressEvent) -> dict[str, Any]:
-    """The JSON the trace stores for one progress event (besides subtask, kind, time)."""
-    data: dict[str, Any] = {
-        name: value for name in _EVENT_FIELDS if (value := getattr(event, name)) is not None
-    }
-    if event.result is not None:
-        data["result"] = event.result.to_wire()
-    return data
-
+__all__ = ["RecordedJob", "drive"]
 
 class RecordedJob:
     """Connects one run_job call to a RunRecorder."""
@@ -93,19 +78,6 @@ class RecordedJob:
         await self.recorder.commit_result(
             result.subtask_id, result.model_dump(mode="json"), self.state_of(run)
         )
-
-
-def plan_data(subtasks: list[SubtaskSpec], gap: SubagentResult | None) -> dict[str, Any]:
-    """The ``plan`` event's data: the subtasks, and the lead's gap of a degraded plan."""
-    data: dict[str, Any] = {"subtasks": [s.model_dump(mode="json") for s in subtasks]}
-    if gap is not None:
-        data["lead_gap"] = gap.model_dump(mode="json")
-    return data
-
-
-def followups_data(specs: list[SubtaskSpec]) -> dict[str, Any]:
-    """The ``followups`` event's data: the follow-ups the lead planned (maybe none)."""
-    return {"followups": [s.model_dump(mode="json") for s in specs]}
 
 
 async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:

@@ -15,7 +15,7 @@ from coordinator.temporal.client import (
     connect,
     run_on_temporal,
     start_job,
-    submit_recorded,
+    start_recorded,
     workflow_id,
     workflow_pollers,
 )
@@ -81,7 +81,7 @@ __all__ = [
     "serve_worker",
     "start_dev_server",
     "start_job",
-    "submit_recorded",
+    "start_recorded",
     "temporal_binary",
     "temporal_run",
     "workflow_id",

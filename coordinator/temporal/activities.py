@@ -25,9 +25,9 @@ import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from coordinator.engine.recorded import event_data
 from coordinator.report import CoverageReport
 from coordinator.rules import cut
+from coordinator.store.events import event_data
 from coordinator.temporal.lead import Lead, decompose_job, plan_job_followups
 from coordinator.temporal.payloads import (
     Decomposition,

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import anyio.to_thread
 from opentelemetry.trace import TracerProvider
 from temporalio.client import Client, Interceptor, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from coordinator.engine.run import RunRequest, record_run
 from coordinator.jobfile.research import ResearchPolicy
 from coordinator.jobfile.scenario import Scenario
 from coordinator.report import CoverageReport
@@ -90,30 +88,6 @@ async def run_on_temporal(
     """Start the job and wait for its report."""
     handle = await start_job(client, inp, task_queue=task_queue)
     return await handle.result()
-
-
-async def submit_recorded(
-    client: Client,
-    request: RunRequest,
-    store: RunStore,
-    *,
-    task_queue: str = DEFAULT_TASK_QUEUE,
-    settings: TemporalSettings | None = None,
-) -> tuple[TemporalRunRef, JobHandle]:
-    """Register the run ``request`` asks for in ``store`` and start it on Temporal.
-
-    The run is created as a local one is (``fanout runs`` lists it at once); from then
-    on the workers record it: trace, checkpoints, results and, last, the report. The
-    request's research policy (the user's own ``--allow-private-fetch``, DESIGN §10)
-    goes to the workers with the job.
-    """
-    recorder = record_run(store, request)
-    run_id = recorder.run_id
-    await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
-    return await start_recorded(
-        client, request.scenario, store, run_id, task_queue=task_queue, speed=request.speed,
-        settings=settings, policy=request.policy,
-    )
 
 
 async def start_recorded(

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.engine.recorded import event_data, followups_data, plan_data
 from coordinator.fanout import StaticTools
 from coordinator.job import JobSpec
 from coordinator.lead import (
@@ -33,6 +32,7 @@ from coordinator.lead import (
     plan_followups,
 )
 from coordinator.rules import lead_position
+from coordinator.store.events import event_data, followups_data, plan_data
 from coordinator.temporal.payloads import (
     Decomposition,
     DecompositionInput,

@@ -21,9 +21,9 @@ from typing import Any
 
 from temporalio.exceptions import ActivityError, TimeoutError
 
-from coordinator.engine.recorded import event_data
 from coordinator.routing import RoutingTable
 from coordinator.rules import cut, retried_later, time_left
+from coordinator.store.events import event_data
 from coordinator.temporal.budget import AllowanceMeter, spent_in
 from coordinator.temporal.payloads import (
     DecompositionInput,

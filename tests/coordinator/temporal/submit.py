@@ -21,23 +21,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coordinator.engine import RunRequest
+from coordinator.engine import RunRequest, TemporalExecutor, TemporalTarget
 from coordinator.jobfile.loader import load_scenario
 from coordinator.store.runs import RunStore
-from coordinator.temporal import TemporalSettings, connect, submit_recorded
+from coordinator.temporal import TemporalSettings, connect
 
 
 async def _main(args: argparse.Namespace, texts: dict[str, str]) -> list[dict[str, Any]]:
     client = await connect(args.address)
     store = RunStore(Path(args.store))
     settings = TemporalSettings(heartbeat_timeout_s=args.heartbeat_timeout)
+    executor = TemporalExecutor(store, TemporalTarget(args.address, task_queue=args.task_queue),
+                                settings=settings, client=client)
     submitted = []
     for file in args.files:
         scenario = load_scenario(file)
         request = RunRequest(scenario, texts[file], file, speed=args.speed)
-        ref, handle = await submit_recorded(
-            client, request, store, task_queue=args.task_queue, settings=settings
-        )
+        ref, handle = await executor.submit(request)
         submitted.append(
             ({"file": file, "run_id": ref.run_id, "workflow_id": ref.workflow_id}, handle)
         )
