@@ -61,10 +61,12 @@ def test_a_bad_temporal_option_is_a_value_error_naming_it(
         TemporalTarget.of(options)
 
 
-def test_python_tools_and_research_tools_cannot_go_to_temporal_workers() -> None:
-    """Python functions live in the caller's process; research tools are not on workers yet."""
+def test_python_tools_cannot_go_to_temporal_workers_research_tools_can() -> None:
+    """Python functions live in the caller's process; research tools run on the workers
+    (each opens the documents folder at the path it resolved to here)."""
     scenario = load_scenario_text(JOB, "job.yaml")
-    assert "research_tools" in (not_on_temporal(RunRequest(scenario, JOB, "job.yaml")) or "")
+    assert scenario.research_tools is not None
+    assert not_on_temporal(RunRequest(scenario, JOB, "job.yaml")) is None
     plain = scenario.model_copy(update={"research_tools": None})
     assert not_on_temporal(RunRequest(plain, JOB, "job.yaml")) is None
     with_python = RunRequest(plain, JOB, "job.yaml", python_tools={"lookup": object()})  # type: ignore[dict-item]
@@ -94,8 +96,10 @@ async def test_ask_refuses_an_executor_it_cannot_use_before_anything_runs(
     assert not (tmp_path / "runs.sqlite").exists()
 
 
-def test_fanout_ask_on_temporal_refuses_research_tools_with_exit_2(tmp_path: Path) -> None:
-    """`fanout ask --docs DIR --executor temporal`: exit 2 saying why, before connecting."""
+@pytest.mark.process
+def test_fanout_ask_on_an_unreachable_temporal_is_exit_2_naming_it(tmp_path: Path) -> None:
+    """`fanout ask --docs DIR --executor temporal` with no Temporal at --address: exit 2,
+    naming the address, before any run is registered."""
     (tmp_path / "notes.md").write_text("# Notes\n\nSomething.\n")
     done = subprocess.run(
         [sys.executable, "-m", "coordinator.cli", "ask", "q?", "--docs", str(tmp_path),
@@ -104,4 +108,5 @@ def test_fanout_ask_on_temporal_refuses_research_tools_with_exit_2(tmp_path: Pat
         capture_output=True, text=True, timeout=60, cwd=ROOT, check=False,
     )
     assert done.returncode == 2, done.stderr
-    assert "research_tools" in done.stderr and "Traceback" not in done.stderr
+    assert "127.0.0.1:1" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "runs.sqlite").exists()

@@ -27,7 +27,8 @@ from tests.coordinator.mcpserve.conftest import (
     text_of,
 )
 
-pytestmark = pytest.mark.anyio
+# Each test starts `fanout mcp` (stdio or HTTP) as a process of its own (tests/tiers.py).
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "raw", "version": "0"}}}

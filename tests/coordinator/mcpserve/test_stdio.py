@@ -21,7 +21,8 @@ from tests.coordinator.mcpserve.conftest import (
     text_of,
 )
 
-pytestmark = pytest.mark.anyio
+# Each test starts `fanout mcp` (stdio or HTTP) as a process of its own (tests/tiers.py).
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 
 
 async def _report(session: ClientSession, run_id: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ import pytest
 from tests.coordinator.mcpserve.conftest import over_stdio, text_of
 from tests.loopback.web_server import LoopbackWeb, SearxngServer, article_html, html_reply
 
-pytestmark = pytest.mark.anyio
+# Each test starts `fanout mcp` (stdio or HTTP) as a process of its own (tests/tiers.py).
+pytestmark = [pytest.mark.anyio, pytest.mark.process]
 HITS = [{"title": "Sodium-ion at 160 Wh/kg", "url": "https://example.org/na",
          "snippet": "Sodium-ion cells reached 160 Wh/kg in 2025."}]
 
