@@ -25,6 +25,9 @@ from tests.coordinator.mcpserve.conftest import (
     start_http,
 )
 
+# The inspector (Node) and `fanout mcp` run as processes of their own (tests/tiers.py).
+pytestmark = pytest.mark.process
+
 INSPECTOR = ROOT / ".ci" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
 
 
