@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, check_store
-from coordinator.cli.serve import ask_settings
+from coordinator.cli.serve import add_operator_options, ask_settings
 from coordinator.cli.temporal import add_executor_options
 from coordinator.store.backend import redact
 from coordinator.store.runs import StoreError, store_path
@@ -33,20 +33,8 @@ def add_mcp_parser(sub: Any) -> None:
     p.add_argument("--store", metavar="PATH|URL",
                    help="the run store: a SQLite file or a postgresql:// URL (default "
                    "$FANOUT_STORE or .fanout/runs.sqlite, under the working directory)")
-    p.add_argument("--docs", metavar="DIR", action="append", default=[],
-                   help="a folder ask and run_job may read with docs.* (repeatable; the "
-                   "first is ask's default); none: no documents")
-    p.add_argument("--search", metavar="BACKEND",
-                   help="the web search of ask's web: true: searxng:URL, brave or tavily "
-                   "(default $FANOUT_SEARCH)")
-    p.add_argument("--model", metavar="PROVIDER:NAME",
-                   help="the model of ask; without one (nor a model block in --tools), a "
-                   "retrieval-only answer")
-    p.add_argument("--base-url", metavar="URL",
-                   help="the endpoint of the openai model (a gateway, vLLM, llama.cpp, "
-                   "Ollama: …/v1); default $OPENAI_BASE_URL. Jobs never name one")
-    p.add_argument("--tools", metavar="FILE",
-                   help="the tools file of ask (tools, research_tools, a model block)")
+    add_operator_options(p, asks="ask", docs="ask and run_job may read with docs.* "
+                         "(repeatable; the first is ask's default); none: no documents")
     p.add_argument("--token-file", metavar="F",
                    help="--http's bearer token on the first line (default $FANOUT_TOKEN)")
     p.add_argument("--max-runs", type=int, default=4, metavar="N",

@@ -46,27 +46,36 @@ def add_serve_parser(sub: Any) -> None:
                    help="seconds between keep-alive comments on a quiet stream (default 15)")
     p.add_argument("--allow-mcp", action="store_true",
                    help="accept jobs that declare mcp_servers (commands this server starts)")
-    p.add_argument("--docs", metavar="DIR", action="append", default=[],
-                   help="a folder jobs and asks may read with docs.* (repeatable; none: "
-                   "no documents); web.* never reaches private addresses from the service")
-    p.add_argument("--search", metavar="BACKEND",
-                   help="the web search of POST /ask: searxng:URL, brave or tavily "
-                   "(default $FANOUT_SEARCH)")
-    p.add_argument("--model", metavar="PROVIDER:NAME",
-                   help="the model of POST /ask when the question names none")
-    p.add_argument("--base-url", metavar="URL",
-                   help="the endpoint of the server's openai models (a gateway, vLLM, "
-                   "llama.cpp, Ollama: …/v1); default $OPENAI_BASE_URL. Submitted jobs never "
-                   "name one")
-    p.add_argument("--tools", metavar="FILE",
-                   help="the tools file of POST /ask when the question sends none (tools, "
-                   "research_tools, a model block's budgets)")
+    add_operator_options(p, asks="POST /ask", docs="jobs and asks may read with docs.* "
+                         "(repeatable; none: no documents); web.* never reaches private "
+                         "addresses from the service")
     p.add_argument("--log-level", default="info",
                    choices=("critical", "error", "warning", "info", "debug"))
     # `--executor temporal`: submitted runs go to Temporal workers (which must reach the
     # store); their events stream from the store.
     add_executor_options(p)
     p.set_defaults(func=cmd_serve)
+
+
+def add_operator_options(p: argparse.ArgumentParser, *, asks: str, docs: str) -> None:
+    """The operator's choices for the asks a server answers (``fanout serve``'s POST /ask,
+    ``fanout mcp``'s ask): ``--docs``, ``--search``, ``--model``, ``--base-url``,
+    ``--tools``. Requests never choose these."""
+    p.add_argument("--docs", metavar="DIR", action="append", default=[],
+                   help=f"a folder {docs}")
+    p.add_argument("--search", metavar="BACKEND",
+                   help=f"the web search of {asks}: searxng:URL, brave or tavily "
+                   "(default $FANOUT_SEARCH)")
+    p.add_argument("--model", metavar="PROVIDER:NAME",
+                   help=f"the model of {asks} when the request names none; without one (nor "
+                   "a model block in --tools), a retrieval-only answer")
+    p.add_argument("--base-url", metavar="URL",
+                   help="the endpoint of the server's openai models (a gateway, vLLM, "
+                   "llama.cpp, Ollama: …/v1); default $OPENAI_BASE_URL. Requests never "
+                   "name one")
+    p.add_argument("--tools", metavar="FILE",
+                   help=f"the tools file of {asks} when the request sends none (tools, "
+                   "research_tools, a model block)")
 
 
 def ask_settings(args: argparse.Namespace) -> str | None:

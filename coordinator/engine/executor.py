@@ -184,21 +184,15 @@ class TemporalExecutor:
         Raises:
             ValueError: the job cannot run on Temporal (:func:`not_on_temporal`).
         """
-        from coordinator.temporal.client import start_recorded
-
         reason = not_on_temporal(request)
         if reason is not None:
             raise ValueError(reason)
-        client = await self.connect()
+        await self.connect()  # unreachable: nothing registered
         # The run is created as a local one is (``fanout runs`` lists it at once); from
         # then on the workers record it: trace, checkpoints, results and, last, the report.
         recorder = record_run(self.store, request)
         await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
-        return await start_recorded(
-            client, request.scenario, self.store, recorder.run_id,
-            task_queue=self.target.task_queue, speed=request.speed, settings=self.settings,
-            policy=request.policy,
-        )
+        return await self._start(recorder.run_id, request)
 
     async def start_registered(self, run_id: str, request: RunRequest) -> JobHandle:
         """Start run ``run_id``, already registered in the store (the service records its
@@ -207,17 +201,20 @@ class TemporalExecutor:
         Raises:
             ValueError: the job cannot run on Temporal (:func:`not_on_temporal`).
         """
-        from coordinator.temporal.client import start_recorded
-
         reason = not_on_temporal(request)
         if reason is not None:
             raise ValueError(reason)
-        client = await self.connect()
-        _, handle = await start_recorded(
-            client, request.scenario, self.store, run_id, task_queue=self.target.task_queue,
-            speed=request.speed, settings=self.settings, policy=request.policy,
-        )
+        _, handle = await self._start(run_id, request)
         return handle
+
+    async def _start(self, run_id: str, request: RunRequest) -> tuple[TemporalRunRef, JobHandle]:
+        from coordinator.temporal.client import start_recorded
+
+        return await start_recorded(
+            await self.connect(), request.scenario, self.store, run_id,
+            task_queue=self.target.task_queue, speed=request.speed, settings=self.settings,
+            policy=request.policy,
+        )
 
     async def follow(
         self,

@@ -12,7 +12,7 @@ the folders it was started with.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +36,7 @@ __all__ = [
     "check_research_policy",
     "job_research_tools",
     "placed_research_tools",
+    "served_folder",
 ]
 
 
@@ -189,3 +190,22 @@ def _trusted(spec: Any, policy: ResearchPolicy) -> bool:
     web = spec.web
     url = policy.trusted_search_url
     return bool(web is not None and url and web.url and web.url.rstrip("/") == url.rstrip("/"))
+
+
+def served_folder(asked: str, served: Sequence[Path]) -> str | None:
+    """The folder a request names (absolute, or relative to the first of the ``served``
+    folders), resolved (symlinks too), when it is a folder inside one of them; else None.
+
+    ``fanout serve``'s POST /ask and ``fanout mcp``'s ask both ask this, and each gives
+    one refusal for every None (a missing folder, one outside, a symlink out of them, a
+    file): a client learns nothing of the server's file system beyond what it serves.
+    """
+    if not served:
+        return None
+    candidate = Path(asked)
+    try:
+        folder = (candidate if candidate.is_absolute() else served[0] / candidate).resolve()
+        inside = any(folder.is_relative_to(root.resolve()) for root in served)
+        return str(folder) if inside and folder.is_dir() else None
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the name
+        return None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from coordinator.api.run import ExecutorName
-from coordinator.jobfile.research import ResearchPolicy
+from coordinator.jobfile.research import ResearchPolicy, served_folder
 
 MAX_JOB_BYTES: Final = 1 << 20  # a run_job's YAML, as POST /runs takes a job file (≤ 1 MiB)
 MAX_QUESTION_CHARS: Final = 4000  # as POST /ask
@@ -78,19 +78,11 @@ class DoorConfig:
                                   repr(asked))
         if asked is None:
             return str(self.docs[0].resolve())
-        refusal = refused(
-            "docs", "a folder the server serves (fanout mcp --docs), absolute or relative to "
-            "the first one", repr(asked))
-        candidate = Path(asked)
-        try:
-            folder = (candidate if candidate.is_absolute() else self.docs[0] / candidate
-                      ).resolve()
-            inside = any(folder.is_relative_to(root.resolve()) for root in self.docs)
-            if not inside or not folder.is_dir():
-                raise refusal
-        except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the name
-            raise refusal from None
-        return str(folder)
+        folder = served_folder(asked, self.docs)
+        if folder is None:
+            raise refused("docs", "a folder the server serves (fanout mcp --docs), absolute or "
+                          "relative to the first one", repr(asked))
+        return folder
 
     def research_policy(self) -> ResearchPolicy:
         """What a run_job's research tools may name: documents under the served folders

@@ -8,10 +8,9 @@ records its partial report before the process exits.
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import socket
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -90,7 +89,7 @@ async def serve_http(config: DoorConfig, sock: socket.socket, *, token: str | No
     import uvicorn
 
     # The service's HTTP/1.1 protocol with its header deadline: one place for it.
-    from coordinator.serve.app import deadline_protocol
+    from coordinator.serve.app import QuietServer, deadline_protocol
 
     host = sock.getsockname()[0]
     protocol = deadline_protocol(header_timeout_s)
@@ -101,29 +100,4 @@ async def serve_http(config: DoorConfig, sock: socket.socket, *, token: str | No
             limit_concurrency=max_connections, timeout_graceful_shutdown=5,
             timeout_keep_alive=30,
         )
-        await _quiet_server()(uv).serve(sockets=[sock])
-
-
-def _quiet_server() -> type[Any]:
-    import threading
-
-    import uvicorn
-    from uvicorn.server import HANDLED_SIGNALS
-
-    class QuietServer(uvicorn.Server):
-        """uvicorn, without raising again the signal that stopped it cleanly (exit 0, as
-        ``fanout serve`` exits)."""
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Generator[None, None, None]:
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            original = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
-            try:
-                yield
-            finally:
-                for sig, handler in original.items():
-                    signal.signal(sig, handler)
-
-    return QuietServer
+        await QuietServer(uv).serve(sockets=[sock])

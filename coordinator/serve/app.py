@@ -311,19 +311,9 @@ def deadline_protocol(header_timeout_s: float) -> type[H11Protocol]:
     return type("DeadlineH11", (_DeadlineH11,), {"header_timeout_s": header_timeout_s})
 
 
-class _Server(uvicorn.Server):
-    """uvicorn with two changes: streams end before connections are waited for, and a
-    signal that stopped the server cleanly is not raised again (the exit code is 0)."""
-
-    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None]) -> None:
-        super().__init__(config)
-        self._on_shutdown = on_shutdown
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        # uvicorn waits for open responses before the app's lifespan ends; event streams
-        # never end by themselves, so they are told to first.
-        self._on_shutdown()
-        await super().shutdown(sockets)
+class QuietServer(uvicorn.Server):
+    """uvicorn, without raising again the signal that stopped it cleanly (the exit code is
+    0): ``fanout serve``'s and ``fanout mcp --http``'s."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -336,6 +326,20 @@ class _Server(uvicorn.Server):
         finally:
             for sig, handler in original.items():
                 signal.signal(sig, handler)
+
+
+class _Server(QuietServer):
+    """uvicorn, quiet, whose streams end before connections are waited for."""
+
+    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_shutdown = on_shutdown
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # uvicorn waits for open responses before the app's lifespan ends; event streams
+        # never end by themselves, so they are told to first.
+        self._on_shutdown()
+        await super().shutdown(sockets)
 
 
 def run_server(

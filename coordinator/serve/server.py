@@ -109,24 +109,18 @@ class ServeConfig:
         Raises:
             JobRejected: ``asked`` is no folder this server serves.
         """
+        from coordinator.jobfile.research import served_folder
         from coordinator.serve.intake import JobRejected, problem
 
         if not self.docs:
             raise JobRejected([problem(
                 "docs", "no docs: the server was started without --docs", repr(asked))])
-        refused = JobRejected([problem(
-            "docs", "a folder the server serves (serve --docs), absolute or relative to the "
-            "first one", repr(asked))])
-        candidate = Path(asked)
-        try:
-            folder = (candidate if candidate.is_absolute() else self.docs[0] / candidate
-                      ).resolve()
-            inside = any(folder.is_relative_to(root.resolve()) for root in self.docs)
-            if not inside or not folder.is_dir():
-                raise refused
-        except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the name
-            raise refused from None
-        return str(folder)
+        folder = served_folder(asked, self.docs)
+        if folder is None:
+            raise JobRejected([problem(
+                "docs", "a folder the server serves (serve --docs), absolute or relative to "
+                "the first one", repr(asked))])
+        return folder
 
     def research_policy(self) -> ResearchPolicy:
         """What the research tools of jobs run here may do (DESIGN §8, §10)."""
