@@ -31,7 +31,7 @@ from coordinator.engine.executor import Executor, LocalExecutor
 from coordinator.engine.resume import Start
 from coordinator.engine.run import Hooks, RunRequest
 from coordinator.fanout import EscalationHandler
-from coordinator.jobfile.ask import compose_ask_job
+from coordinator.jobfile.ask_python import compose_ask_job
 from coordinator.jobfile.loader import load_scenario
 from coordinator.jobfile.scenario import Scenario
 from coordinator.report import CoverageReport
@@ -258,7 +258,7 @@ def prepare_ask(
     question: str,
     *,
     tools: Iterable[ToolLike] = (),
-    model: str | Mapping[str, Any],
+    model: str | Mapping[str, Any] | None = None,
     base_url: str | None = None,
     subtasks: Sequence[Mapping[str, Any]] | None = None,
     max_subtasks: int = 6,
@@ -294,7 +294,7 @@ async def ask(
     question: str,
     *,
     tools: Iterable[ToolLike] = (),
-    model: str | Mapping[str, Any],
+    model: str | Mapping[str, Any] | None = None,
     base_url: str | None = None,
     subtasks: Sequence[Mapping[str, Any]] | None = None,
     max_subtasks: int = 6,
@@ -315,7 +315,9 @@ async def ask(
         tools: functions (type hints → schema, docstring → description), ``Tool``s,
             ``{"mcp": {"command": [...]}}`` server specs, ``"web"``, ``"docs:DIR"``.
         model: ``"PROVIDER:NAME"`` (anthropic, openai, scripted) or a model block as a
-            dict, validated as a job file's (``{"provider": "scripted", "turns": ...}``).
+            dict, validated as a job file's (``{"provider": "scripted", "turns": ...}``);
+            None: retrieval only (DESIGN §7), the question searched with the ``"docs:DIR"``
+            and ``"web"`` tools and answered with the best passages, each cited.
         base_url: another endpoint for the model (a gateway, vLLM, Ollama).
         subtasks: the job's subtasks as dicts, as in a job file; None: the lead plans.
         max_subtasks: the most subtasks the lead may plan.

@@ -261,3 +261,37 @@ async def test_docs_from_python_search_and_read_your_own_folder(
     found = report.answer.sections[0].findings[0].data
     assert found["results"][0]["path"] == "toyota.md"
     assert report.answer.sources and report.answer.sources[0].path == "toyota.md"
+
+
+async def test_ask_without_a_model_answers_from_the_documents_alone(tmp_path: Path) -> None:
+    """No model, a documents folder: retrieval only, as `fanout ask --docs` without
+    --model (DESIGN §7): the question searched, the best passages quoted, each cited."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cold.md").write_text(
+        "# Sodium-ion in the cold\n\nSodium-ion cells keep 90% of their capacity at -20 °C.\n"
+    )
+    report = await ask("How do sodium-ion cells do in the cold?", tools=[f"docs:{docs}"],
+                       store=tmp_path / "runs.sqlite")
+    assert report.outcome == "complete" and report.coverage == 1.0
+    assert report.answer.kind == "extractive" and report.answer.text
+    assert [s.path for s in report.answer.sources] == ["cold.md"]
+    assert "[1]" in report.answer.text
+    assert len(RunStore(tmp_path / "runs.sqlite").runs()) == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        pytest.param({}, "no model and no search tool", id="nothing-to-search"),
+        pytest.param({"base_url": "http://127.0.0.1:1/v1", "tools": ["docs:."]},
+                     "a model for base_url", id="base-url-alone"),
+    ],
+)
+async def test_ask_without_a_model_or_a_search_says_what_to_give(
+    options: dict[str, Any], words: str
+) -> None:
+    """No model and nothing to search, or an endpoint without a model: refused naming
+    ``model``, before anything runs."""
+    with pytest.raises(InputFileErrors, match=words):
+        await ask("q", **options)
