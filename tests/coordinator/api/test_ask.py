@@ -275,7 +275,7 @@ async def test_ask_without_a_model_answers_from_the_documents_alone(tmp_path: Pa
                        store=tmp_path / "runs.sqlite")
     assert report.outcome == "complete" and report.coverage == 1.0
     assert report.answer.kind == "extractive" and report.answer.text
-    assert [s.path for s in report.answer.sources] == ["cold.md"]
+    assert [s.path for s in report.answer.sources or []] == ["cold.md"]
     assert "[1]" in report.answer.text
     assert len(RunStore(tmp_path / "runs.sqlite").runs()) == 1
 
