@@ -46,6 +46,7 @@ from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 from subagents.telemetry.run import activity_tracer
 from subagents.tool import Tool
+from subagents.toolsource import combine
 
 Beat = dict[str, Any]
 """Heartbeat details: ``{"round": n, "done": bool, "state": State | None}``."""
@@ -284,15 +285,14 @@ async def job_tools(
         McpServerStartError: the job's MCP servers cannot start on this worker.
         ResearchToolsUnavailable: the job's research tools cannot open on this worker.
     """
-    tools = dict(sim.for_subtask(subtask_id))
+    mcp = research = None
     if inp.mcp_servers:
         mcp = await resources.mcp.source(inp.mcp_servers, _base_dir(inp.source))
-        tools.update(mcp.for_subtask(subtask_id))
     if inp.research is not None:
         home = resources.index_home(inp.store)
         research = await resources.research.tools(inp.research, home)
-        tools.update(research.for_subtask(subtask_id))
-    return tools
+    # The one combine() a local run's tool source is made with (coordinator.engine.run).
+    return dict(combine(sim, mcp, research).for_subtask(subtask_id))
 
 
 def _base_dir(source: str) -> str | None:
