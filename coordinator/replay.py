@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from coordinator.fanout import EscalationHandler
 from coordinator.jobfile.expect import Mismatch, check_expect
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import JobPlanning, run_research
+from coordinator.lead import JobPlanning, ResearchHooks, run_research
 from coordinator.report import CoverageReport
 from shared.clock import AnyioClock, Clock, run_in_virtual_time
 from shared.ids import SeededTraceIds
@@ -70,9 +70,8 @@ async def run_scenario(
             planning=planning,
             clock=clock,
             trace_ids=SeededTraceIds(scenario.seed),
-            observer=observer,
-            handler=handler,
-            tracer_provider=tracer_provider,
+            hooks=ResearchHooks(observer=observer, handler=handler,
+                                tracer_provider=tracer_provider),
         )
     finally:
         await planning.aclose()

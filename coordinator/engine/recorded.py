@@ -14,7 +14,7 @@ from typing import Any
 
 from coordinator.engine.run import Hooks, Run
 from coordinator.job import JobSpec
-from coordinator.lead import LEAD, run_research
+from coordinator.lead import LEAD, ResearchHooks, run_research
 from coordinator.report import CoverageReport
 from coordinator.routing import RoutingTable
 from coordinator.rules import lead_position
@@ -95,10 +95,10 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
     if run.recorder is None:
         return await run_research(
             run.scenario, run.source, planning=start.planning, clock=run.clock,
-            trace_ids=run.trace_ids, observer=hooks.observer, handler=hooks.handler,
-            on_plan=hooks.on_plan, runs=start.runs, elapsed_offset=start.elapsed_offset,
-            cancel=hooks.cancel, lead_gap=start.lead_gap, tracer_provider=hooks.tracer_provider,
-            on_followups=hooks.on_followups, followups=start.followups,
+            trace_ids=run.trace_ids, cancel=hooks.cancel, resumed=start.resumed(),
+            hooks=ResearchHooks(observer=hooks.observer, handler=hooks.handler,
+                                on_plan=hooks.on_plan, on_followups=hooks.on_followups,
+                                tracer_provider=hooks.tracer_provider),
         )
     recorder, runs, planning = run.recorder, start.runs, start.planning
     wiring = RecordedJob(
@@ -136,11 +136,10 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
         recorder.event(LEAD, "catalogue", start.elapsed_offset, {"tools": dict(run.catalogue)})
     report = await run_research(
         run.scenario, run.source, planning=planning, clock=run.clock, trace_ids=run.trace_ids,
-        observer=wiring.observer, handler=hooks.handler, on_result=wiring.on_result,
-        on_plan=planned, runs=runs, checkpoint=wiring.checkpoint,
-        elapsed_offset=start.elapsed_offset, cancel=hooks.cancel, lead_gap=start.lead_gap,
-        run_id=recorder.run_id, tracer_provider=hooks.tracer_provider, on_followups=followed,
-        followups=start.followups,
+        run_id=recorder.run_id, cancel=hooks.cancel, resumed=start.resumed(),
+        hooks=ResearchHooks(observer=wiring.observer, handler=hooks.handler,
+                            on_result=wiring.on_result, on_plan=planned, on_followups=followed,
+                            checkpoint=wiring.checkpoint, tracer_provider=hooks.tracer_provider),
     )
     table = RoutingTable(run.scenario.job.routing)
     escalations = [

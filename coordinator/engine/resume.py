@@ -18,7 +18,14 @@ from typing import Any
 
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import LEAD, JobPlanning, with_followups, with_lead_gap, with_subtasks
+from coordinator.lead import (
+    LEAD,
+    JobPlanning,
+    Resumed,
+    with_followups,
+    with_lead_gap,
+    with_subtasks,
+)
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.store.runs import RunStore
 from shared.clock import Clock
@@ -57,6 +64,10 @@ class Start:
     elapsed_offset: float = 0.0
     lead_gap: SubagentResult | None = None
     followups: list[SubtaskSpec] | None = None
+
+    def resumed(self) -> Resumed:
+        """Where the lead's run continues (the same ``runs``: a plan adds to them)."""
+        return Resumed(self.runs, self.elapsed_offset, self.lead_gap, self.followups)
 
     @classmethod
     def fresh(

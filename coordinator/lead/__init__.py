@@ -29,6 +29,8 @@ from coordinator.lead.planning import JobPlanning
 from coordinator.lead.research import (
     FollowupHook,
     PlanHook,
+    ResearchHooks,
+    Resumed,
     catalogue,
     planned_job,
     run_research,
@@ -43,6 +45,8 @@ __all__ = [
     "JobPlanning",
     "LeadContext",
     "PlanHook",
+    "ResearchHooks",
+    "Resumed",
     "catalogue",
     "check_answer",
     "decompose",

@@ -11,6 +11,7 @@ deadline); its model calls are traced as subtask ``lead``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from opentelemetry.trace import TracerProvider
@@ -80,6 +81,38 @@ def with_subtasks(scenario: Scenario, subtasks: Sequence[SubtaskSpec]) -> Scenar
     return scenario.model_copy(update={"job": job})
 
 
+@dataclass(frozen=True)
+class ResearchHooks:
+    """What a caller of :func:`run_research` hears of the run and how it steers it.
+
+    ``on_plan`` hears the lead's subtasks once they are decided (the run store keeps
+    them, so a resumed run does not plan again); ``on_followups`` the follow-ups the
+    lead planned from the gaps; ``checkpoint`` each subagent's state after a logical
+    call; ``tracer_provider`` gets the run's one trace (DESIGN §13; None: the global
+    provider, when the application set one).
+    """
+
+    observer: ProgressObserver | None = None
+    handler: EscalationHandler | None = None
+    on_result: ResultHook | None = None
+    on_plan: PlanHook | None = None
+    on_followups: FollowupHook | None = None
+    checkpoint: Callable[[SubagentRun], None] | None = None
+    tracer_provider: TracerProvider | None = None
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """Where a resumed run continues: its subagents' runs, the job time it had reached,
+    the gap of a lead that could not plan (its degraded plan runs again), and the
+    follow-ups its lead had planned (None: not planned yet). The default: a fresh run."""
+
+    runs: Mapping[str, SubagentRun] | None = None
+    elapsed_offset: float = 0.0
+    lead_gap: SubagentResult | None = None
+    followups: Sequence[SubtaskSpec] | None = None
+
+
 async def run_research(
     scenario: Scenario,
     source: ToolSource,
@@ -87,29 +120,16 @@ async def run_research(
     planning: JobPlanning,
     clock: Clock,
     trace_ids: TraceIds,
-    observer: ProgressObserver | None = None,
-    handler: EscalationHandler | None = None,
-    on_result: ResultHook | None = None,
-    on_plan: PlanHook | None = None,
-    runs: Mapping[str, SubagentRun] | None = None,
-    checkpoint: Callable[[SubagentRun], None] | None = None,
-    elapsed_offset: float = 0.0,
-    lead_gap: SubagentResult | None = None,
+    hooks: ResearchHooks = ResearchHooks(),
+    resumed: Resumed = Resumed(),
     run_id: str | None = None,
-    tracer_provider: TracerProvider | None = None,
-    on_followups: FollowupHook | None = None,
-    followups: Sequence[SubtaskSpec] | None = None,
     **run_job_options: Any,
 ) -> CoverageReport:
     """Run ``scenario``'s job with its lead agent; never raises for a failure inside it.
 
-    ``on_plan`` hears the lead's subtasks once they are decided (the run store keeps
-    them, so a resumed run does not plan again). ``lead_gap`` is the gap of a lead that
-    could not plan, for a resumed run of its degraded plan. ``on_followups`` hears the
-    follow-ups the lead planned from the gaps; ``followups`` gives a resumed run the
-    follow-ups its lead planned already (None: not planned yet). The run is traced (one
-    trace, DESIGN §13) to ``tracer_provider``, or to the global provider when the
-    application set one; ``run_id`` names the recorded run in its spans.
+    ``hooks`` hear it as it goes (:class:`ResearchHooks`); ``resumed`` continues a run
+    that stopped (:class:`Resumed`); ``run_id`` names the recorded run in its spans.
+    ``run_job_options`` go to :func:`coordinator.fanout.run_job` (``cancel``, ...).
     """
     table = RoutingTable(scenario.job.routing)
     with instrumented_run(
@@ -118,28 +138,13 @@ async def run_research(
         run_id=run_id,
         model=scenario.model,
         route=lambda escalation: table.route(escalation).route,
-        observer=observer,
-        on_result=on_result,
-        tracer_provider=tracer_provider,
+        observer=hooks.observer,
+        on_result=hooks.on_result,
+        tracer_provider=hooks.tracer_provider,
     ) as instrumented:
-        report = await _research(
-            scenario,
-            source,
-            planning=planning,
-            clock=clock,
-            trace_ids=trace_ids,
-            observer=instrumented.observer,
-            handler=handler,
-            on_result=instrumented.on_result,
-            on_plan=on_plan,
-            runs=runs,
-            checkpoint=checkpoint,
-            elapsed_offset=elapsed_offset,
-            lead_gap=lead_gap,
-            on_followups=on_followups,
-            followups=followups,
-            **run_job_options,
-        )
+        traced = replace(hooks, observer=instrumented.observer, on_result=instrumented.on_result)
+        report = await _research(scenario, source, planning, clock, trace_ids, traced, resumed,
+                                 **run_job_options)
         instrumented.outcome(
             report.outcome, report.coverage, len(report.subtasks), len(report.gaps)
         )
@@ -149,25 +154,18 @@ async def run_research(
 async def _research(
     scenario: Scenario,
     source: ToolSource,
-    *,
     planning: JobPlanning,
     clock: Clock,
     trace_ids: TraceIds,
-    observer: ProgressObserver | None,
-    handler: EscalationHandler | None,
-    on_result: ResultHook | None,
-    on_plan: PlanHook | None,
-    runs: Mapping[str, SubagentRun] | None,
-    checkpoint: Callable[[SubagentRun], None] | None,
-    elapsed_offset: float,
-    lead_gap: SubagentResult | None,
-    on_followups: FollowupHook | None,
-    followups: Sequence[SubtaskSpec] | None,
+    hooks: ResearchHooks,
+    resumed: Resumed,
     **run_job_options: Any,
 ) -> CoverageReport:
     job = scenario.job
     model = scenario.model
-    job_clock = JobClock(clock, offset=elapsed_offset)
+    observer = hooks.observer
+    lead_gap = resumed.lead_gap
+    job_clock = JobClock(clock, offset=resumed.elapsed_offset)
     lead: LeadContext | None = None
     if model is not None:
 
@@ -204,48 +202,29 @@ async def _research(
     if not job.subtasks:
         assert lead is not None  # the loader refuses a job with neither
         subtasks, lead_gap = await decompose(job, catalogue(source), lead)
-        if on_plan is not None:
-            on_plan(subtasks, job_clock.now(), lead_gap)
+        if hooks.on_plan is not None:
+            hooks.on_plan(subtasks, job_clock.now(), lead_gap)
         scenario = with_subtasks(scenario, subtasks)
         job = scenario.job
         planning.scenario = scenario
+    # What every run_job of this job (its round and its follow-ups) runs with.
+    options = {
+        "clock": clock, "seed": scenario.seed, "trace_ids": trace_ids, "observer": observer,
+        "handler": hooks.handler, "on_result": hooks.on_result, "runs": resumed.runs,
+        "checkpoint": hooks.checkpoint, **run_job_options,
+    }
     report = await run_job(
         job,
         source,
-        clock=clock,
-        seed=scenario.seed,
-        trace_ids=trace_ids,
-        observer=observer,
-        handler=handler,
-        on_result=on_result,
         planner_factory=planning.planner if planning.model_planned else None,
-        runs=runs,
-        checkpoint=checkpoint,
         elapsed_offset=job_clock.now(),
-        **run_job_options,
+        **options,
     )
     if lead is not None and follows_up(
         job, lead=True, lead_failed=lead_gap is not None, lead_plans=planning.plans_followups
     ):
-        report = await _follow_up(
-            report,
-            job,
-            source,
-            lead,
-            planning,
-            job_clock,
-            followups,
-            on_followups,
-            clock=clock,
-            seed=scenario.seed,
-            trace_ids=trace_ids,
-            observer=observer,
-            handler=handler,
-            on_result=on_result,
-            runs=runs,
-            checkpoint=checkpoint,
-            **run_job_options,
-        )
+        report = await _follow_up(report, job, source, lead, planning, job_clock,
+                                  resumed.followups, hooks.on_followups, **options)
     if lead_gap is not None:
         # The plan failed, the job went on (DESIGN §7): the lead's gap stays visible.
         report = with_lead_gap(report, job, lead_gap)

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from coordinator.jobfile.loader import load_scenario_text
-from coordinator.lead import JobPlanning, run_research
+from coordinator.lead import JobPlanning, ResearchHooks, run_research
 from shared.clock import AnyioClock
 from shared.envelope import ToolResult
 from shared.ids import SeededTraceIds
@@ -128,7 +128,7 @@ async def run_job_text(text: str) -> Outcome:
             planning=planning,
             clock=clock,
             trace_ids=SeededTraceIds(scenario.seed),
-            observer=events.append,
+            hooks=ResearchHooks(observer=events.append),
         )
     finally:
         await planning.aclose()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import LEAD, JobPlanning, run_research
+from coordinator.lead import LEAD, JobPlanning, ResearchHooks, run_research
 from coordinator.views.live import LiveBoard
 from shared.clock import AnyioClock, run_in_virtual_time
 from shared.ids import SeededTraceIds
@@ -41,8 +41,8 @@ def test_the_lead_row_shows_planning_then_synthesizing_never_queued() -> None:
         try:
             await run_research(
                 scenario, SimulatedTools(scenario.tools, clock), planning=planning,
-                clock=clock, trace_ids=SeededTraceIds(scenario.seed), observer=observe,
-                on_plan=plan,
+                clock=clock, trace_ids=SeededTraceIds(scenario.seed),
+                hooks=ResearchHooks(observer=observe, on_plan=plan),
             )
         finally:
             await planning.aclose()
