@@ -225,31 +225,44 @@ class OpenAIClient:
             used=_call_ids(request.messages),
             mint=self._mint,
         )
+        written = 0
         if turn.usage is not None:
             # The server's tokens per estimated token: later estimates err on its side.
             self.facts.observe(estimate, turn.usage.input_tokens)
-            if turn.stop_reason == "max_tokens" and not self.official:
-                self.facts.learn_from_cut(
-                    request.max_tokens, turn.usage.input_tokens, turn.usage.output_tokens
-                )
+            written = turn.usage.output_tokens
+        # What the server held: its usage may count less than it was sent (a proxy's
+        # estimate, cached prompt tokens left out), so fanout's own estimate is a floor.
+        prompt = max(turn.usage.input_tokens if turn.usage else 0, self.facts.tokens(estimate))
+        self.facts.accepted(prompt, written)
+        if turn.stop_reason == "max_tokens" and turn.usage is not None and not self.official:
+            # An inferred window: a hint for max_tokens, never a reason not to send.
+            self.facts.learn_from_cut(request.max_tokens, prompt, written)
         return replace(turn, rate=read_rate_headers(headers))
 
     def _fit(self, request: ModelRequest, estimate: int) -> ModelRequest:
         """``request`` with ``max_tokens`` cut to the room its prompt leaves in the window.
 
+        Only a window the server stated refuses a request; an inferred one only hints
+        ``max_tokens`` (:meth:`EndpointFacts.hinted_max_tokens`) and the server decides.
+
         Raises:
             ModelCallFailed: ``context_length``: the prompt leaves no room for an answer
-                (the request is not sent; the caller cuts its prompt).
+                in the window the server stated (the request is not sent; the caller
+                cuts its prompt).
         """
         room = self.facts.room(estimate)
-        if room is None or request.max_tokens <= room:
+        if room is None:
+            hinted = self.facts.hinted_max_tokens(request.max_tokens, estimate)
+            return replace(request, max_tokens=hinted) if hinted < request.max_tokens else request
+        if request.max_tokens <= room:
             return request
         if room < MIN_ANSWER_TOKENS:
             raise ModelCallFailed(
                 f"openai model {self.name}: not sent: a prompt of about "
                 f"{self.facts.tokens(estimate)} tokens leaves no room for an answer in the "
-                f"endpoint's context window of {self.facts.window} tokens "
-                f"(maximum context length is {self.facts.window} tokens)",
+                f"context window of {self.facts.window} tokens the endpoint stated "
+                f"(from its {self.facts.window_from}; maximum context length is "
+                f"{self.facts.window} tokens)",
                 kind="context_length",
                 category="validation",
             )

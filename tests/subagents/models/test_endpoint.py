@@ -8,7 +8,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from subagents.models import ModelCallFailed, ModelRequest, OpenAIClient, UserMessage
-from subagents.models.endpoints.facts import EndpointFacts, fitted_max_tokens, read_refusal
+from subagents.models.endpoints.facts import (
+    MIN_ANSWER_TOKENS,
+    SAFETY_TOKENS,
+    EndpointFacts,
+    fitted_max_tokens,
+    read_refusal,
+)
 from subagents.models.factory import build_client
 from subagents.models.limiter import limiter_of
 from subagents.models.spec import ModelSpec
@@ -63,13 +69,40 @@ def test_an_answer_gets_a_quarter_of_a_known_window() -> None:
     assert fitted_max_tokens(2048, None, local=True) == 512
 
 
-def test_a_turn_cut_short_names_the_window() -> None:
-    """A turn cut at fewer tokens than allowed ended at the window: prompt + written."""
+def test_a_turn_cut_short_infers_a_window_but_states_none() -> None:
+    """A turn cut at fewer tokens than allowed may have ended at the window: prompt +
+    written is kept as an inferred window, a hint; the stated window stays unknown."""
     facts = EndpointFacts()
     facts.learn_from_cut(asked=2048, prompt=1335, written=713)
-    assert (facts.window, facts.window_from) == (2048, "cut")
+    assert (facts.inferred_window, facts.inferred_from) == (2048, "cut")
+    assert (facts.window, facts.window_from, facts.room(1000)) == (None, None, None)
     facts.learn_from_cut(asked=512, prompt=100, written=512)  # max_tokens itself: nothing
-    assert facts.window == 2048
+    assert facts.inferred_window == 2048
+
+
+def test_an_inferred_window_is_never_below_what_the_server_held() -> None:
+    """A usage that under-counts the prompt cannot infer a window smaller than a prompt the
+    server accepted, and a larger prompt accepted later raises the inferred window."""
+    facts = EndpointFacts()
+    facts.accepted(prompt=536, written=20)
+    facts.learn_from_cut(asked=512, prompt=100, written=20)
+    assert facts.inferred_window == 556
+    facts.accepted(prompt=900, written=12)
+    assert facts.inferred_window == 912 and facts.window is None
+
+
+def test_an_inferred_window_hints_max_tokens_and_never_refuses() -> None:
+    """The hint cuts max_tokens to the room it leaves, never below the least worth asking
+    for; a prompt that outgrew it goes with max_tokens as asked."""
+    facts = EndpointFacts()
+    facts.learn_from_cut(asked=2048, prompt=1000, written=1048)
+    assert facts.hinted_max_tokens(2048, 1000) == 2048 - 1000 - SAFETY_TOKENS
+    assert facts.hinted_max_tokens(256, 1000) == 256
+    assert facts.hinted_max_tokens(2048, 2000) == 2048  # outgrown: the server decides
+    assert facts.hinted_max_tokens(2048, 2048 - SAFETY_TOKENS - 10) == 2048
+    assert facts.hinted_max_tokens(2048, 2048 - SAFETY_TOKENS - MIN_ANSWER_TOKENS) == (
+        MIN_ANSWER_TOKENS
+    )
 
 
 @pytest.fixture
@@ -166,6 +199,31 @@ async def test_a_prompt_refused_for_its_length_is_not_sent_again_unchanged(
     assert turn.text == "fits"
     sent = openai_server.requests[-1].json()
     assert client.facts.tokens(110) + sent["max_tokens"] <= 2048
+
+
+async def test_an_answer_cut_short_with_usage_too_low_stops_no_later_request(
+    openai_server: OpenAIServer, opened: list[OpenAIClient],
+) -> None:
+    """A `length` finish after 20 tokens whose usage counts 100 prompt tokens of about 500
+    infers no window below that prompt: the next, larger request is sent as asked, and a
+    smaller one has its max_tokens cut to the room the hint leaves."""
+    openai_server.owned_by = "compatible-gateway"
+    openai_server.push(
+        completion("It keeps", finish_reason="length", prompt_tokens=100, completion_tokens=20),
+        completion("sent"),
+        completion("sent too"),
+    )
+    client = _client(openai_server, opened)
+    first = await client.complete(_request(chars=2000, max_tokens=512))
+    assert first.stop_reason == "max_tokens"
+    assert client.facts.window is None and client.facts.inferred_window is not None
+    assert client.facts.inferred_window >= 500
+    turn = await client.complete(_request(chars=2400, max_tokens=512))
+    assert turn.text == "sent" and openai_server.requests[-1].json()["max_tokens"] == 512
+    smaller = await client.complete(_request(chars=400, max_tokens=512))
+    assert smaller.text == "sent too"
+    assert MIN_ANSWER_TOKENS <= openai_server.requests[-1].json()["max_tokens"] < 512
+    assert len([r for r in openai_server.requests if r.path.endswith("/completions")]) == 3
 
 
 async def test_a_refusal_for_max_tokens_alone_is_refitted_and_sent_once_more(
