@@ -257,8 +257,9 @@ class DocIndex:
 
     def search(
         self, query: str, limit: int = 8, interrupt: Interrupt | None = None
-    ) -> list[dict[str, Any]]:
-        """The best ``limit`` passages for ``query`` (see :mod:`docsearch`)."""
+    ) -> docsearch.Found:
+        """The best ``limit`` passages for ``query`` and whether they answer it (see
+        :mod:`docsearch`)."""
         with self._reader(interrupt) as conn:
             return docsearch.search(conn, query, limit)
 

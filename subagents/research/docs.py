@@ -97,12 +97,14 @@ class DocsReader:
                 interrupt.stop()  # cancelled: the thread's statement stops now
 
     async def search(self, query: str, limit: int) -> dict[str, Any]:
-        """``{results: [{path, title, heading, snippet, score, start}]}``, best first."""
+        """``{results: [{path, title, heading, snippet, score, start, match}], match}``,
+        best first; ``match`` says whether the best passage answers the query."""
         if not query.strip():
             raise invalid("docs.search", "query", "a non-empty query", "the query is empty",
                           "invalid_query")
         work = functools.partial(_search, self.index, query, limit)
-        return {"results": await self._call(work, "docs.search")}
+        found = await self._call(work, "docs.search")
+        return {"results": found.results, "match": found.match}
 
     async def read(self, path: str, start: int) -> dict[str, Any]:
         """``{path, title, text, truncated, start, next_start, length}`` of one document."""
