@@ -142,8 +142,6 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
             hits = terms.present(text[seg.start:seg.end])
             score = sum(w * lw for w, lw, h in zip(terms.weights, local, hits, strict=True)
                         if h)
-            if terms and score <= 0:
-                continue  # holds none of the question's terms
             # A passage the search ranked higher is a little more likely to answer.
             cands.append((score + 0.1 / (1 + rank), rank, item, text, seg))
     cands.sort(key=lambda c: (-c[0], c[1], c[4].start))

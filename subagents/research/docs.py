@@ -104,6 +104,8 @@ class DocsReader:
                           "invalid_query")
         work = functools.partial(_search, self.index, query, limit)
         found = await self._call(work, "docs.search")
+        if not found.results:
+            return {"results": []}  # nothing found: empty, as any tool's empty result
         return {"results": found.results, "match": found.match}
 
     async def read(self, path: str, start: int) -> dict[str, Any]:
@@ -118,7 +120,7 @@ class DocsReader:
 
 
 def _search(index: DocIndex, query: str, limit: int, interrupt: Interrupt) -> Any:
-    return index.search(query, limit, interrupt)
+    return index.find(query, limit, interrupt)
 
 
 def _read(index: DocIndex, path: str, start: int, interrupt: Interrupt) -> Any:

@@ -64,13 +64,12 @@ WINDOW_CHARS = 420
 """The most a snippet holds (a code block longer than this is shown up to it)."""
 _CODE_FENCE = re.compile(r"^\s*(?:-{4,}|`{3,}|~{3,}|\.{4,})\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|<\d+>)\s+\S")
-_PROMPT = re.compile(r"^\s*(?:\$|#|>>>|%|sqlite>|\w+@[\w.-]+[:~][^\s]*[$#])\s")
+_PROMPT = re.compile(r"^\s*(?:\$|>>>|%|sqlite>|\w+@[\w.-]+[:~][^\s]*[$#])\s")
 # A sentence ends at . ! ? (and a closing quote or bracket), before a space and a capital,
-# a digit, an opening quote or bracket, or the end; never after a one-letter word or a
+# a digit, an opening quote or bracket, or the end; never after a
 # common abbreviation ("e.g.", "i.e.", "etc.", "vs.").
 _END = re.compile(r"[.!?][\"')\]]*(?=\s+[\"'(\[]?[A-Z0-9`<$-]|\s*$)")
-_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|no|fig|resp|ca)|\b\w)\.$",
-                     re.IGNORECASE)
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|no|fig|resp|ca)\.$", re.IGNORECASE)
 
 
 _OPTION_WEIGHT = 6.0  # an option's weight: as a word in one passage of a few hundred
