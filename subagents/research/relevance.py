@@ -73,12 +73,14 @@ _ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|no|fig|resp|ca)\.$", re.I
 
 
 _OPTION_WEIGHT = 6.0  # an option's weight: as a word in one passage of a few hundred
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ers", "er", "es", "ed", "ly", "s", "e")
+_SUFFIXES = ("ations", "ation", "ments", "ment", "ness", "ency", "ence", "ance", "ings",
+             "ing", "ity", "ies", "ers", "ent", "ant", "ive", "er", "es", "ed", "ly", "s", "e")
 
 
 def _stem(word: str) -> str:
     """The part of a word its inflections share: one common suffix off, four letters
-    kept ("caching" and "cache" → "cach", "commits" → "commit", "changes" → "chang")."""
+    kept ("caching" and "cache" → "cach", "commits" → "commit", "efficient" and
+    "efficiency" → "effici")."""
     if word.startswith("-"):
         return word  # an option: matched whole
     for suffix in _SUFFIXES:
@@ -112,7 +114,7 @@ def _holds(lowered: str, stem: str) -> bool:
     at = lowered.find(stem)
     while at >= 0:
         before = lowered[at - 1] if at else " "
-        if not (before.isalnum() or before in "_-"):
+        if not (before.isalnum() or before == "_" or (option and before == "-")):
             if not option:
                 return True
             after = lowered[at + len(stem)] if at + len(stem) < len(lowered) else " "
@@ -147,8 +149,14 @@ class Terms:
                 raw.append(1.0 + min(len(word), 12) / 4)
         extra: list[str] = []
         for pattern, asks in _ASKS_FOR:
-            if pattern.search(query):
+            found = pattern.search(query)
+            if found:
                 extra += [w for w in asks if w not in words and w not in extra]
+                # "long" of "how long" asks for a duration; it names no topic.
+                asked = found.group(0).lower().split()[-1]
+                if asked in words and asked not in asks:
+                    at = words.index(asked)
+                    del words[at], raw[at]
         if extra and raw:
             # Any one of them answers: together they weigh half a mean term.
             share = 0.5 * sum(raw) / len(raw)
