@@ -7,7 +7,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 
 LIVE_STAMP := $(VENV)/.installed-live
 
-.PHONY: test test-fast demo bench lint clean chaos chromium live
+.PHONY: test test-fast demo bench bench-docs lint clean chaos chromium live
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,7 +55,15 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel,bench]'
 	touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP)
+# The answers benchmark reads three documentation sets Debian ships: installed where the
+# machine can (root and apt-get), else that benchmark's rows say "not installed".
+bench-docs:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	   ! [ -d /usr/share/doc/git-doc ] ; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	   git-doc debian-reference-en sqlite3-doc >/dev/null) || true; fi
+
+bench: $(BENCH_STAMP) bench-docs
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -83,19 +83,23 @@ def main(argv: list[str]) -> None:
     """Index as told; print the figures as JSON."""
     which, folder, workdir = argv[:3]
     started = time.perf_counter()
+    passages = 0
     if which == "naive":
         naive_index(folder, os.path.join(workdir, "naive.sqlite"))
     else:
+        if which == "fanout":  # lexical only; "fanout-semantic": embeddings too, if installed
+            os.environ["FANOUT_SEMANTIC"] = "off"
         from subagents.research.docindex import DocIndex
 
         max_bytes = int(argv[3]) if len(argv) > 3 else 20_000_000
         index = DocIndex.for_folder(folder, workdir, max_bytes=max_bytes)
-        index.refresh()
+        passages = index.refresh().passages
         index.close()
     seconds = time.perf_counter() - started
     cpu = os.times()
     sys.stdout.write(json.dumps({"seconds": seconds, "cpu_s": cpu.user + cpu.system,
-                                 "peak_rss_mib": _peak_rss_mib()}) + "\n")
+                                 "peak_rss_mib": _peak_rss_mib(),
+                                 "passages": passages}) + "\n")
 
 
 if __name__ == "__main__":

@@ -139,6 +139,14 @@ REGISTRY: tuple[Entry, ...] = (
                "repeat": 1, "real": False},
     ),
     Entry(
+        # Issue 38: retrieval-only answers on three of Debian's documentation sets (git-doc,
+        # debian-reference-en, sqlite3-doc; `make bench` installs them where it can),
+        # question by question, beside the naive FTS5 baseline.
+        "answers", "benchmarks.answers",
+        full={"repeat": 1},
+        quick={"sets": ("git",), "limit": 3, "repeat": 1, "semantic": False},
+    ),
+    Entry(
         "research", "benchmarks.research",
         full={"docs": 10_000, "queries": 1_000, "page_bytes": 2**20, "repeat": 5},
         quick={"docs": 60, "queries": 20, "page_bytes": 32_768, "repeat": 1},

@@ -137,6 +137,10 @@ class Answer(BaseModel):
     kind: AnswerKind | None = Field(default=None, exclude_if=lambda v: v is None)
     rejected: str | None = Field(default=None, exclude_if=lambda v: v is None)
     checks: AnswerChecks | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Whether a model read the evidence and wrote ``text`` past its checks (true), or no
+    # model read it: retrieval only, or the extractive answer after a rejected one
+    # (false). Views never call an unverified answer "fully covered".
+    verified: bool | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Decision(BaseModel):
@@ -175,9 +179,28 @@ _OUTCOME = Prevalidated(SubtaskOutcome)
 _SECTION = Prevalidated(Section)
 
 
+def unmatched(result: SubagentResult) -> dict[str, Any] | None:
+    """The judgement of a search that found passages none of which answers its query,
+    when that is all the subtask has (every finding with content is such a search);
+    None otherwise. Found is not answered: such a subtask is partial (trigger
+    ``no_match``), never covered."""
+    judged: dict[str, Any] | None = None
+    for finding in result.findings:
+        if finding.empty:
+            continue
+        data = finding.data
+        match = data.get("match") if isinstance(data, dict) else None
+        if not isinstance(match, dict) or match.get("matched") is not False:
+            return None  # evidence that answers, or that no search judged
+        if judged is None:
+            judged = match
+    return judged
+
+
 def subtask_status(result: SubagentResult) -> SubtaskStatus:
     """complete, empty (answered: nothing matches), partial (findings and a gap), or gap."""
-    has_gap = result.escalation is not None or result.incomplete
+    has_gap = result.escalation is not None or result.incomplete or (
+        unmatched(result) is not None)
     if has_gap:
         return "partial" if result.findings else "gap"
     if all(f.empty for f in result.findings):
@@ -213,6 +236,21 @@ def _gap(
             partial_results=list(result.findings),
             alternatives=alternatives_for("incomplete_data", spec, tool=tool),
             message=f"{tool} returned partial data (complete: false)",
+        )
+    match = unmatched(result)
+    if match is not None:
+        missing = [str(m) for m in match.get("missing") or []]
+        held = f"{match.get('by', 'terms')} score {match.get('score')} under " \
+               f"{match.get('threshold')}"
+        return Gap(
+            subtask_id=result.subtask_id,
+            trigger="no_match",
+            route=route or "gap",
+            attempted_query=spec.query,
+            partial_results=list(result.findings),
+            alternatives=alternatives_for("no_match", spec, detail={"missing": missing}),
+            message="passages were found, but none answers the query ("
+            + held + (f"; no passage holds {', '.join(missing)}" if missing else "") + ")",
         )
     return None
 

@@ -32,6 +32,7 @@ _TRIGGER_ROUTES: Final[Mapping[Trigger, Route]] = {
     "no_evidence": "gap",
     # A rejected answer is replaced by the sources' own words: a gap, nothing to page about.
     "answer_rejected": "gap",
+    "no_match": "gap",
 }
 
 

@@ -41,6 +41,9 @@ Trigger = Literal[
     # The lead's answer failed its checks (an echo of the prompt, cut off, or citing
     # nothing while sources exist) and an extractive answer is shown instead (DESIGN §7).
     "answer_rejected",
+    # A search found passages, but the best of them does not answer its query (too few
+    # of the query's weighted terms, or too far in meaning): found is not answered.
+    "no_match",
 ]
 """The concrete condition that ended a subagent's work; never a self-rated confidence."""
 

@@ -117,4 +117,10 @@ def alternatives_for(
         out.append("plan the subtask with a model that calls tools reliably")
     elif trigger == "human_request":
         out.append(f"answer the subagent's question for subtask {spec.id!r}")
+    elif trigger == "no_match":
+        missing = detail.get("missing") or []
+        if missing:
+            out.append("add documents that cover " + ", ".join(repr(m) for m in missing[:4]))
+        out.append(f"rephrase subtask {spec.id!r}'s query in the documents' own words")
+        out.append("read the passages found: they are related, but none answers the query")
     return out

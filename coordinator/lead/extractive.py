@@ -1,39 +1,47 @@
-"""The extractive answer: the best passages of the findings, each with its ``[n]``.
+"""The extractive answer: the sentences of the findings that best answer the question.
 
 What the report shows when a model's answer is rejected (DESIGN §7 "Answer checks"), and
 the whole answer of a run without a model (retrieval only, "Search first"). It needs no
 model and no synthesis: only the report's findings, numbered as the synthesis numbers
 them (:mod:`coordinator.sources`). Decisions:
 
-- A passage is what a finding says of one source: a search result's snippet (its title
-  when it has none), the first sentences of a page or document read whole (its heading
-  lines left out), a compact ``key: value`` rendering of a tool's data. One passage per
-  source; a page or document read whole is preferred over its snippet.
+- **Sentences, not snippets.** Candidates are the *segments* of what the findings say
+  (:mod:`subagents.research.relevance`): sentences of prose, code blocks and command
+  lines whole, list items, a label line with the sentence it introduces. They come from
+  every passage a search returned (several of one document when the search gave
+  several), from a page or document read whole, and from a tool's data (as ``key:
+  value``). Each is scored against its subtask's query by weighted term coverage, a
+  term found in most candidates counting less, raised a little by its passage's rank.
+- **Shown in document order.** The best few of each subtask (:data:`PER_SUBTASK`, more
+  when the question is the only subtask) are shown grouped by source and, within a
+  source, in the order the document has them; each line cites its ``[n]``.
+- **Quoted exactly.** A segment is the source's text with its whitespace collapsed,
+  nothing else changed: a page's own brackets stay as written (views escape them where
+  their markup needs it). A code block keeps its lines and is shown fenced as code.
 - Subtasks are taken by weight (a follow-up by the weight of the gap it was for), the
-  covered before the not covered, then in job order; at most :data:`PER_SUBTASK` passages
-  each, :data:`MAX_PASSAGES` and :data:`MAX_CHARS` in all, so every subtask with evidence
-  is heard before any says more.
-- Brackets in a passage become parentheses: a page's own "[3]" must not read as a
-  citation of this run's source 3.
-- One passage a line, each of its sentences cited (``… [n].``): the answer meets the
-  bar a model's does, sentence by sentence. Nothing else is written in fanout's words.
+  covered before the not covered, then in job order, within :data:`MAX_CHARS`, so every
+  subtask with evidence is heard before any says more. Nothing is written in fanout's
+  words.
 
-:func:`with_extractive_answer` puts it in a report: ``answer.kind: extractive``, the
-sources it cites, and, when a model's text was rejected, a gap of ``lead`` naming why.
+:func:`with_extractive_answer` puts it in a report: ``answer.kind: extractive``,
+``answer.verified: false`` (no model read it), the sources it cites, and, when a model's
+text was rejected, a gap of ``lead`` naming why.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import textwrap
 from typing import Any
 
-from coordinator.answer_checks import sentence_spans
 from coordinator.job import JobSpec
 from coordinator.lead.decompose import LEAD
 from coordinator.report import CoverageReport, Section, Source
 from coordinator.report_edits import prepend_rows
 from coordinator.sources import Evidence, evidence, number_sources
 from subagents.loop import SubagentRun
+from subagents.research.relevance import Segment, Terms, segments
 from subagents.spec import SubtaskSpec
 
 __all__ = [
@@ -45,26 +53,12 @@ __all__ = [
     "with_extractive_answer",
 ]
 
-MAX_PASSAGES = 8
-MAX_CHARS = 2000  # of all passages together
-PER_SUBTASK = 3
-_PASSAGE_CHARS = 400  # of one passage
-_SENTENCES = 3  # of a page or document read whole
-
-
-def _clip(text: str, limit: int = _PASSAGE_CHARS) -> str:
-    """``text`` cut at a word boundary to ``limit`` characters (… marks the cut)."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
-
-
-def _plain(text: str) -> str:
-    """One line of text: whitespace collapsed, control characters and brackets out."""
-    text = "".join(c if c.isprintable() else " " for c in text)
-    return " ".join(text.replace("[", "(").replace("]", ")").split())
+MAX_PASSAGES = 8  # lines of the answer, at most
+MAX_CHARS = 2000  # of all lines together
+PER_SUBTASK = 3  # lines per subtask when there are several …
+_ALONE = 4  # … and when the question is the only one
+_SEGMENT_CHARS = 600  # of one line (a longer code block is cut at a line end)
+_TEXT_CHARS = 20_000  # of a document read whole, looked at for sentences
 
 
 def _compact(data: Any) -> str:
@@ -78,34 +72,42 @@ def _compact(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
 
 
-def _lead_sentences(text: str) -> str:
-    """The first sentences of a page or document, its heading lines left out."""
-    lines = [ln for ln in text.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
-    body = " ".join(" ".join(lines).split())
-    spans = sentence_spans(body)[:_SENTENCES]
-    return body[spans[0][0] : spans[-1][1]] if spans else ""
+def _printable(text: str) -> str:
+    """``text`` with control characters (but newlines) as spaces."""
+    return "".join(c if c.isprintable() or c == "\n" else " " for c in text)
 
 
 def passage(item: Evidence) -> str:
-    """What one piece of evidence says, as a passage of the extractive answer ('' if
-    nothing)."""
+    """The text one piece of evidence offers the answer ('' if nothing): a search's
+    passage, a document's text, a tool's data as words."""
     body = item.body
-    if item.document:
-        text = _lead_sentences(body) if isinstance(body, str) else _compact(body)
-    elif isinstance(body, str):  # a search result: its snippet, else its title
-        text = body or item.title
-    else:
-        text = _compact(body)
-    return _clip(_plain(text))
+    if isinstance(body, str):
+        text = body[:_TEXT_CHARS] if item.document else body
+        return _printable(text) if text.strip() else (_printable(item.title) if not
+                                                        item.document else "")
+    return _printable(_compact(body))
 
 
-def _cited(text: str, n: int) -> str:
-    """``text`` with ``[n]`` after each of its sentences, inside the full stop ("… [1].")."""
-    out = []
-    for start, end in sentence_spans(text):
-        sentence = text[start:end]
-        out.append(f"{sentence[:-1]} [{n}]." if sentence.endswith(".") else f"{sentence} [{n}]")
-    return " ".join(out)
+def _line(text: str, seg: Segment, n: int) -> str:
+    """One line of the answer: the segment quoted, whitespace collapsed (a code block's
+    lines kept, fenced), cited."""
+    quoted = text[seg.start:seg.end]
+    if seg.kind == "code":
+        lines = quoted.split("\n")
+        label = ""
+        if lines and lines[0].strip() and not lines[0].startswith((" ", "\t")):
+            label, lines = " ".join(lines[0].split()), lines[1:]  # the label line
+        code = textwrap.dedent("\n".join(ln.rstrip() for ln in lines)).strip("\n")
+        if len(code) > _SEGMENT_CHARS:
+            code = code[:code.rfind("\n", 0, _SEGMENT_CHARS)].rstrip() or code[:_SEGMENT_CHARS]
+        head = f"{label} [{n}]:\n" if label else ""
+        tail = "" if label else f" [{n}]"
+        return f"{head}```\n{code}\n```{tail}"
+    words = " ".join(quoted.split())
+    if len(words) > _SEGMENT_CHARS:
+        cut = words[:_SEGMENT_CHARS]
+        words = cut[:cut.rfind(" ")] if " " in cut else cut
+    return f"{words} [{n}]"
 
 
 def _order(report: CoverageReport) -> list[Section]:
@@ -123,9 +125,44 @@ def _order(report: CoverageReport) -> list[Section]:
     return [s for _, s in sorted(enumerate(sections), key=key)]
 
 
+def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence, str, Segment]]:
+    """The ``count`` segments of ``items`` that best answer ``query``, in the order their
+    sources and documents have them."""
+    terms = Terms.of(query)
+    cands: list[tuple[float, int, Evidence, str, Segment]] = []
+    texts = [passage(item) for item in items]
+    seen: set[str] = set()
+    local = _local_weights(terms, texts)
+    for rank, (item, text) in enumerate(zip(items, texts, strict=True)):
+        for seg in segments(text):
+            key = " ".join(text[seg.start:seg.end].split()).lower()
+            if not key or key in seen:
+                continue  # the same words from another passage or another name
+            seen.add(key)
+            hits = terms.present(text[seg.start:seg.end])
+            score = sum(w * lw for w, lw, h in zip(terms.weights, local, hits, strict=True)
+                        if h)
+            # A passage the search ranked higher is a little more likely to answer.
+            cands.append((score + 0.1 / (1 + rank), rank, item, text, seg))
+    cands.sort(key=lambda c: (-c[0], c[1], c[4].start))
+    chosen = cands[:count]
+    # Document order: by source number, then by where the passage is in its document.
+    chosen.sort(key=lambda c: (c[2].n, c[2].start or 0, c[4].start))
+    return [(item, text, seg) for _, _, item, text, seg in chosen]
+
+
+def _local_weights(terms: Terms, texts: list[str]) -> list[float]:
+    """Per term: how well it tells these texts apart (a term in all of them, little)."""
+    held = [terms.present(t) for t in texts]
+    n = len(texts)
+    return [math.log(1.0 + n / (1 + sum(h[k] for h in held))) + 0.5
+            for k in range(len(terms.words))]
+
+
 def extractive_answer(report: CoverageReport) -> tuple[str | None, list[Source]]:
-    """The best passages of ``report``'s findings, one a line with its ``[n]``, and the
-    sources they cite; ``(None, [])`` when no finding has a passage to quote.
+    """The sentences of ``report``'s findings that best answer each subtask's query, one
+    a line with its ``[n]``, and the sources they cite; ``(None, [])`` when no finding
+    has a sentence to quote.
 
     Works on any report: with or without a model, before or without a synthesis.
     """
@@ -134,27 +171,23 @@ def extractive_answer(report: CoverageReport) -> tuple[str | None, list[Source]]
     by_subtask: dict[str, list[Evidence]] = {}
     for item in evidence(sections):
         by_subtask.setdefault(item.subtask_id, []).append(item)
+    per = _ALONE if len(sections) == 1 else PER_SUBTASK
     lines: list[str] = []
     used: set[int] = set()
     chars = 0
     for section in _order(report):
         items = by_subtask.get(section.subtask_id, [])
-        # One passage per source: a page or document read whole before its snippet.
-        best: dict[int, tuple[str, bool]] = {}
-        for item in items:
-            text = passage(item)
-            if text and (item.n not in best or (item.document and not best[item.n][1])):
-                best[item.n] = (text, item.document)
-        taken = 0
-        for n, (text, _) in best.items():
-            if taken == PER_SUBTASK or len(lines) == MAX_PASSAGES:
+        if not items:
+            continue
+        for item, text, seg in _pick(items, section.query, per):
+            if len(lines) == MAX_PASSAGES:
                 break
-            if n in used or chars + len(text) > MAX_CHARS:
+            line = _line(text, seg, item.n)
+            if chars + len(line) > MAX_CHARS:
                 continue
-            lines.append(_cited(text, n))
-            used.add(n)
-            chars += len(text)
-            taken += 1
+            lines.append(line)
+            used.add(item.n)
+            chars += len(line)
     if not lines:
         return None, []
     return "\n".join(lines), [s for s in sources if s.n in used]
@@ -172,7 +205,7 @@ def with_extractive_answer(report: CoverageReport, reason: str | None) -> Covera
     """
     text, sources = extractive_answer(report)
     answer = report.answer.model_copy(
-        update={"text": text, "sources": sources, "kind": "extractive"}
+        update={"text": text, "sources": sources, "kind": "extractive", "verified": False}
     )
     report = report.model_copy(update={"answer": answer})
     if reason is None:

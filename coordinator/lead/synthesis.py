@@ -121,6 +121,7 @@ def checked_answer(
             "sources": cited_sources(text, sources, ids),
             "kind": "model",
             "checks": checks,
+            "verified": True,
         }
         return report.model_copy(update={"answer": answer.model_copy(update=update)}), None
     rejected = answer.model_copy(update={"rejected": text, "checks": checks})

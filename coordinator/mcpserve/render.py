@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.mcpserve.reading import report_uri
 from coordinator.report import CoverageReport
+from coordinator.views.answer_marks import NOT_CHECKED
 
 _OUT = ConfigDict(extra="forbid", frozen=True)
 
@@ -52,6 +53,8 @@ class RunAnswer(BaseModel):
     coverage: float | None = Field(default=None, description="Weighted share covered, 0..1.")
     answer: str | None = Field(default=None, description="The answer, citing sources [n].")
     answer_kind: str | None = Field(default=None, description="model or extractive.")
+    verified: bool | None = Field(
+        default=None, description="false: no model read the passages (found, not checked).")
     sources: list[SourceOut] = Field(default_factory=list)
     gaps: list[GapOut] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list, description="What is not covered.")
@@ -65,7 +68,7 @@ def finished(run_id: str | None, report: CoverageReport) -> RunAnswer:
         report_uri=report_uri(run_id) if run_id else None,
         outcome=report.outcome, coverage=report.coverage,
         answer=answer.text if answer.text is not None else answer.summary,
-        answer_kind=answer.kind,
+        answer_kind=answer.kind, verified=answer.verified,
         sources=[SourceOut(n=s.n, title=s.title, url=s.url, path=s.path, subtask=s.subtask)
                  for s in answer.sources or []],
         gaps=[GapOut(subtask_id=g.subtask_id, query=g.attempted_query, message=g.message,
@@ -89,11 +92,17 @@ def as_text(result: RunAnswer) -> str:
         return (f"Run {result.run_id} is still running. Call get_report(run_id="
                 f"\"{result.run_id}\") later, or read {result.report_uri}, for its report.")
     lines = [result.answer or "(no answer)", ""]
+    if result.verified is False:
+        lines[1:1] = [f"({NOT_CHECKED}: no model read these passages; whether they answer the "
+                      "question is for you to judge.)", ""]
     if result.sources:
         lines.append("Sources:")
         lines += [f"[{s.n}] {s.title}" + (f" — {s.url or s.path}" if s.url or s.path else "")
                   for s in result.sources]
         lines.append("")
+    if not result.gaps and not result.missing and result.verified is False:
+        lines += [f"Not covered: no gap in the search, but the passages were {NOT_CHECKED}.",
+                  ""]
     if result.gaps or result.missing:
         lines.append("Not covered:")
         lines += [f"- {g.subtask_id}: {g.message} (tried {g.query})" for g in result.gaps]

@@ -14,9 +14,11 @@ from typing import Any
 
 from coordinator.answer_checks import rejection_reason, sentence_spans
 
-__all__ = ["UNVERIFIED", "extractive_note", "marked_lines"]
+__all__ = ["NOT_CHECKED", "UNVERIFIED", "extractive_note", "marked_lines", "nothing_missing"]
 
 UNVERIFIED = "⚠ unverified number"
+NOT_CHECKED = "found, not checked"
+"""What every view says of an answer no model read (``answer.verified: false``)."""
 NO_SUCH_SOURCE = "⚠ cites no source of this run"
 
 
@@ -32,10 +34,19 @@ def extractive_note(answer: Mapping[str, Any]) -> str | None:
             else "extractive: the model's answer was rejected"
         )
     else:
-        note = "extractive: no model wrote this answer"
+        note = "extractive: no model wrote or read this answer"
     if answer.get("text"):
-        return note + "; each passage below is quoted from its source [n]"
+        return (f"{note}; {NOT_CHECKED}: each passage below is quoted from its source [n], "
+                "whether it answers the question is for you to judge")
     return note + "; no finding had a passage to quote"
+
+
+def nothing_missing(answer: Mapping[str, Any]) -> str:
+    """What a view says where no gap is open: "fully covered" only of an answer a model
+    read and that passed its checks, or of a report without a written answer."""
+    if answer.get("verified") is False:
+        return f"no gap in the search, but the passages were {NOT_CHECKED}"
+    return "nothing: fully covered"
 
 
 def _marks(sentence: str, checks: Mapping[str, Any]) -> list[str]:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from coordinator.views.answer_marks import extractive_note, marked_lines
+from coordinator.views.answer_marks import extractive_note, marked_lines, nothing_missing
 from coordinator.views.followups import followup_lines
 
 _MAX_TEXT = 280  # characters of one finding value before it is cut
@@ -258,7 +258,8 @@ def _synthesis(report: Mapping[str, Any]) -> list[str]:
         lines += [f"The lead agent's synthesis failed: {md_text(error.get('message', ''))}", ""]
     missing = answer.get("missing", [])
     lines += ["**Not covered**", ""]
-    lines += [f"- {md_text(m)}" for m in missing] if missing else ["- nothing: fully covered"]
+    lines += [f"- {md_text(m)}" for m in missing] if missing else [
+        f"- {nothing_missing(answer)}"]
     return [*lines, ""]
 
 

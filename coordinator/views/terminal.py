@@ -13,7 +13,7 @@ from rich.text import Text
 from coordinator.replay import ReplaySummary
 from coordinator.report import CoverageReport, Gap
 from coordinator.store.runs import RunRow
-from coordinator.views.answer_marks import extractive_note, marked_lines
+from coordinator.views.answer_marks import extractive_note, marked_lines, nothing_missing
 from coordinator.views.followups import followup_lines
 from shared.errors import InputFileError
 
@@ -157,7 +157,7 @@ def synthesis_view(report: CoverageReport) -> RenderableType:
     answer = report.answer
     lines: list[RenderableType] = []
     wire = answer.model_dump(mode="json", include={"kind", "text", "sources", "rejected",
-                                                   "checks"}, exclude_none=True)
+                                                   "checks", "verified"}, exclude_none=True)
     note = extractive_note(wire)
     if note is not None:
         lines.append(Text(note, style="yellow"))
@@ -190,7 +190,7 @@ def synthesis_view(report: CoverageReport) -> RenderableType:
         if gap.subtask_id in followups:
             lines.append(Text(f"    {followups[gap.subtask_id]}", style="dim"))
     if not report.gaps:
-        lines.append(Text("  • nothing: fully covered"))
+        lines.append(Text(f"  • {nothing_missing(wire)}"))
     return Panel(Group(*lines), title="Answer", title_align="left", border_style="cyan")
 
 

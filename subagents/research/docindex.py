@@ -259,6 +259,12 @@ class DocIndex:
         self, query: str, limit: int = 8, interrupt: Interrupt | None = None
     ) -> list[dict[str, Any]]:
         """The best ``limit`` passages for ``query`` (see :mod:`docsearch`)."""
+        return self.find(query, limit, interrupt).results
+
+    def find(
+        self, query: str, limit: int = 8, interrupt: Interrupt | None = None
+    ) -> docsearch.Found:
+        """The best ``limit`` passages for ``query`` and whether they answer it."""
         with self._reader(interrupt) as conn:
             return docsearch.search(conn, query, limit)
 

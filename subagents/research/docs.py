@@ -97,12 +97,16 @@ class DocsReader:
                 interrupt.stop()  # cancelled: the thread's statement stops now
 
     async def search(self, query: str, limit: int) -> dict[str, Any]:
-        """``{results: [{path, title, heading, snippet, score, start}]}``, best first."""
+        """``{results: [{path, title, heading, snippet, score, start, match}], match}``,
+        best first; ``match`` says whether the best passage answers the query."""
         if not query.strip():
             raise invalid("docs.search", "query", "a non-empty query", "the query is empty",
                           "invalid_query")
         work = functools.partial(_search, self.index, query, limit)
-        return {"results": await self._call(work, "docs.search")}
+        found = await self._call(work, "docs.search")
+        if not found.results:
+            return {"results": []}  # nothing found: empty, as any tool's empty result
+        return {"results": found.results, "match": found.match}
 
     async def read(self, path: str, start: int) -> dict[str, Any]:
         """``{path, title, text, truncated, start, next_start, length}`` of one document."""
@@ -116,7 +120,7 @@ class DocsReader:
 
 
 def _search(index: DocIndex, query: str, limit: int, interrupt: Interrupt) -> Any:
-    return index.search(query, limit, interrupt)
+    return index.find(query, limit, interrupt)
 
 
 def _read(index: DocIndex, path: str, start: int, interrupt: Interrupt) -> Any:

@@ -22,13 +22,22 @@ chosen on the query set of ``benchmarks/data/python_docs_queries.json``.
 
 from __future__ import annotations
 
-import re
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from subagents.research.documents.passages import Sketches, same_text, sketches, snippet
+from subagents.research.documents.passages import Sketches, same_text, sketches
+from subagents.research.relevance import (
+    MATCH_THRESHOLD,
+    STOPWORDS,
+    Terms,
+    best_window,
+    content_words,
+)
 
-__all__ = ["BUDGET", "STOPWORDS", "WEIGHTS", "query_words", "read_window", "search"]
+__all__ = ["BUDGET", "PER_DOCUMENT", "SEMANTIC_THRESHOLD", "STOPWORDS", "WEIGHTS", "Found",
+           "query_words", "read_window", "search"]
 
 BUDGET = 2000  # passages an OR of the words may rank (bm25 costs a few µs a passage)
 _AND_BUDGET = 3000  # passages holding two common words bm25 may rank
@@ -36,25 +45,7 @@ _SCAN = 20_000  # passages holding a word that bm25's weight of it may read
 _SAMPLE = 96  # passages ranked here, in Python, when even that is too many …
 _SLICES = 8  # … taken from this many stretches of the index
 WEIGHTS = (4.0, 2.0, 1.0)  # bm25 weights of title, heading, body
-_POOL = 200  # passages ranked for one search (the best of each document kept)
-_MORE = 3  # a document's next best passages that add to its score …
-_SPREAD = 0.2  # … each at this fraction of its own
-_LOOK = 3  # documents looked at per result wanted (the others cannot be shown)
-_WORD = re.compile(r"\w+", re.UNICODE)
-# A question's function words: in a passage index they are not rare enough to be
-# ignored by bm25 (FAQ headings begin "How do I …?"), and they never name a topic.
-_FUNCTION_WORDS = (
-    "a about above after again against all am an and any are as at be because been before "
-    "being below between both but by can could did do does doing down during each few for "
-    "from further had has have having he her here hers herself him himself his how i if in "
-    "into is it its itself just me more most my myself no nor not now of off on once only "
-    "or other our ours ourselves out over own same she should so some such than that the "
-    "their theirs them themselves then there these they this those through to too under "
-    "until up very was we were what when where which while who whom why will with would "
-    "you your yours yourself yourselves get use using want need way make"
-)
-STOPWORDS = frozenset(_FUNCTION_WORDS.split())
-_MAX_WORDS = 32
+_POOL = 120  # passages bm25 hands on to be scored again
 # Which of several names of one text shows it: the rendered page first.
 _PREFERRED = {"html": 0, "markdown": 1, "text": 2, "pdf": 3}
 
@@ -63,9 +54,11 @@ def query_words(query: str) -> list[str]:
     """The distinct words of ``query`` (at most 32), lower-cased, in order; English
     function words left out when the query has others ("how do I read a CSV file" is
     read as "read csv file")."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-    content = [w for w in words if w not in STOPWORDS]
-    return (content or words)[:_MAX_WORDS]
+    words = []
+    for word in content_words(query):
+        bare = word.lstrip("-").replace("-", " ").split()
+        words += [w for w in bare if w not in words]  # FTS5 reads an option as its words
+    return words[:32]
 
 
 def _phrase(word: str) -> str:
@@ -86,10 +79,12 @@ def _frequency(conn: sqlite3.Connection, word: str) -> int:
     return _count(conn, _phrase(word), BUDGET + 1)
 
 
-def _candidates(conn: sqlite3.Connection, words: list[str], wanted: int) -> list[tuple[int, float]]:
+def _candidates(
+    conn: sqlite3.Connection, words: list[str], wanted: int, counts: dict[str, int]
+) -> list[tuple[int, float]]:
     """(passage id, score: bm25, lower is better) of the best ``wanted`` passages for
-    ``words``, best first."""
-    counts = {w: _frequency(conn, w) for w in words}
+    ``words``, best first; ``counts`` gets each word's passage count (up to the budget)."""
+    counts.update({w: _frequency(conn, w) for w in words})
     present = sorted((w for w in words if counts[w]), key=lambda w: counts[w])
     if not present:
         return []
@@ -154,94 +149,217 @@ def _common(conn: sqlite3.Connection, present: list[str], wanted: int) -> list[t
     return sorted(scored, key=lambda r: r[1])[:wanted]
 
 
-def search(conn: sqlite3.Connection, query: str, limit: int) -> list[dict[str, Any]]:
-    """The best ``limit`` results for ``query``: ``{path, title, heading, snippet, score,
-    start}`` (and ``also``: other names of the same text), best first."""
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What one search found: its results, and whether its best passage answers the
+    query at all (``match``: the judgement, the score it rests on, the terms no result
+    holds)."""
+
+    results: list[dict[str, Any]]
+    match: dict[str, Any]
+
+
+def search(
+    conn: sqlite3.Connection, query: str, limit: int,
+    dense: Callable[[str, list[int]], dict[int, float]] | None = None,
+) -> Found:
+    """The best ``limit`` passages for ``query``: ``{path, title, heading, snippet, score,
+    start, match}`` (and ``also``: other names of the same text), best first.
+
+    Passages, not documents: a long manual may place several (at most
+    :data:`PER_DOCUMENT`) when they are the best. Candidates come from bm25; each is
+    scored again on the query's weighted terms — the whole passage with its title and
+    headings, and the best window of it (terms close together) — and, when ``dense``
+    gives their semantic similarities, the rankings are fused by reciprocal rank.
+    """
     words = query_words(query)
     if not words:
-        return []
-    ranked = _candidates(conn, words, max(_POOL, limit * 10))
+        return Found([], _judgement(Terms.of(query), [], None))
+    counts: dict[str, int] = {}
+    ranked = _candidates(conn, words, max(_POOL, limit * 10), counts)
+    total = _total(conn)
+    terms = Terms.of(query, counts, total)
     if not ranked:
-        return []
+        return Found([], _judgement(terms, [], None))
     marks = ",".join("?" * len(ranked))
+    ids = [i for i, _ in ranked]
     meta = {
         int(row[0]): row[1:]
         for row in conn.execute(
-            "SELECT p.id, p.file, p.start, f.path, f.title, f.kind, f.signature "
-            f"FROM passages p JOIN files f ON f.id = p.file WHERE p.id IN ({marks})",
-            [i for i, _ in ranked],
-        )
+            "SELECT p.id, p.file, p.start, f.path, f.title, f.kind, f.signature, t.heading, "
+            "t.body FROM passages p JOIN files f ON f.id = p.file "
+            f"JOIN passage_text t ON t.rowid = p.id WHERE p.id IN ({marks})", ids)
     }
-    files: dict[int, _File] = {}
-    for passage, score in ranked:
-        if passage not in meta:
+    cands: list[_Passage] = []
+    for rank, (pid, _score) in enumerate(ranked):
+        if pid not in meta:
             continue  # removed by a refresh since the ranking
-        file, start, path, title, kind, sig = meta[passage]
-        entry = files.get(file)
-        if entry is None:
-            files[file] = _File(path, title, kind, sketches(sig), passage, start, -score)
-        elif len(entry.more) < _MORE:
-            entry.more.append(-score)
-    groups: list[list[_File]] = []
-    # The best documents only (a twin ranks near its other name): each compared with
-    # each group's first document, a twin being the same text as it.
-    for entry in sorted(files.values(), key=lambda f: -f.score)[:limit * _LOOK]:
-        group = next((g for g in groups if same_text(entry.sig, g[0].sig)), None)
-        if group is not None:
-            group.append(entry)
-        elif len(groups) < limit:
-            groups.append([entry])
-    return _results(conn, groups, words)
+        file, start, path, title, kind, sig, heading, body = meta[pid]
+        cands.append(_Passage(pid, file, start, path, title, kind, sig, heading, body, rank,
+                              terms))
+    similarity = dense(query, [c.id for c in cands]) if dense is not None else {}
+    _fuse(cands, similarity)
+    chosen = _choose(cands, limit)
+    results = [c.result() for c in chosen]
+    return Found(results, _judgement(terms, chosen, similarity or None))
 
 
-class _File:
-    """One document's best passage among the candidates, and its next best scores."""
-
-    __slots__ = ("kind", "more", "passage", "path", "sig", "start", "title", "top")
-
-    def __init__(self, path: str, title: str, kind: str, sig: Sketches, passage: int,
-                 start: int, top: float) -> None:
-        self.path, self.title, self.kind, self.sig = path, title, kind, sig
-        self.passage, self.start, self.top = passage, start, top
-        self.more: list[float] = []
-
-    @property
-    def score(self) -> float:
-        """Its best passage's score, raised a little by its other good passages: a
-        document about the query has several; a list of links mentions it once."""
-        return self.top + _SPREAD * sum(self.more)
+PER_DOCUMENT = 3  # passages of one document among the results, at most
+_RRF = 30  # reciprocal rank fusion's constant (smaller: the top ranks weigh more)
+SEMANTIC_THRESHOLD = 0.45
+"""The cosine similarity of query and best passage under which a search with embeddings
+does not count as answering (all-MiniLM-L6-v2; chosen on the benchmark's question sets)."""
 
 
-def _results(
-    conn: sqlite3.Connection, groups: list[list[_File]], words: list[str]
-) -> list[dict[str, Any]]:
-    """Each group shown by its preferred name (the rendered page), with its best
-    passage's snippet; groups ordered by their best document's score."""
-    shown = []
-    for group in groups:
-        best = min(group, key=lambda f: (_PREFERRED.get(f.kind, 9), -f.score))
-        shown.append((max(f.score for f in group), best,
-                      sorted(f.path for f in group if f is not best)))
-    shown.sort(key=lambda item: -item[0])
-    marks = ",".join("?" * len(shown))
-    texts = {
-        int(rowid): (heading, body)
-        for rowid, heading, body in conn.execute(
-            f"SELECT rowid, heading, body FROM passage_text WHERE rowid IN ({marks})",
-            [best.passage for _, best, _ in shown],
-        )
-    }
-    results = []
-    for score, best, also in shown:
-        heading, body = texts.get(best.passage, ("", ""))
-        result: dict[str, Any] = {
-            "path": best.path, "title": best.title, "heading": heading,
-            "snippet": snippet(body, words), "score": round(score, 4), "start": best.start,
+class _Passage:
+    """One candidate passage and its scores."""
+
+    __slots__ = ("also", "body", "cover", "file", "heading", "id", "kind", "lexical",
+                 "path", "rank", "score", "semantic", "sig", "start", "title", "window")
+
+    def __init__(self, pid: int, file: int, start: int, path: str, title: str, kind: str,
+                 sig: bytes, heading: str, body: str, rank: int, terms: Terms) -> None:
+        self.id, self.file, self.start, self.path = pid, file, start, path
+        self.title, self.kind, self.sig = title, kind, sig
+        self.heading, self.body, self.rank = heading, body, rank
+        self.cover = terms.coverage(f"{title}\n{heading}\n{body}")
+        w_start, w_end = best_window(body, terms, heading=f"{title} {heading}")
+        self.window = (w_start, w_end)
+        inside = terms.coverage(f"{title}\n{heading}\n{body[w_start:w_end]}")
+        # What the passage holds of the query, and how much of it sits in one window.
+        self.lexical = 0.5 * self.cover + 0.5 * inside
+        self.semantic: float | None = None
+        self.score = 0.0
+        self.also: list[str] = []
+
+    def result(self) -> dict[str, Any]:
+        start, end = self.window
+        out: dict[str, Any] = {
+            "path": self.path, "title": self.title, "heading": self.heading,
+            "snippet": self.body[start:end].strip("\n"), "score": round(self.score, 4),
+            "start": self.start + start, "match": round(self.cover, 3),
         }
-        if also:
-            result["also"] = also
-        results.append(result)
-    return results
+        if self.semantic is not None:
+            out["similarity"] = round(self.semantic, 3)
+        if self.also:
+            out["also"] = self.also
+        return out
+
+
+def _fuse(cands: list[_Passage], similarity: dict[int, float]) -> None:
+    """Each candidate's score: reciprocal rank fusion of bm25's order, the weighted terms'
+    order and, with embeddings, the semantic order."""
+    orders = [sorted(cands, key=lambda c: c.rank),
+              sorted(cands, key=lambda c: (-c.lexical, c.rank))]
+    if similarity:
+        for c in cands:
+            c.semantic = similarity.get(c.id)
+        orders.append(sorted(cands, key=lambda c: (-(c.semantic or -1.0), c.rank)))
+    weights = [0.5, 1.0, 1.0][:len(orders)]
+    for c in cands:
+        c.score = 0.0
+    for weight, order in zip(weights, orders, strict=True):
+        for position, c in enumerate(order):
+            c.score += weight / (_RRF + position + 1)
+    # The fused score ranks; the passage's own share of the query breaks near-ties.
+    for c in cands:
+        c.score += 0.002 * c.lexical
+
+
+def _choose(cands: list[_Passage], limit: int) -> list[_Passage]:
+    """The best ``limit`` passages: at most :data:`PER_DOCUMENT` of one document, the
+    same text under two names (a page and its source) shown once, by the rendered page."""
+    groups: list[list[_Passage]] = []  # the documents seen, as groups of twins
+    sketch: dict[int, Sketches] = {}
+    group_of: dict[int, int] = {}
+    for c in cands:
+        if c.file in group_of:
+            continue
+        sk = sketch[c.file] = sketches(c.sig)
+        found = next((g for g, group in enumerate(groups)
+                      if _twins(c.path, group[0].path)
+                      or same_text(sk, sketch[group[0].file])), None)
+        if found is None:
+            groups.append([c])
+            group_of[c.file] = len(groups) - 1
+        else:
+            groups[found].append(c)
+            group_of[c.file] = found
+    # Each group shows its preferred name's passages (the rendered page) when it has any.
+    shown_file = {}
+    for g, group in enumerate(groups):
+        files = {c.file: c.kind for c in group}
+        by_file = [c for c in cands if group_of[c.file] == g]
+        best_kind = min(_PREFERRED.get(k, 9) for k in files.values())
+        shown_file[g] = next(c.file for c in by_file if _PREFERRED.get(c.kind, 9) == best_kind)
+    also: dict[int, list[str]] = {}
+    for c in cands:
+        g = group_of[c.file]
+        if c.file != shown_file[g]:
+            also.setdefault(g, [])
+            if c.path not in also[g]:
+                also[g].append(c.path)
+    chosen: list[_Passage] = []
+    per_group: dict[int, int] = {}
+    seen_text: set[str] = set()
+    for c in sorted(cands, key=lambda c: -c.score):
+        g = group_of[c.file]
+        if c.file != shown_file[g] or per_group.get(g, 0) >= PER_DOCUMENT:
+            continue
+        start, end = c.window
+        key = " ".join(c.body[start:end].split()).lower()
+        if key in seen_text:
+            continue  # the same words found under another name
+        seen_text.add(key)
+        per_group[g] = per_group.get(g, 0) + 1
+        chosen.append(c)
+        if len(chosen) == limit:
+            break
+    for c in chosen:
+        names = also.get(group_of[c.file])
+        if names:
+            c.also = sorted(names)
+    return chosen
+
+
+_TWIN_SUFFIXES = (".html", ".htm", ".txt", ".rst", ".md", ".markdown", ".adoc", ".rst.txt")
+
+
+def _twins(a: str, b: str) -> bool:
+    """Whether two paths name one text in two forms: the same name in the same folder
+    but for the suffix (``user-manual.html`` and ``user-manual.txt``), as a documentation
+    set ships its pages beside their sources."""
+    def stem(path: str) -> str | None:
+        lowered = path.lower()
+        for suffix in sorted(_TWIN_SUFFIXES, key=len, reverse=True):
+            if lowered.endswith(suffix):
+                return path[: -len(suffix)]
+        return None
+
+    sa, sb = stem(a), stem(b)
+    return sa is not None and sa == sb and a != b
+
+
+def _judgement(terms: Terms, chosen: list[_Passage],
+               similarity: dict[int, float] | None) -> dict[str, Any]:
+    """Whether the search answers its query: its best passage holds enough of the query's
+    weighted terms (or, with embeddings, is similar enough to it)."""
+    best = max((c.cover for c in chosen[:3]), default=0.0)
+    missing = terms.missing(f"{c.title}\n{c.heading}\n{c.body}" for c in chosen)
+    if similarity is not None and chosen:
+        top = max((c.semantic or 0.0) for c in chosen[:3])
+        return {"matched": top >= SEMANTIC_THRESHOLD, "by": "semantic",
+                "score": round(top, 3), "threshold": SEMANTIC_THRESHOLD,
+                "terms": round(best, 3), "missing": missing}
+    return {"matched": best >= MATCH_THRESHOLD, "by": "terms", "score": round(best, 3),
+            "threshold": MATCH_THRESHOLD, "missing": missing}
+
+
+def _total(conn: sqlite3.Connection) -> int:
+    """How many passages the index holds (an estimate from the ids: no scan)."""
+    low, high = conn.execute(
+        "SELECT (SELECT min(id) FROM passages), (SELECT max(id) FROM passages)").fetchone()
+    return 0 if low is None else int(high) - int(low) + 1
 
 
 def read_window(conn: sqlite3.Connection, file: int, start: int, end: int) -> str:

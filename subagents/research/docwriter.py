@@ -20,7 +20,7 @@ from subagents.research.documents import Entry, NotIndexed, read_file
 
 __all__ = ["SCHEMA_VERSION", "IndexStats", "IndexWriter", "create_schema", "unchanged"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE files (
     id INTEGER PRIMARY KEY,

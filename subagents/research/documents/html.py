@@ -67,6 +67,7 @@ _NAVIGATION = frozenset(n.encode() for n in (
     "breadcrumbs", "navbar", "nav", "menu-wrapper", "mobile-nav", "skip-link",
     "site-header", "site-footer", "cookie-banner", "cookies",
 ))
+_INDENT = _KEEP * 4  # before each line of a code block
 _MARKED = re.compile("\x02([1-6])([^\x02\x03]*)\x03")
 _CHUNK = 1 << 20
 _NAMED: dict[bytes, re.Pattern[bytes]] = {}
@@ -114,17 +115,26 @@ def _blocks(markup: bytes) -> bytes:
     add = parts.append
     kinds = _KIND
     last = pre = 0
+    pre_first = False
     for m in _TAG.finditer(markup):
         start = m.start()
         if start < last:
             continue  # inside a part skipped whole
+        closing, name, attrs = m.groups()
         if start > last:
             segment = markup[last:start]
             if pre:
-                segment = segment.replace(b"\n", _LINE).replace(b" ", _KEEP)
+                # A code block's lines keep their spaces and are indented by four: what
+                # the index, docs.read and an answer show of it reads as code.
+                if pre_first:
+                    segment = segment.lstrip(b"\r\n")
+                    pre_first = False
+                if closing and name in (b"pre", b"PRE"):
+                    segment = segment.rstrip(b"\r\n \t")
+                segment = _INDENT + segment.replace(b"\n", _LINE + _INDENT).replace(
+                    b" ", _KEEP)
             add(segment)
         last = m.end()
-        closing, name, attrs = m.groups()
         if name is None:
             if markup.startswith(b"<!--", start):
                 end = markup.find(b"-->", start + 4)
@@ -139,6 +149,7 @@ def _blocks(markup: bytes) -> bytes:
                 continue
             if name == b"pre" or name == b"PRE":
                 pre = max(0, pre + (-1 if closing else 1))
+                pre_first = not closing
             add(_PARA)
         elif kind == _H:
             add(_CLOSE + _PARA if closing else _PARA + _OPEN + name[1:2])

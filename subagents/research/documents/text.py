@@ -21,6 +21,8 @@ _UNDERLINE = re.compile(r"""^([=\-~^"'`*+#<>:._!$%&,/;?@|\\])\1{2,}[ \t]*$""", r
 # to the next (four times faster than trying ``^`` everywhere).
 _UNDERLINE_LINE = re.compile(
     r"""\n(([=\-~^"'`*+#<>:._!$%&,/;?@|\\])\2{2,})[ \t]*(?=\n|\Z)""")
+# A command line as documentation shows one: a prompt, a space, the command.
+_PROMPT = re.compile(r"^(?:\$|%|>>>|sqlite>)\s+\S")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 _ROLE = re.compile(r":[\w:+.-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
 _LITERAL = re.compile(r"``(.+?)``")
@@ -63,6 +65,8 @@ def text_headings(text: str, *, markdown: bool) -> list[tuple[int, int, str]]:
             continue
         if _UNDERLINE.fullmatch(title):
             continue  # the overline of a title that follows
+        if _PROMPT.match(stripped):
+            continue  # a command inside an AsciiDoc listing block ("-----" around it)
         over = False
         if title_start >= 2:
             over_start = text.rfind("\n", 0, title_start - 1) + 1
@@ -115,6 +119,8 @@ def text_title(text: str, headings: list[tuple[int, int, str]]) -> str:
         in_directive = line.startswith("..") or bool(re.match(r":[\w-]+:", line))
         if in_directive or _UNDERLINE.fullmatch(line.rstrip()):
             continue
+        if _PROMPT.match(line.strip()):
+            continue  # a shell prompt line is never a title ("$ man git-clone")
         heading = line.lstrip("#")  # a Markdown heading's marks
         title = clean_inline(heading.strip())
         if title:

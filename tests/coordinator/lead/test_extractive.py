@@ -58,31 +58,33 @@ def _section(sid: str, findings: list[Finding], weight: float = 1.0,
 REPORT = _report([_section("makers", [TOOL]), _section("cold", [SEARCH, DOC], weight=2.0)])
 
 
-def test_passages_are_cited_ordered_by_weight_and_quote_their_source() -> None:
-    """The heavier subtask first; a document read whole beats its snippet; a result without
-    snippet shows its title; a tool's data is key: value; every line cites its [n]."""
+def test_sentences_are_cited_the_heavier_subtask_first_and_quote_their_source() -> None:
+    """The heavier subtask first; its sentence that holds the query's term leads (a
+    heading joined to the sentence it introduces); a result without snippet shows its
+    title; a tool's data is key: value; every line cites its [n]."""
     text, sources = extractive_answer(REPORT)
     assert text is not None
-    assert text.split("\n") == [
-        "Cells keep 90% of capacity at -20 °C [2]. They charge slowly below 0 °C [2]. "
-        "Heating helps [2].",
-        "Makers [3]",
-        "makers: CATL, BYD; gwh_2025: 10.5 [1]",
-    ]
+    lines = text.split("\n")
+    assert lines[0] == "# Sodium-ion in the cold Cells keep 90% of capacity at -20 °C. [2]"
+    assert "Makers [3]" in lines and lines[-1] == "makers: CATL, BYD; gwh_2025: 10.5 [1]"
+    assert all(line.rstrip(":").endswith(("[1]", "[2]", "[3]")) for line in lines)
     assert [s.n for s in sources] == [1, 2, 3]
 
 
-def test_a_sources_own_brackets_never_read_as_citations() -> None:
-    """A snippet's "[4]" becomes "(4)": only fanout's [n] cite."""
-    text, _ = extractive_answer(_report([_section("cold", [SEARCH])]))
-    assert text is not None and "(4)" in text and "[4]" not in text
+def test_a_sources_own_brackets_stay_as_written() -> None:
+    """A snippet's "[4]" is quoted exactly (views escape it); only fanout's [n] cite, and
+    the sources are those fanout cited."""
+    text, sources = extractive_answer(_report([_section("cold", [SEARCH])]))
+    assert text is not None and "Cells keep 90% at -20 °C [4]. [1]" in text
+    assert [s.n for s in sources] == [1, 2]
 
 
 def test_the_extractive_answer_passes_its_own_checks() -> None:
     """Every number of a passage is in the source it cites, and every [n] is a source."""
-    text, _ = extractive_answer(REPORT)
+    report = _report([_section("makers", [TOOL]), _section("cold", [DOC], weight=2.0)])
+    text, _ = extractive_answer(report)
     assert text is not None
-    sections = REPORT.answer.sections
+    sections = report.answer.sections
     sources, _ = number_sources(sections)
     checks = check_answer(text, stop_reason=None, sources=sources,
                           texts=source_texts(sections), subtask_ids=["makers", "cold"])
@@ -93,13 +95,13 @@ def test_the_extractive_answer_passes_its_own_checks() -> None:
 def test_the_answer_is_bounded() -> None:
     """At most PER_SUBTASK passages per subtask and MAX_PASSAGES in all."""
     sections = [_section(f"s{k}", [_finding("docs.search", {"results": [
-        {"path": f"{k}-{i}.md", "title": f"T{i}", "snippet": f"passage {k}.{i}"}
+        {"path": f"{k}-{i}.md", "title": f"T{i}", "snippet": f"Passage {k}.{i}."}
         for i in range(9)]})]) for k in range(4)]
     text, sources = extractive_answer(_report(sections))
     assert text is not None
     lines = text.split("\n")
     assert len(lines) == MAX_PASSAGES == len(sources)
-    assert sum(line.startswith("passage 0.") for line in lines) == PER_SUBTASK
+    assert sum(line.startswith("Passage 0.") for line in lines) == PER_SUBTASK
 
 
 def test_nothing_to_quote_is_no_text() -> None:

@@ -50,7 +50,8 @@ def test_a_sphinx_page_reads_as_its_text_without_navigation() -> None:
         assert gone not in page.text, gone
     assert "module & friends." in page.text and "similar to classes of the queue module" in (
         page.text)
-    assert "async def worker(q):\n    await q.get()" in page.text  # <pre> keeps its lines
+    # <pre> keeps its lines and spaces, each line indented by four: it reads as code.
+    assert "\n\n    async def worker(q):\n        await q.get()\n\n" in page.text
     assert "FIFO) queue.\nSecond line." in page.text
     assert [(level, text) for _, level, text in page.headings] == [(1, "Queues"), (2, "Queue")]
     for offset, _, text in page.headings:

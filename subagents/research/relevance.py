@@ -1,0 +1,370 @@
+"""How well a piece of text answers a query: weighted terms, segments, the best window.
+
+Both the document search (which passage, and which part of it, answers) and the
+extractive answer (which sentences to quote) ask the same question of a text, so it is
+answered here once:
+
+- **Terms.** A query's content words (function words left out), each weighted by how
+  rare it is: the inverse document frequency of the word among the index's passages
+  when an index counted it, else a weight by length (a long word names more). A term
+  matches a word of the text that begins with its stem (``cache`` matches "cached",
+  "caching"), as the index's porter stemmer would, roughly.
+- **Segments.** A passage is cut into the units an answer quotes: sentences of prose; a
+  code block, a command line or a list item whole (never cut in the middle); a short
+  label line (a man page's ``--timeout <seconds>``) joined to the sentence it
+  introduces. Segments are spans of the text: quoting one quotes the document verbatim.
+- **Coverage.** The weighted share of the query's terms a span holds (0–1): what
+  ``docs.search`` reports as a passage's ``match``, and what decides whether the best
+  passage answers the question at all (:data:`MATCH_THRESHOLD`).
+- **The best window.** The run of segments, at most :data:`WINDOW_CHARS` long, holding the
+  most weight with its terms closest together: a passage's snippet, never merely the
+  first window with a hit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "MATCH_THRESHOLD",
+    "STOPWORDS",
+    "WINDOW_CHARS",
+    "Segment",
+    "Terms",
+    "best_window",
+    "content_words",
+    "segments",
+]
+
+# Function words of a question: they never name a topic (FAQ headings begin "How do I").
+_FUNCTION_WORDS = (
+    "a about above after again against all am an and any are as at be because been before "
+    "being below between both but by can could did do does doing down during each few for "
+    "from further had has have having he her here hers herself him himself his how i if in "
+    "into is it its itself just me more most my myself no nor not now of off on once only "
+    "or other our ours ourselves out over own same she should so some such than that the "
+    "their theirs them themselves then there these they this those through to too under "
+    "until up very was we were what when where which while who whom why will with would "
+    "you your yours yourself yourselves get use using want need way make"
+)
+STOPWORDS = frozenset(_FUNCTION_WORDS.split())
+_MAX_WORDS = 32
+_WORD = re.compile(r"\w+", re.UNICODE)
+# A word, or a command-line option as written ("-x", "--onto"): an option is a term of
+# its own, matched whole ("-x" is not "-xpatience"), and says more than any word.
+_TOKEN = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|\w+", re.UNICODE)
+MATCH_THRESHOLD = 0.6
+"""The weighted share of a query's terms the best passage must hold for a subtask to
+count as answered, when no semantic score decides (chosen on the benchmark's question
+sets: below it, most best passages were about something else)."""
+WINDOW_CHARS = 420
+"""The most a snippet holds (a code block longer than this is shown up to it)."""
+_CODE_FENCE = re.compile(r"^\s*(?:-{4,}|`{3,}|~{3,}|\.{4,})\s*$")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|<\d+>)\s+\S")
+_PROMPT = re.compile(r"^\s*(?:\$|>>>|%|sqlite>|\w+@[\w.-]+[:~][^\s]*[$#])\s")
+# A sentence ends at . ! ? (and a closing quote or bracket), before a space and a capital,
+# a digit, an opening quote or bracket, or the end; never after a
+# common abbreviation ("e.g.", "i.e.", "etc.", "vs.").
+_END = re.compile(r"[.!?][\"')\]]*(?=\s+[\"'(\[]?[A-Z0-9`<$-]|\s*$)")
+_ABBREV = re.compile(r"\b(?:e\.g|i\.e|etc|vs|cf|approx|no|fig|resp|ca)\.$", re.IGNORECASE)
+
+
+_OPTION_WEIGHT = 6.0  # an option's weight: as a word in one passage of a few hundred
+_SUFFIXES = ("ations", "ation", "ments", "ment", "ness", "ency", "ence", "ance", "ings",
+             "ing", "ity", "ies", "ers", "ent", "ant", "ive", "er", "es", "ed", "ly", "s", "e")
+
+
+def _stem(word: str) -> str:
+    """The part of a word its inflections share: one common suffix off, four letters
+    kept ("caching" and "cache" → "cach", "commits" → "commit", "efficient" and
+    "efficiency" → "effici")."""
+    if word.startswith("-"):
+        return word  # an option: matched whole
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+# What a question asks for, beyond its words: "how long" is answered in seconds or
+# minutes, "how many" by a number. Added as terms of half a mean weight (a passage that
+# states the duration answers "how long … by default", though it says neither word).
+_ASKS_FOR = (
+    (re.compile(r"\bhow (?:long|much time)\b", re.I),
+     ("seconds", "minutes", "hours", "days", "timeout", "expire")),
+    (re.compile(r"\bhow (?:many|much|large|big)\b|\bmaximum\b|\blimit\b", re.I),
+     ("number", "maximum", "limit", "default")),
+)
+
+
+def content_words(query: str) -> list[str]:
+    """The distinct words of ``query`` (at most 32), lower-cased, in order; function words
+    left out when the query has others ("how do I read a CSV file": read, csv, file)."""
+    words = list(dict.fromkeys(w.lower() for w in _TOKEN.findall(query)))
+    content = [w for w in words if w not in STOPWORDS]
+    return (content or words)[:_MAX_WORDS]
+
+
+def _holds(lowered: str, stem: str) -> bool:
+    """Whether a word of ``lowered`` begins with ``stem``."""
+    option = stem.startswith("-")
+    at = lowered.find(stem)
+    while at >= 0:
+        before = lowered[at - 1] if at else " "
+        if not (before.isalnum() or before == "_" or (option and before == "-")):
+            if not option:
+                return True
+            after = lowered[at + len(stem)] if at + len(stem) < len(lowered) else " "
+            if not (after.isalnum() or after in "_-"):
+                return True
+        at = lowered.find(stem, at + 1)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """A query's terms, each with its weight (the weights sum to 1)."""
+
+    words: tuple[str, ...]
+    stems: tuple[str, ...]
+    weights: tuple[float, ...]
+
+    @classmethod
+    def of(cls, query: str, frequency: Mapping[str, int] | None = None,
+           total: int = 0) -> Terms:
+        """The terms of ``query``; ``frequency`` (passages holding each word, out of
+        ``total``) weights them by rarity, else their length does."""
+        words = content_words(query)
+        raw = []
+        for word in words:
+            if word.startswith("-"):
+                raw.append(_OPTION_WEIGHT)
+            elif frequency is not None and total > 0 and word in frequency:
+                df = min(frequency[word], total)
+                raw.append(math.log(1.0 + (total - df + 0.5) / (df + 0.5)))
+            else:
+                raw.append(1.0 + min(len(word), 12) / 4)
+        extra: list[str] = []
+        for pattern, asks in _ASKS_FOR:
+            found = pattern.search(query)
+            if found:
+                extra += [w for w in asks if w not in words and w not in extra]
+                # "long" of "how long" asks for a duration; it names no topic.
+                asked = found.group(0).lower().split()[-1]
+                if asked in words and asked not in asks:
+                    at = words.index(asked)
+                    del words[at], raw[at]
+        if extra and raw:
+            # Any one of them answers: together they weigh half a mean term.
+            share = 0.5 * sum(raw) / len(raw)
+            words = [*words, "|".join(extra)]
+            raw.append(share)
+        norm = sum(raw) or 1.0
+        stems = tuple("|".join(_stem(a) for a in w.split("|")) for w in words)
+        return cls(tuple(words), stems, tuple(r / norm for r in raw))
+
+    def __bool__(self) -> bool:
+        return bool(self.words)
+
+    def present(self, text: str) -> list[bool]:
+        """Which terms ``text`` holds (a word beginning with the term's stem)."""
+        lowered = text.lower()
+        return [any(_holds(lowered, stem) for stem in stems.split("|"))
+                for stems in self.stems]
+
+    def coverage(self, text: str) -> float:
+        """The weighted share of the terms ``text`` holds (0–1)."""
+        return sum(w for w, hit in zip(self.weights, self.present(text), strict=True) if hit)
+
+    def missing(self, texts: Iterable[str]) -> list[str]:
+        """The terms none of ``texts`` holds, heaviest first."""
+        held = [False] * len(self.words)
+        for text in texts:
+            held = [a or b for a, b in zip(held, self.present(text), strict=True)]
+        gone = [(w, word) for w, word, h in zip(self.weights, self.words, held, strict=True)
+                if not h and "|" not in word]  # what the question asks for is no word of it
+        return [word for _, word in sorted(gone, key=lambda p: -p[0])]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A unit an answer quotes: ``text[start:end]`` of a passage, and what it is."""
+
+    start: int
+    end: int
+    kind: str  # "sentence" | "code" | "item" | "label"
+    labelled: bool = False  # it begins with a label line that introduces it
+
+
+def _is_code_line(line: str) -> bool:
+    return bool(line.strip()) and (line.startswith(("  ", "\t")) or bool(_PROMPT.match(line)))
+
+
+def segments(text: str) -> list[Segment]:
+    """The segments of ``text``, in order: code blocks and list items whole, prose as
+    sentences, a short label line joined to the sentence after it."""
+    out: list[Segment] = []
+    lines = text.split("\n")
+    offsets = []
+    pos = 0
+    for line in lines:
+        offsets.append(pos)
+        pos += len(line) + 1
+    i = 0
+    n = len(lines)
+    label: int | None = None  # where a pending label line starts
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if _CODE_FENCE.match(line):
+            j = i + 1
+            while j < n and not _CODE_FENCE.match(lines[j]):
+                j += 1
+            end = offsets[j] + len(lines[j]) if j < n else len(text)
+            out.append(Segment(offsets[i], end, "code"))
+            label = None
+            i = j + 1
+            continue
+        if _is_code_line(line):
+            j = i + 1
+            while j < n and (_is_code_line(lines[j]) or (
+                    not lines[j].strip() and j + 1 < n and _is_code_line(lines[j + 1]))):
+                j += 1
+            start = label if label is not None else offsets[i]
+            out.append(Segment(start, offsets[j - 1] + len(lines[j - 1]), "code",
+                               label is not None))
+            label = None
+            i = j
+            continue
+        # A paragraph of prose: up to a blank line, a fence or a code line.
+        j = i + 1
+        while j < n and lines[j].strip() and not _CODE_FENCE.match(lines[j]) \
+                and not _is_code_line(lines[j]) and not _LIST_ITEM.match(lines[j]):
+            j += 1
+        para_start = offsets[i]
+        para_end = offsets[j - 1] + len(lines[j - 1])
+        para = text[para_start:para_end]
+        if _LIST_ITEM.match(line):
+            start = label if label is not None else para_start
+            out.append(Segment(start, para_end, "item", label is not None))
+            label = None
+        elif j == i + 1 and len(para.strip()) <= 80 and not para.rstrip().endswith(
+                (".", "!", "?")):
+            if label is not None:
+                out.append(Segment(label, offsets[i - 1] + len(lines[i - 1]), "label"))
+            label = para_start  # joined to what follows
+        else:
+            first = True
+            for s, e in _sentences(para):
+                labelled = first and label is not None
+                start = label if labelled and label is not None else para_start + s
+                out.append(Segment(start, para_start + e, "sentence", labelled))
+                first = False
+            label = None
+        i = j
+    if label is not None:
+        out.append(Segment(label, len(text.rstrip()), "label"))
+    return out
+
+
+def _sentences(para: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of a paragraph (whitespace trimmed)."""
+    spans = []
+    start = 0
+    for m in _END.finditer(para):
+        if _ABBREV.search(para, 0, m.start() + 1):
+            continue
+        spans.append((start, m.end()))
+        start = m.end()
+    spans.append((start, len(para)))
+    out = []
+    for s, e in spans:
+        piece = para[s:e]
+        stripped = piece.strip()
+        if stripped:
+            lead = len(piece) - len(piece.lstrip())
+            out.append((s + lead, s + lead + len(stripped)))
+    return out
+
+
+def best_window(
+    text: str, terms: Terms, *, limit: int = WINDOW_CHARS, heading: str = ""
+) -> tuple[int, int]:
+    """``(start, end)`` of the run of segments of ``text`` that best answers ``terms``:
+    the most weight (terms the heading already holds count half), then the terms closest
+    together, then the earliest; at most ``limit`` characters, whole segments only (one
+    segment longer than that is cut at a line or word end)."""
+    segs = segments(text)
+    if not segs:
+        return 0, 0
+    in_heading = terms.present(heading) if heading else [False] * len(terms.words)
+    weights = [w * (0.5 if h else 1.0) for w, h in zip(terms.weights, in_heading,
+                                                        strict=True)]
+    hits = [terms.present(text[s.start:s.end]) for s in segs]
+    best: tuple[float, float, int] | None = None
+    best_span = (segs[0].start, segs[0].end)
+    for i in range(len(segs)):
+        held = [False] * len(weights)
+        for j in range(i, len(segs)):
+            if j > i and (segs[j].end - segs[i].start > limit or _opens(text, segs[j])):
+                break  # too long, or the next item of a list of terms begins
+            held = [a or b for a, b in zip(held, hits[j], strict=True)]
+            value = sum(w for w, h in zip(weights, held, strict=True) if h)
+            if value <= 0:
+                continue
+            length = segs[j].end - segs[i].start
+            key = (value, -length / max(1, limit), -i)
+            if best is None or key > best:
+                best, best_span = key, (segs[i].start, segs[j].end)
+            # One more segment only pays if it adds weight: a window longer than needed
+            # is kept from winning by the length term.
+    start, end = best_span
+    if end - start > limit:
+        end = _cut(text, start, start + limit)
+    return start, end
+
+
+def _opens(text: str, seg: Segment) -> bool:
+    """Whether a segment begins a new item: a label line ("Undo commits permanently",
+    "--timeout <seconds>") and what it introduces. A window never runs into one: the end
+    of the item before it is no part of its answer."""
+    return seg.kind == "label" or seg.labelled
+
+
+def _cut(text: str, start: int, end: int) -> int:
+    """Where to end a span that must stop by ``end``: a line end, else a word end."""
+    at = text.rfind("\n", start, end)
+    if at > start + (end - start) // 2:
+        return at
+    at = text.rfind(" ", start, end)
+    return at if at > start else end
+
+
+def best_segments(
+    texts: Sequence[str], terms: Terms, count: int
+) -> list[tuple[int, Segment, float]]:
+    """The ``count`` segments of ``texts`` that best answer ``terms``: ``(text index,
+    segment, score)``, best first. A term found in most of the candidates discriminates
+    little between them and counts less."""
+    cands: list[tuple[int, Segment, list[bool]]] = []
+    for t, text in enumerate(texts):
+        for seg in segments(text):
+            cands.append((t, seg, terms.present(text[seg.start:seg.end])))
+    if not cands:
+        return []
+    n = len(cands)
+    local = []
+    for k in range(len(terms.words)):
+        df = sum(1 for _, _, hit in cands if hit[k])
+        local.append(math.log(1.0 + n / (1 + df)))
+    scored = []
+    for t, seg, hit in cands:
+        score = sum(w * lw for w, lw, h in zip(terms.weights, local, hit, strict=True) if h)
+        scored.append((t, seg, score))
+    scored.sort(key=lambda c: (-c[2], c[0], c[1].start))
+    return scored[:count]

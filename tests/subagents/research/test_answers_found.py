@@ -1,0 +1,161 @@
+"""Answers, not passages: the search reaches the passage that answers, deep in a long
+document, and the extractive answer quotes its sources' sentences exactly."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coordinator.lead.extractive import extractive_answer
+from coordinator.report import Answer, CoverageReport, Section, SubtaskOutcome
+from shared.envelope import Finding, ToolResult
+from subagents.research.docindex import DocIndex
+from subagents.research.relevance import Terms, segments
+
+QUESTION = "How long does the cache helper keep my password by default?"
+# The first section shares nearly every word of the question, and answers nothing.
+LEAD_SECTION = (
+    "<h2>Description</h2>\n<p>The cache helper keeps your password in memory. The cache "
+    "helper is a helper that keeps a password for you, so you need not type your "
+    "password again while the cache helper keeps it. By default the helper keeps the "
+    "password cache in memory.</p>\n"
+)
+FILLER = "".join(
+    f"<h2>Section {i}</h2>\n<p>Paragraph {i} tells about unrelated matters of storage, "
+    f"networks and daemons, of sockets and of files number {i}.</p>\n" for i in range(40))
+ANSWER = ("<h2>Options</h2>\n<dl><dt>--timeout &lt;seconds&gt;</dt>\n<dd><p>Number of seconds "
+          "to cache credentials (default: 900).</p></dd>\n<dt>--socket &lt;path&gt;</dt>\n"
+          "<dd><p>Use path to contact a running cache daemon.</p></dd></dl>\n")
+
+
+def _finding(results: list[dict[str, Any]]) -> Finding:
+    return Finding.from_result(ToolResult.success("docs.search", {"results": results},
+                                                  trace_id="tr_1"), {})
+
+
+def _report(query: str, finding: Finding) -> CoverageReport:
+    section = Section(subtask_id="question", query=query, status="complete", covered=True,
+                      weight=1.0, findings=[finding])
+    row = SubtaskOutcome(id="question", query=query, weight=1.0, status="complete",
+                         attempts=1, rounds=1, steps=1, findings=1)
+    answer = Answer(query=query, coverage=1.0, summary="", sections=[section], missing=[])
+    return CoverageReport(query=query, outcome="complete", coverage=1.0, elapsed_s=0.0,
+                          subtasks=[row], gaps=[], escalations=[], answer=answer)
+
+
+def test_the_answer_deep_in_a_long_page_is_found_behind_a_wordier_passage(
+    tmp_path: Path,
+) -> None:
+    """A passage sharing more of the question's words comes first in the page; the
+    option that states the default, forty sections later, is in the results and in the
+    extractive answer."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cache-helper.html").write_text(
+        f"<html><head><title>cache-helper</title></head><body><h1>cache-helper</h1>"
+        f"{LEAD_SECTION}{FILLER}{ANSWER}</body></html>")
+    (docs / "other.html").write_text(
+        "<html><body><h1>Other</h1><p>The store helper keeps passwords on disk.</p>"
+        "</body></html>")
+    index = DocIndex.for_folder(docs, tmp_path / "store")
+    index.refresh()
+    found = index.find(QUESTION, 8)
+    snippets = [r["snippet"] for r in found.results]
+    assert any("(default: 900)" in s for s in snippets), snippets
+    assert sum(r["path"] == "cache-helper.html" for r in found.results) >= 2  # passages
+    text, sources = extractive_answer(_report(QUESTION, _finding(found.results)))
+    assert text is not None and "(default: 900)" in text
+    assert [s.path for s in sources] and all(s.path for s in sources)
+
+
+def test_a_search_that_finds_only_unrelated_passages_says_it_does_not_match(
+    tmp_path: Path,
+) -> None:
+    """Passages that hold none of the question's heavy words: found, not matched, the
+    missing words named."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Speeds\n\nThe transfer speed is limited by the network.\n")
+    index = DocIndex.for_folder(docs, tmp_path / "store")
+    index.refresh()
+    found = index.find("How do I tune the flux capacitor speed?", 5)
+    assert found.results and found.match["matched"] is False
+    assert {"flux", "capacitor"} <= set(found.match["missing"])
+
+
+_WORDS = st.sampled_from(
+    ["cache", "helper", "password", "seconds", "default", "daemon", "socket", "store", "memory", "keeps", "timeout", "the", "a", "of", "to", "in", "is", "it"])
+_SENTENCE = st.lists(_WORDS, min_size=2, max_size=12).map(
+    lambda ws: " ".join(ws).capitalize() + ".")
+_CODE = st.lists(st.sampled_from(["$ git push", "$ git config a b", "x = 1"]), min_size=1,
+                 max_size=3).map(lambda ls: "\n".join("    " + ln for ln in ls))
+_BLOCK = st.one_of(st.lists(_SENTENCE, min_size=1, max_size=4).map(" ".join), _CODE)
+_TEXT = st.lists(_BLOCK, min_size=1, max_size=6).map("\n\n".join)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=4), query=st.lists(_WORDS, min_size=1,
+                                                                     max_size=5))
+def test_every_line_of_the_extractive_answer_is_quoted_from_its_source(
+    texts: list[str], query: list[str],
+) -> None:
+    """Each line, without its citation and code fences, is its cited source's text,
+    verbatim apart from whitespace."""
+    results = [{"path": f"d{i}.md", "title": f"D{i}", "snippet": t}
+               for i, t in enumerate(texts)]
+    text, sources = extractive_answer(_report(" ".join(query), _finding(results)))
+    if text is None:
+        return
+    by_n = {s.n: texts[int(s.path[1:-3])] for s in sources if s.path}
+    for n, part in _quotes(text):
+        assert _norm(part) in _norm(by_n[n]), (part, by_n[n])
+
+
+def _quotes(text: str) -> list[tuple[int, str]]:
+    """Each quote of an extractive answer with the source it cites: a line ``… [n]``, a
+    label ``… [n]:`` and the fenced code after it, or fenced code closed by ````` [n]``."""
+    out: list[tuple[int, str]] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        label = re.fullmatch(r"(.*) \[(\d+)\]:", line)
+        if label or line == "```":
+            if label:
+                out.append((int(label.group(2)), label.group(1)))
+                i += 1  # the opening fence
+            j = i + 1
+            while not lines[j].startswith("```"):
+                j += 1
+            cited = label.group(2) if label else re.fullmatch(r"``` \[(\d+)\]", lines[j])
+            n = int(cited if isinstance(cited, str) else cited.group(1))  # type: ignore[union-attr]
+            out.append((n, "\n".join(lines[i + 1:j])))
+            i = j + 1
+            continue
+        plain = re.fullmatch(r"(.*) \[(\d+)\]", line)
+        assert plain is not None, line
+        out.append((int(plain.group(2)), plain.group(1)))
+        i += 1
+    return out
+
+
+def test_segments_keep_code_blocks_and_labels_whole() -> None:
+    """A code block is one segment; a label line joins the sentence it introduces; every
+    segment is a span of the text."""
+    text = ("Undo a commit and redo\n\n    $ git commit ...\n    $ git reset --soft HEAD^\n\n"
+            "--timeout <seconds>\n\nNumber of seconds to cache credentials (default: 900). "
+            "Another sentence.")
+    segs = segments(text)
+    kinds = [s.kind for s in segs]
+    assert kinds == ["code", "sentence", "sentence"]
+    assert text[segs[0].start:segs[0].end].endswith("git reset --soft HEAD^")
+    assert text[segs[1].start:segs[1].end].startswith("--timeout <seconds>")
+    assert Terms.of("how long is the timeout").coverage(text[segs[1].start:segs[1].end]) == 1.0
