@@ -87,8 +87,10 @@ def test_a_search_that_finds_only_unrelated_passages_says_it_does_not_match(
     assert {"flux", "capacitor"} <= set(found.match["missing"])
 
 
-_WORDS = st.sampled_from(
-    ["cache", "helper", "password", "seconds", "default", "daemon", "socket", "store", "memory", "keeps", "timeout", "the", "a", "of", "to", "in", "is", "it"])
+_WORDS = st.sampled_from([
+    "cache", "helper", "password", "seconds", "default", "daemon", "socket", "store",
+    "memory", "keeps", "timeout", "the", "a", "of", "to", "in", "is", "it",
+])
 _SENTENCE = st.lists(_WORDS, min_size=2, max_size=12).map(
     lambda ws: " ".join(ws).capitalize() + ".")
 _CODE = st.lists(st.sampled_from(["$ git push", "$ git config a b", "x = 1"]), min_size=1,
