@@ -137,9 +137,8 @@ class Answer(BaseModel):
     kind: AnswerKind | None = Field(default=None, exclude_if=lambda v: v is None)
     rejected: str | None = Field(default=None, exclude_if=lambda v: v is None)
     checks: AnswerChecks | None = Field(default=None, exclude_if=lambda v: v is None)
-    # Whether a model read the evidence and wrote ``text`` past its checks (true), or no
-    # model read it: retrieval only, or the extractive answer after a rejected one
-    # (false). Views never call an unverified answer "fully covered".
+    # True: a model read the evidence and its text passed its checks; false: no model read
+    # it (retrieval only, an extractive fallback), and no view calls it "fully covered".
     verified: bool | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
@@ -180,10 +179,8 @@ _SECTION = Prevalidated(Section)
 
 
 def unmatched(result: SubagentResult) -> dict[str, Any] | None:
-    """The judgement of a search that found passages none of which answers its query,
-    when that is all the subtask has (every finding with content is such a search);
-    None otherwise. Found is not answered: such a subtask is partial (trigger
-    ``no_match``), never covered."""
+    """The judgement of a search whose passages do not answer its query, when every
+    finding with content is such a search (found is not answered: a ``no_match`` gap)."""
     judged: dict[str, Any] | None = None
     for finding in result.findings:
         if finding.empty:
@@ -237,21 +234,14 @@ def _gap(
             alternatives=alternatives_for("incomplete_data", spec, tool=tool),
             message=f"{tool} returned partial data (complete: false)",
         )
-    match = unmatched(result)
-    if match is not None:
+    if (match := unmatched(result)) is not None:
         missing = [str(m) for m in match.get("missing") or []]
-        held = f"{match.get('by', 'terms')} score {match.get('score')} under " \
-               f"{match.get('threshold')}"
-        return Gap(
-            subtask_id=result.subtask_id,
-            trigger="no_match",
-            route=route or "gap",
-            attempted_query=spec.query,
-            partial_results=list(result.findings),
-            alternatives=alternatives_for("no_match", spec, detail={"missing": missing}),
-            message="passages were found, but none answers the query ("
-            + held + (f"; no passage holds {', '.join(missing)}" if missing else "") + ")",
-        )
+        lacks = f"; no passage holds {', '.join(missing)}" if missing else ""
+        return Gap(subtask_id=result.subtask_id, trigger="no_match", route=route or "gap",
+                   attempted_query=spec.query, partial_results=list(result.findings),
+                   alternatives=alternatives_for("no_match", spec, detail={"missing": missing}),
+                   message=f"passages were found, but none answers the query ({match.get('by')}"
+                   f" score {match.get('score')} under {match.get('threshold')}{lacks})")
     return None
 
 
