@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from coordinator.serve.problems import SUBMITTED
 from coordinator.store.runs import RunStore, insert_run
 from coordinator.store.writer import Tx, now_iso
 
@@ -45,10 +46,11 @@ class QueueFull(Exception):
 class KeyReused(Exception):
     """An Idempotency-Key already made a run from a different request."""
 
-    def __init__(self, key: str, run_id: str) -> None:
+    def __init__(self, key: str, run_id: str, file: str = SUBMITTED) -> None:
         super().__init__(f"Idempotency-Key {key!r} already made run {run_id} from another body")
         self.key = key
         self.run_id = run_id
+        self.file = file  # the request that reused it (POST /runs, POST /ask)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,13 +7,12 @@ path segment reaches nothing but that SQL lookup.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import APIRouter, Body, Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials
@@ -31,10 +30,10 @@ from coordinator.serve.intake import (
     loaded_before,
     media_kind,
     parse_job,
-    problem,
-    read_body,
 )
+from coordinator.serve.limits import read_body
 from coordinator.serve.manager import RunManager
+from coordinator.serve.problems import ASKED, problem
 from coordinator.serve.reading import (
     coverage_so_far,
     gaps_so_far,
@@ -102,8 +101,30 @@ def _url(request: Request, run_id: str) -> str:
     return f"{base.scheme}://{base.netloc}{base.path.rstrip('/')}/runs/{run_id}"
 
 
-ASK_FILE = "POST /ask"  # the "file" an ask's problems name
+ASK_FILE = ASKED  # the "file" an ask's problems and its run name
 
+# The 422 of POST /ask: what an ask is refused for beyond its schema, each field named.
+ASK_REFUSED = (
+    "The ask cannot run, and nothing is recorded. Beyond what its schema says, an ask is "
+    "refused for what this server has: `docs` naming a folder it does not serve (the "
+    "problem lists those it does), or any folder when it serves none (it was started "
+    "without `--docs`: omit `docs`); `web` when it has no search backend; `search` or "
+    "`research_tools.web.search` naming a backend it does not know or has no key for; "
+    "`model` or `model.api_key_env` naming a provider whose key it lacks, or `scripted` "
+    "without turns; `tools` when there is nothing to research with (no folder served, and "
+    "no `web`, `search` or `tools`) or when the tools text does not load (each problem with "
+    "its line); `question` when it is blank; `Idempotency-Key` when the key already made a "
+    "run from a different request (the answer of the IETF httpapi Idempotency-Key draft)."
+)
+# A client's first ask is the question alone; the examples phase of schemathesis sends
+# both, so the document's declared refusals are exercised on every server it tests.
+ASK_EXAMPLES: dict[str, Any] = {
+    "question": {"summary": "Just the question: the server's own folder, model and tools",
+                 "value": {"question": "How do sodium-ion cells do in the cold?"}},
+    "folder": {"summary": "A served folder, and the web",
+               "value": {"question": "How do sodium-ion cells do in the cold?", "docs": ".",
+                         "web": True}},
+}
 
 
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
@@ -114,10 +135,11 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
     @router.post(
         "/ask", status_code=201, response_model=RunCreated,
         responses={400: {"model": Problem, "description": "The body is not a JSON document."},
-                   422: {"model": InputProblems, "description": "The ask cannot run: it names "
-                         "no tools (docs, web, search or tools), a folder the server does not "
-                         "serve, a model or a search key the server lacks, or a tools file "
-                         "that does not load."},
+                   408: {"model": Problem, "description": "The body did not arrive within "
+                         "the server's `--body-timeout`."},
+                   413: {"model": Problem, "description": "The body is over 1 MiB (refused "
+                         "on its Content-Length, or as soon as the bytes pass it)."},
+                   422: {"model": InputProblems, "description": ASK_REFUSED},
                    503: {"model": Problem, "description": "Every slot is taken and the "
                          "queue is full; `Retry-After` says when to try again."}},
         summary="Ask a question",
@@ -125,14 +147,19 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
     async def ask(
         request: Request,
         response: Response,
-        body: AskRequest,
+        body: Annotated[AskRequest, Body(openapi_examples=ASK_EXAMPLES)],
         idempotency_key: IdempotencyKey = None,
     ) -> RunCreated:
         key = check_key(idempotency_key, file=ASK_FILE)
-        docs = None if body.docs is None else config.served_folder(body.docs)
+        tools_text = body.tools if body.tools is not None else config.ask_tools
+        # An ask uses the operator's sources: without docs, the first served folder
+        # (ServeConfig.served_folder says why that one), unless its tools text names a
+        # documents folder of its own (build_ask_job's default_docs).
+        docs = None if body.docs is None else config.served_folder(body.docs, file=ASK_FILE)
+        first = config.served_folder(None)
         search = body.search
         if search is None and body.web:
-            search = config.search or os.environ.get("FANOUT_SEARCH") or None
+            search = config.web_backend()
             if search is None:
                 raise JobRejected([problem("web", "false: the server has no search backend "
                                            "(its operator starts it with --search, or sets "
@@ -143,12 +170,12 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
             _, text, _ = build_ask_job(
                 body.question, None, model=body.model or config.ask_model, docs=docs,
                 search=search, max_subtasks=body.max_subtasks, concurrency=body.concurrency,
-                deadline_s=body.deadline_s,
-                tools_text=body.tools if body.tools is not None else config.ask_tools,
-                tools_name=ASK_FILE,
+                deadline_s=body.deadline_s, tools_text=tools_text, tools_name=ASK_FILE,
+                default_docs=first,
             )
         except InputFileError as exc:
-            raise JobRejected(ask_problems(exc, ASK_FILE)) from None
+            raise JobRejected(ask_problems(
+                exc, ASK_FILE, no_tools=config.nothing_to_research())) from None
         job = text.encode("utf-8")
         policy = config.research_policy()
         run_id, status, earlier = await manager.submit(
@@ -156,6 +183,7 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
             lambda: parse_job(job, "yaml", allow_mcp=config.allow_mcp, research=policy,
                               file=ASK_FILE),
             speed=body.speed, key=key, inline=loaded_before(job, "yaml", ASK_FILE),
+            file=ASK_FILE,
         )
         if earlier:  # the key's run: as it stands now
             status = (await anyio.to_thread.run_sync(manager.store.get, run_id)).status
@@ -225,6 +253,21 @@ class _LeanRoute(APIRoute):
         return handler
 
 
+# The 422 of POST /runs: a job's problems have their lines; what a job is refused for
+# beyond its document is named field by field.
+JOB_REFUSED = (
+    "The job cannot run, and nothing is recorded: each problem in the document with its "
+    "line (a malformed document, or a cross-reference JSON Schema cannot say). Beyond the "
+    "document, a job is refused for what this server has: `model.api_key_env` or "
+    "`model.base_url` (a job names neither another key variable nor an endpoint, and the "
+    "server must have the provider's key); `research_tools.docs.path` (a folder it does not "
+    "serve); `research_tools.web.search` or `research_tools.web.api_key_env` (a search "
+    "backend whose key it lacks); `mcp_servers` (unless it was started with `--allow-mcp`); "
+    "`Idempotency-Key` when the key already made a run from a different request (the "
+    "answer of the IETF httpapi Idempotency-Key draft)."
+)
+
+
 def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
     """``/runs``: submit, list, read, report, gaps, cancel, and stream tickets."""
     router = APIRouter(
@@ -278,9 +321,14 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         status_code=201,
         response_model=RunCreated,
         openapi_extra={"requestBody": JOB_BODY},
-        responses={201: {"links": RUN_LINKS}, 408: {"model": Problem},
-                   413: {"model": Problem}, 415: {"model": Problem},
-                   422: {"model": InputProblems},
+        responses={201: {"links": RUN_LINKS},
+                   408: {"model": Problem, "description": "The body did not arrive within "
+                         "the server's `--body-timeout`."},
+                   413: {"model": Problem, "description": "The body is over 1 MiB (refused "
+                         "on its Content-Length, or as soon as the bytes pass it)."},
+                   415: {"model": Problem, "description": "The body is neither YAML nor "
+                         "JSON (its Content-Type)."},
+                   422: {"model": InputProblems, "description": JOB_REFUSED},
                    503: {"model": Problem, "description": "Every slot is taken and the "
                          "queue is full; `Retry-After` says when to try again."}},
         summary="Submit a job file",
