@@ -20,6 +20,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from coordinator.jobfile.ask import build_ask_job
+from coordinator.jobfile.scenario import Scenario
 from coordinator.serve.auth import Authorizer
 from coordinator.serve.events import run_events
 from coordinator.serve.intake import (
@@ -112,9 +113,11 @@ ASK_REFUSED = (
     "`research_tools.web.search` naming a backend it does not know or has no key for; "
     "`model` or `model.api_key_env` naming a provider whose key it lacks, or `scripted` "
     "without turns; `tools` when there is nothing to research with (no folder served, and "
-    "no `web`, `search` or `tools`) or when the tools text does not load (each problem with "
-    "its line); `question` when it is blank; `Idempotency-Key` when the key already made a "
-    "run from a different request (the answer of the IETF httpapi Idempotency-Key draft)."
+    "no `web`, `search` or `tools`) or when the tools text does not load or asks for what "
+    "a job may not (each problem with its line in it; `mcp_servers` unless the server was "
+    "started with `--allow-mcp`); `question` when it is blank; `Idempotency-Key` when the "
+    "key already made a run from a different request (the answer of the IETF httpapi "
+    "Idempotency-Key draft)."
 )
 # A client's first ask is the question alone; the examples phase of schemathesis sends
 # both, so the document's declared refusals are exercised on every server it tests.
@@ -178,12 +181,20 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
                 exc, ASK_FILE, no_tools=config.nothing_to_research())) from None
         job = text.encode("utf-8")
         policy = config.research_policy()
+        sent_lines = tools_text.count("\n") + 1 if tools_text else 0
+
+        def parse() -> Scenario:
+            try:
+                return parse_job(job, "yaml", allow_mcp=config.allow_mcp, research=policy,
+                                 file=ASK_FILE)
+            except JobRejected as exc:
+                # A line past the tools text is one of the composed job's: not the ask's.
+                raise JobRejected([p if p.line is None or p.line <= sent_lines else problem(
+                    p.field, p.expected, p.got, file=ASK_FILE) for p in exc.problems]) from None
+
         run_id, status, earlier = await manager.submit(
-            job,
-            lambda: parse_job(job, "yaml", allow_mcp=config.allow_mcp, research=policy,
-                              file=ASK_FILE),
-            speed=body.speed, key=key, inline=loaded_before(job, "yaml", ASK_FILE),
-            file=ASK_FILE,
+            job, parse, speed=body.speed, key=key,
+            inline=loaded_before(job, "yaml", ASK_FILE), file=ASK_FILE,
         )
         if earlier:  # the key's run: as it stands now
             status = (await anyio.to_thread.run_sync(manager.store.get, run_id)).status

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -246,3 +247,24 @@ def test_building_the_app_leaves_the_interpreter_as_it_was(tmp_path: Path) -> No
     app = serve.create_app(serve.ServeConfig(store=tmp_path / "runs.sqlite"))
     assert (sys.getswitchinterval(), gc.get_freeze_count()) == before
     app.state.manager.store.close()
+
+
+def test_the_refusal_check_fails_a_422_the_document_does_not_declare() -> None:
+    """refusals_are_declared (test_openapi's schemathesis runs it) fails a schema-valid
+    request refused for a field the 422's description does not name, passes one it names."""
+    from types import SimpleNamespace
+
+    from tests.coordinator.serve import schemathesis_checks as checks
+
+    def case(description: str) -> Any:
+        raw = {"responses": {"422": {"description": description}}}
+        generation = SimpleNamespace(mode=SimpleNamespace(is_positive=True))
+        return SimpleNamespace(meta=SimpleNamespace(generation=generation), label="POST /ask",
+                               operation=SimpleNamespace(definition=SimpleNamespace(raw=raw),
+                                                         label="POST /ask"))
+
+    refused = SimpleNamespace(status_code=422, json=lambda: {"errors": [
+        {"line": None, "field": "docs", "message": "POST /ask: docs: expected no docs"}]})
+    assert checks.refusals_are_declared(None, refused, case("refused for `docs` ...")) is None
+    with pytest.raises(AssertionError, match="does not declare"):
+        checks.refusals_are_declared(None, refused, case("refused for `web` only"))
