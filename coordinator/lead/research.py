@@ -283,7 +283,12 @@ async def _follow_up(
     if followups is None:
         if not asks_for_followups(report, job.deadline_s, job_clock.now(), cancelled=cancelled):
             return report
-        followups = await plan_followups(report, job, catalogue(source), lead)
+        planned = None
+        async with cancelled_by(cancel):  # as its first plan, this one hears a cancel
+            planned = await plan_followups(report, job, catalogue(source), lead)
+        if planned is None:
+            return report  # cancelled while it planned them: nothing more starts
+        followups = planned
         if on_followups is not None:
             on_followups(list(followups), job_clock.now())
     if not followups:

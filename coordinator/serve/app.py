@@ -202,7 +202,8 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
     app.include_router(page_router(auth))
     app.include_router(openapi_router(app, auth))
     # Innermost of the three: its own answers (413 on a Content-Length) get nosniff too.
-    app.add_middleware(BodyLimit, limit=config.max_body_bytes, deadline_s=config.body_timeout_s)
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes, deadline_s=config.body_timeout_s,
+                       reads_own=frozenset({("POST", "/runs")}))
     app.add_middleware(_NoSniff)
     app.add_middleware(_CountSubmissions, gate=manager.intake)
     _metrics_route(app, manager, auth)
@@ -227,14 +228,15 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
         found = exc.errors()
+        file = f"{request.method} {request.url.path}"  # what the problems are about
         for err in found:
             if err.get("type") == "json_invalid":
                 # Not a JSON document at all: a malformed request (400, as FastAPI answers
                 # a body that is not even UTF-8), not a request whose content is wrong.
                 why = (err.get("ctx") or {}).get("error", "JSON decode error")
-                return JSONResponse({"detail": f"the body is not a JSON document: {why}"},
-                                    status_code=400)
-        file = f"{request.method} {request.url.path}"  # what the problems are about
+                return JSONResponse(
+                    {"detail": f"{file}: the body is not a JSON document: {why}"},
+                    status_code=400)
         fields = tuple(AskRequest.model_fields) if file == ASKED else ()
         return _unprocessable(InputProblems(errors=request_problems(found, file, fields)))
 
