@@ -40,11 +40,10 @@ from uvicorn.server import HANDLED_SIGNALS
 from coordinator.serve.auth import Authorizer, LoginRequired
 from coordinator.serve.events import PublishHook
 from coordinator.serve.intake import IntakeGate, JobRejected
-from coordinator.serve.limits import BodyLimit
 from coordinator.serve.manager import RunManager
 from coordinator.serve.page import page_response, page_router
-from coordinator.serve.problems import ASKED, problem, request_problems
 from coordinator.serve.records import KeyReused, QueueFull
+from coordinator.serve.refusals import ASKED, BodyLimit, problem, request_problems
 from coordinator.serve.routes import ask_router, events_router, openapi_router, runs_router
 from coordinator.serve.schemas import AskRequest, InputProblems
 from coordinator.serve.server import HEADER_TIMEOUT_S, ServeConfig

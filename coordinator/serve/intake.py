@@ -1,5 +1,5 @@
 """Taking a job in: its media type, YAML or JSON, the problems in it (the body's size
-and deadline are :mod:`coordinator.serve.limits`').
+and deadline are :mod:`coordinator.serve.refusals`'s).
 
 A submitted job is read as ``fanout run`` reads a file (:func:`~coordinator.jobfile.
 load_scenario_text`): a malformed one gets the same problems, and nothing runs or is
@@ -24,7 +24,7 @@ from fastapi import Header, HTTPException
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.research import ResearchPolicy, check_research_policy
 from coordinator.jobfile.scenario import Scenario
-from coordinator.serve.problems import SUBMITTED, problem, quote
+from coordinator.serve.refusals import ASKED, SUBMITTED, problem, quote
 from coordinator.serve.schemas import InputProblem
 from shared.errors import InputFileError, InputFileErrors
 from subagents.models.endpoints.preflight import keyless
@@ -133,6 +133,24 @@ def ask_problems(
             "come from the command line", "are fields of the ask")
         out.append(problem(field, expected, e.got, line=e.line, file=file))
     return out
+
+
+def parse_ask(
+    job: bytes, tools_text: str | None, *, allow_mcp: bool, research: ResearchPolicy
+) -> Scenario:
+    """The job an ask composed (``POST /ask``), checked as :func:`parse_job` checks one; a
+    problem on a line past the tools text the ask ran with (``tools_text``) is the
+    composed job's, not the ask's: it names no line.
+
+    Raises:
+        JobRejected: every problem; nothing is recorded.
+    """
+    try:
+        return parse_job(job, "yaml", allow_mcp=allow_mcp, research=research, file=ASKED)
+    except JobRejected as exc:
+        sent = tools_text.count("\n") + 1 if tools_text else 0
+        raise JobRejected([p if p.line is None or p.line <= sent else problem(
+            p.field, p.expected, p.got, file=ASKED) for p in exc.problems]) from None
 
 
 def _problems(exc: InputFileError) -> list[InputProblem]:

@@ -54,8 +54,8 @@ from coordinator.serve.events import (
     frame,
 )
 from coordinator.serve.intake import IntakeGate, JobRejected, request_digest
-from coordinator.serve.problems import SUBMITTED, problem
 from coordinator.serve.records import KeyReused, NotCancellable, QueueFull, ServiceRecords
+from coordinator.serve.refusals import SUBMITTED, problem
 from coordinator.serve.server import ServeConfig
 from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL
 from coordinator.store.runs import ResumeRefused, RunStatus, RunStore, new_run_id, run_values
@@ -77,7 +77,6 @@ class LiveRun:
     session: int
     log: EventLog
     cancel: anyio.Event
-    file: str = SUBMITTED  # what the store names as its job file: the request that made it
     done: anyio.Event = field(default_factory=anyio.Event)
     resumed: bool = False
     holds_slot: bool = False
@@ -165,8 +164,8 @@ class RunManager:
     ) -> tuple[str, RunStatus, bool]:
         """Record and admit the job ``parse`` reads from ``body``; with a known ``key``,
         the run that key made before (and nothing is parsed or recorded). ``parse`` runs
-        on a worker thread, or here when ``inline`` (it is known to be cheap). ``file`` is
-        the request the run is recorded as coming from (``POST /runs``, ``POST /ask``).
+        on a worker thread, or here when ``inline`` (it is known to be cheap); ``file``: the
+        request it comes from, what the store names as its job file (and ``parse``'s).
 
         Returns:
             The run id, its status as recorded, and whether the run was made before.
@@ -210,7 +209,7 @@ class RunManager:
             return made.run_id, "queued", True
         self.writer.hold(run_id)
         self._admit(LiveRun(run_id, scenario, speed, session=1, log=EventLog(run_id, 0),
-                            cancel=anyio.Event(), file=file), slot=slot)
+                            cancel=anyio.Event()), slot=slot)
         return run_id, status, False
 
     def _unreserve(self, slot: bool) -> None:
@@ -373,7 +372,7 @@ class RunManager:
             ServedRecorder, self.store.backend, run_id, live.session, live.log,
             self.on_publish, writer=self.writer,
         ))
-        request = RunRequest(start.scenario, "", live.file, speed=live.speed,
+        request = RunRequest(start.scenario, "", scenario.source, speed=live.speed,
                              policy=self.config.research_policy())
         try:
             executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
@@ -393,7 +392,7 @@ class RunManager:
         """
         assert self.config.temporal is not None
         executor = TemporalExecutor(self.store, self.config.temporal)
-        request = RunRequest(live.scenario, "", live.file, speed=live.speed)
+        request = RunRequest(live.scenario, "", live.scenario.source, speed=live.speed)
         handle = await executor.start_registered(live.run_id, request)
 
         def stored(event: dict[str, Any]) -> None:
@@ -419,8 +418,7 @@ class RunManager:
             # A warning: a run changing hands is worth seeing in any log.
             log.warning("resuming run %s (session %d)", run_id, session)
             live = LiveRun(run_id, scenario, speed, session=session,
-                           log=EventLog(run_id, base), cancel=anyio.Event(),
-                           file=scenario.source or SUBMITTED, resumed=True)
+                           log=EventLog(run_id, base), cancel=anyio.Event(), resumed=True)
             if cancelled:
                 live.cancel.set()
             self.writer.hold(run_id)

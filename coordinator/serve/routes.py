@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -20,7 +21,6 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from coordinator.jobfile.ask import build_ask_job
-from coordinator.jobfile.scenario import Scenario
 from coordinator.serve.auth import Authorizer
 from coordinator.serve.events import run_events
 from coordinator.serve.intake import (
@@ -30,23 +30,28 @@ from coordinator.serve.intake import (
     check_key,
     loaded_before,
     media_kind,
+    parse_ask,
     parse_job,
 )
-from coordinator.serve.limits import read_body
 from coordinator.serve.manager import RunManager
-from coordinator.serve.problems import ASKED, problem
-from coordinator.serve.reading import (
+from coordinator.serve.records import (
+    NotCancellable,
     coverage_so_far,
     gaps_so_far,
     progress_of,
     report_of,
     scenario_of,
     subtasks_of,
+    valid_run_id,
 )
-from coordinator.serve.records import NotCancellable, valid_run_id
+from coordinator.serve.refusals import ASKED, problem, read_body
 from coordinator.serve.schemas import (
+    ASK_EXAMPLES,
+    ASK_REFUSED,
     JOB_BODY,
+    JOB_REFUSED,
     RUN_LINKS,
+    SUBMISSION_REFUSED,
     AskRequest,
     CancelAccepted,
     GapList,
@@ -104,32 +109,6 @@ def _url(request: Request, run_id: str) -> str:
 
 ASK_FILE = ASKED  # the "file" an ask's problems and its run name
 
-# The 422 of POST /ask: what an ask is refused for beyond its schema, each field named.
-ASK_REFUSED = (
-    "The ask cannot run, and nothing is recorded. Beyond what its schema says, an ask is "
-    "refused for what this server has: `docs` naming a folder it does not serve (the "
-    "problem lists those it does), or any folder when it serves none (it was started "
-    "without `--docs`: omit `docs`); `web` when it has no search backend; `search` or "
-    "`research_tools.web.search` naming a backend it does not know or has no key for; "
-    "`model` or `model.api_key_env` naming a provider whose key it lacks, or `scripted` "
-    "without turns; `tools` when there is nothing to research with (no folder served, and "
-    "no `web`, `search` or `tools`) or when the tools text does not load or asks for what "
-    "a job may not (each problem with its line in it; `mcp_servers` unless the server was "
-    "started with `--allow-mcp`); `question` when it is blank; `Idempotency-Key` when the "
-    "key already made a run from a different request (the answer of the IETF httpapi "
-    "Idempotency-Key draft)."
-)
-# A client's first ask is the question alone; the examples phase of schemathesis sends
-# both, so the document's declared refusals are exercised on every server it tests.
-ASK_EXAMPLES: dict[str, Any] = {
-    "question": {"summary": "Just the question: the server's own folder, model and tools",
-                 "value": {"question": "How do sodium-ion cells do in the cold?"}},
-    "folder": {"summary": "A served folder, and the web",
-               "value": {"question": "How do sodium-ion cells do in the cold?", "docs": ".",
-                         "web": True}},
-}
-
-
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
     """``POST /ask``: a question becomes a decomposed job on the tools it names (DESIGN §8)."""
     router = APIRouter(tags=["runs"], dependencies=[Depends(auth.api)],
@@ -138,13 +117,8 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
     @router.post(
         "/ask", status_code=201, response_model=RunCreated,
         responses={400: {"model": Problem, "description": "The body is not a JSON document."},
-                   408: {"model": Problem, "description": "The body did not arrive within "
-                         "the server's `--body-timeout`."},
-                   413: {"model": Problem, "description": "The body is over 1 MiB (refused "
-                         "on its Content-Length, or as soon as the bytes pass it)."},
                    422: {"model": InputProblems, "description": ASK_REFUSED},
-                   503: {"model": Problem, "description": "Every slot is taken and the "
-                         "queue is full; `Retry-After` says when to try again."}},
+                   **SUBMISSION_REFUSED},
         summary="Ask a question",
     )
     async def ask(
@@ -180,18 +154,8 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
             raise JobRejected(ask_problems(
                 exc, ASK_FILE, no_tools=config.nothing_to_research())) from None
         job = text.encode("utf-8")
-        policy = config.research_policy()
-        sent_lines = tools_text.count("\n") + 1 if tools_text else 0
-
-        def parse() -> Scenario:
-            try:
-                return parse_job(job, "yaml", allow_mcp=config.allow_mcp, research=policy,
-                                 file=ASK_FILE)
-            except JobRejected as exc:
-                # A line past the tools text is one of the composed job's: not the ask's.
-                raise JobRejected([p if p.line is None or p.line <= sent_lines else problem(
-                    p.field, p.expected, p.got, file=ASK_FILE) for p in exc.problems]) from None
-
+        parse = partial(parse_ask, job, tools_text, allow_mcp=config.allow_mcp,
+                        research=config.research_policy())
         run_id, status, earlier = await manager.submit(
             job, parse, speed=body.speed, key=key,
             inline=loaded_before(job, "yaml", ASK_FILE), file=ASK_FILE,
@@ -264,21 +228,6 @@ class _LeanRoute(APIRoute):
         return handler
 
 
-# The 422 of POST /runs: a job's problems have their lines; what a job is refused for
-# beyond its document is named field by field.
-JOB_REFUSED = (
-    "The job cannot run, and nothing is recorded: each problem in the document with its "
-    "line (a malformed document, or a cross-reference JSON Schema cannot say). Beyond the "
-    "document, a job is refused for what this server has: `model.api_key_env` or "
-    "`model.base_url` (a job names neither another key variable nor an endpoint, and the "
-    "server must have the provider's key); `research_tools.docs.path` (a folder it does not "
-    "serve); `research_tools.web.search` or `research_tools.web.api_key_env` (a search "
-    "backend whose key it lacks); `mcp_servers` (unless it was started with `--allow-mcp`); "
-    "`Idempotency-Key` when the key already made a run from a different request (the "
-    "answer of the IETF httpapi Idempotency-Key draft)."
-)
-
-
 def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
     """``/runs``: submit, list, read, report, gaps, cancel, and stream tickets."""
     router = APIRouter(
@@ -333,15 +282,10 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         response_model=RunCreated,
         openapi_extra={"requestBody": JOB_BODY},
         responses={201: {"links": RUN_LINKS},
-                   408: {"model": Problem, "description": "The body did not arrive within "
-                         "the server's `--body-timeout`."},
-                   413: {"model": Problem, "description": "The body is over 1 MiB (refused "
-                         "on its Content-Length, or as soon as the bytes pass it)."},
                    415: {"model": Problem, "description": "The body is neither YAML nor "
                          "JSON (its Content-Type)."},
                    422: {"model": InputProblems, "description": JOB_REFUSED},
-                   503: {"model": Problem, "description": "Every slot is taken and the "
-                         "queue is full; `Retry-After` says when to try again."}},
+                   **SUBMISSION_REFUSED},
         summary="Submit a job file",
         route_class_override=type("SubmitRoute", (_LeanRoute,),
                                   {"plain": staticmethod(plain_submission)}),

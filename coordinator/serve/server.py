@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from coordinator.jobfile.research import ResearchPolicy
-from coordinator.serve.problems import ASKED
+from coordinator.serve.refusals import ASKED
 from shared.errors import FanoutError
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ class ServeConfig:
         """
         from coordinator.jobfile.research import served_folder
         from coordinator.serve.intake import JobRejected
-        from coordinator.serve.problems import problem, quote
+        from coordinator.serve.refusals import problem, quote
 
         if asked is None:
             return str(self.docs[0].resolve()) if self.docs else None

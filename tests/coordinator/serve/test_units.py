@@ -215,7 +215,7 @@ def test_an_ask_whose_lead_is_still_planning_has_no_gaps_and_no_coverage_yet(
     import yaml
 
     from coordinator.jobfile.ask import build_ask_job
-    from coordinator.serve.reading import coverage_so_far, gaps_so_far, report_of, scenario_of
+    from coordinator.serve.records import coverage_so_far, gaps_so_far, report_of, scenario_of
     from coordinator.store.runs import RunStore
 
     tools = yaml.safe_dump({"tools": {"lookup": {"params": {"q": {"type": "string"}},
