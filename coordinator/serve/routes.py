@@ -109,6 +109,7 @@ def _url(request: Request, run_id: str) -> str:
 
 ASK_FILE = ASKED  # the "file" an ask's problems and its run name
 
+
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
     """``POST /ask``: a question becomes a decomposed job on the tools it names (DESIGN §8)."""
     router = APIRouter(tags=["runs"], dependencies=[Depends(auth.api)],

@@ -268,3 +268,18 @@ def test_the_refusal_check_fails_a_422_the_document_does_not_declare() -> None:
     assert checks.refusals_are_declared(None, refused, case("refused for `docs` ...")) is None
     with pytest.raises(AssertionError, match="does not declare"):
         checks.refusals_are_declared(None, refused, case("refused for `web` only"))
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    pytest.param("docs", "'docs'", id="short"),
+    pytest.param(b"hello", "'hello'", id="bytes-as-text"),
+    pytest.param("it's\n\\", "'it\\'s\\n\\\\'", id="escaped"),
+    pytest.param("x" * 81, "'" + "x" * 80 + "…' (81 characters)", id="clipped"),
+    pytest.param("\x00" * 30, "'" + "\\x00" * 20 + "…' (30 characters)", id="clipped-escapes"),
+    pytest.param({"a": [1]}, '{"a": [1]}', id="json"),
+])
+def test_a_value_is_shown_quoted_escaped_and_short(value: object, shown: str) -> None:
+    """quote() shows at most 80 characters of a value, escaped, then … and its length."""
+    from coordinator.serve.refusals import quote
+
+    assert quote(value) == shown
