@@ -67,8 +67,9 @@ PlannerFactory = Callable[[SubtaskSpec], Planner]
 
 
 @asynccontextmanager
-async def _cancelled_by(event: anyio.Event | None) -> AsyncIterator[None]:
-    """A scope whose body ends once ``event`` is set: a person cancelled the run (§8)."""
+async def cancelled_by(event: anyio.Event | None) -> AsyncIterator[None]:
+    """A scope whose body ends once ``event`` is set: a person cancelled the run (§8).
+    The fan-out's rounds run in one, and so does the lead's planning before them."""
     if event is None:
         yield
         return
@@ -212,7 +213,7 @@ async def run_job(
                 await counted(run, result)
 
         with clock.move_on_after(time_left(deadline, clock.now())):
-            async with _cancelled_by(cancel), anyio.create_task_group() as tg:
+            async with cancelled_by(cancel), anyio.create_task_group() as tg:
                 for _ in range(min(job.concurrency, len(queue))):
                     tg.start_soon(worker)
         for spec in batch:

@@ -214,6 +214,7 @@ def build_ask_job(
     tools_text: str | None = None,
     tools_name: str = NO_FILE,
     max_tokens: int | None = None,
+    default_docs: str | None = None,
 ) -> tuple[Scenario, str, str]:
     """The scenario to run, its YAML text (for the store) and the file it names.
 
@@ -222,6 +223,8 @@ def build_ask_job(
     file's text given inline (the service's ``POST /ask``), named ``tools_name`` in
     errors. A tools file's own
     ``research_tools`` keep what the flags do not replace (``web`` or ``docs`` whole).
+    ``default_docs`` is the folder read when neither ``docs`` nor the tools file names
+    one (a server's first served folder).
 
     Raises:
         InputFileErrors: the tools file is malformed, holds keys a tools file cannot,
@@ -243,6 +246,8 @@ def build_ask_job(
     parsed = parse_yaml(text, file)
     data = parsed.data if isinstance(parsed.data, dict) else {}
     declared = data.get("research_tools")
+    if docs is None and not (isinstance(declared, dict) and declared.get("docs") is not None):
+        docs = default_docs
     # FANOUT_SEARCH is a default: a tools file's own research_tools.web wins over it
     # (--search, given for this question, wins over both).
     file_web = isinstance(declared, dict) and declared.get("web") is not None

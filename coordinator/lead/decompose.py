@@ -269,6 +269,13 @@ async def decompose(
     return degraded_plan(job, [t.name for t in catalogue]), gap
 
 
+def cancelled_planning(job: JobSpec, lead: LeadContext) -> SubagentResult:
+    """The lead's gap when the run was cancelled while it planned: trigger ``cancelled``,
+    with the model attempts it had made (the job runs the degraded plan, cut at once)."""
+    return _lead_gap(job, lead, "cancelled",
+                     "the run was cancelled while the lead was planning it", None, [])
+
+
 def degraded_plan(job: JobSpec, tools: Sequence[str]) -> list[SubtaskSpec]:
     """The plan of a lead that could not plan: the question, with every tool (DESIGN §7)."""
     return planned_subtasks(

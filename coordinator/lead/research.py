@@ -14,12 +14,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+import anyio
 from opentelemetry.trace import TracerProvider
 
-from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, run_job
+from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, cancelled_by, run_job
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead.decompose import LEAD, LeadContext, decompose, with_lead_gap
+from coordinator.lead.decompose import (
+    LEAD,
+    LeadContext,
+    cancelled_planning,
+    decompose,
+    degraded_plan,
+    with_lead_gap,
+)
 from coordinator.lead.extractive import with_extractive_answer
 from coordinator.lead.followups import plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
@@ -199,9 +207,11 @@ async def _research(
             meter=planning.meter,
             progress=observer,
         )
+    cut_while_planning = False
     if not job.subtasks:
         assert lead is not None  # the loader refuses a job with neither
-        subtasks, lead_gap = await decompose(job, catalogue(source), lead)
+        subtasks, lead_gap, cut_while_planning = await _plan(
+            job, source, lead, run_job_options.get("cancel"))
         if hooks.on_plan is not None:
             hooks.on_plan(subtasks, job_clock.now(), lead_gap)
         scenario = with_subtasks(scenario, subtasks)
@@ -228,13 +238,30 @@ async def _research(
     if lead_gap is not None:
         # The plan failed, the job went on (DESIGN §7): the lead's gap stays visible.
         report = with_lead_gap(report, job, lead_gap)
-    if lead is not None and planning.synthesizes:
+    if lead is not None and planning.synthesizes and not cut_while_planning:
+        # (A run cancelled before its lead had planned found nothing to write up.)
         report = await synthesize(report, lead)
         report = report.model_copy(update={"elapsed_s": job_clock.now()})
     elif job.answer == "extractive":
         # Retrieval only (no model, DESIGN §7): the best passages of the findings, cited.
         report = with_extractive_answer(report, None)
     return with_tokens(report, planning.meter)
+
+
+async def _plan(
+    job: JobSpec, source: ToolSource, lead: LeadContext, cancel: anyio.Event | None
+) -> tuple[list[SubtaskSpec], SubagentResult | None, bool]:
+    """The lead's subtasks and its gap (:func:`decompose`), and whether a cancel cut the
+    planning: the cancel reaches the lead's model call as it reaches a subagent's, and
+    the job then has the degraded plan (cut at once, a cancelled gap) beside the lead's
+    gap, trigger ``cancelled``."""
+    tools = catalogue(source)
+    planned = None
+    async with cancelled_by(cancel):
+        planned = await decompose(job, tools, lead)
+    if planned is not None:
+        return planned[0], planned[1], False
+    return degraded_plan(job, [t.name for t in tools]), cancelled_planning(job, lead), True
 
 
 async def _follow_up(
@@ -256,7 +283,12 @@ async def _follow_up(
     if followups is None:
         if not asks_for_followups(report, job.deadline_s, job_clock.now(), cancelled=cancelled):
             return report
-        followups = await plan_followups(report, job, catalogue(source), lead)
+        planned = None
+        async with cancelled_by(cancel):  # as its first plan, this one hears a cancel
+            planned = await plan_followups(report, job, catalogue(source), lead)
+        if planned is None:
+            return report  # cancelled while it planned them: nothing more starts
+        followups = planned
         if on_followups is not None:
             on_followups(list(followups), job_clock.now())
     if not followups:

@@ -39,12 +39,13 @@ from uvicorn.server import HANDLED_SIGNALS
 
 from coordinator.serve.auth import Authorizer, LoginRequired
 from coordinator.serve.events import PublishHook
-from coordinator.serve.intake import IntakeGate, JobRejected, problem
+from coordinator.serve.intake import IntakeGate, JobRejected
 from coordinator.serve.manager import RunManager
 from coordinator.serve.page import page_response, page_router
 from coordinator.serve.records import KeyReused, QueueFull
+from coordinator.serve.refusals import ASKED, BodyLimit, problem, request_problems
 from coordinator.serve.routes import ask_router, events_router, openapi_router, runs_router
-from coordinator.serve.schemas import InputProblems
+from coordinator.serve.schemas import AskRequest, InputProblems
 from coordinator.serve.server import HEADER_TIMEOUT_S, ServeConfig
 from coordinator.store.runs import RunStore, StoreError
 from subagents.telemetry import enable_metrics
@@ -199,6 +200,9 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
     app.include_router(events_router(manager, auth, config))
     app.include_router(page_router(auth))
     app.include_router(openapi_router(app, auth))
+    # Innermost of the three: its own answers (413 on a Content-Length) get nosniff too.
+    app.add_middleware(BodyLimit, limit=config.max_body_bytes, deadline_s=config.body_timeout_s,
+                       reads_own=frozenset({("POST", "/runs")}))
     app.add_middleware(_NoSniff)
     app.add_middleware(_CountSubmissions, gate=manager.intake)
     _metrics_route(app, manager, auth)
@@ -217,27 +221,23 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
     async def key_reused(request: Request, exc: KeyReused) -> Response:
         return _unprocessable(InputProblems(errors=[problem(
             "Idempotency-Key", "a new key, or the same request as the one that first used it",
-            f"a different request (the key made run {exc.run_id})",
+            f"a different request (the key made run {exc.run_id})", file=exc.file,
         )]))
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
         found = exc.errors()
+        file = f"{request.method} {request.url.path}"  # what the problems are about
         for err in found:
             if err.get("type") == "json_invalid":
                 # Not a JSON document at all: a malformed request (400, as FastAPI answers
                 # a body that is not even UTF-8), not a request whose content is wrong.
                 why = (err.get("ctx") or {}).get("error", "JSON decode error")
-                return JSONResponse({"detail": f"the body is not a JSON document: {why}"},
-                                    status_code=400)
-        file = f"{request.method} {request.url.path}"  # what the problems are about
-        errors = []
-        for err in found:
-            where = ".".join(str(part) for part in err.get("loc", ()))
-            got = err.get("input")
-            errors.append(problem(where, str(err.get("msg", "a valid value")),
-                                  None if got is None else repr(got), file=file))
-        return _unprocessable(InputProblems(errors=errors))
+                return JSONResponse(
+                    {"detail": f"{file}: the body is not a JSON document: {why}"},
+                    status_code=400)
+        fields = tuple(AskRequest.model_fields) if file == ASKED else ()
+        return _unprocessable(InputProblems(errors=request_problems(found, file, fields)))
 
     @app.exception_handler(QueueFull)
     async def queue_full(request: Request, exc: QueueFull) -> Response:

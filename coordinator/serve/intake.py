@@ -1,4 +1,5 @@
-"""Taking a job in: the body (≤ 1 MiB), its media type, YAML or JSON, the problems in it.
+"""Taking a job in: its media type, YAML or JSON, the problems in it (the body's size
+and deadline are :mod:`coordinator.serve.refusals`'s).
 
 A submitted job is read as ``fanout run`` reads a file (:func:`~coordinator.jobfile.
 load_scenario_text`): a malformed one gets the same problems, and nothing runs or is
@@ -18,11 +19,12 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Annotated, Final, Generic, Literal, TypeVar
 
 import anyio
-from fastapi import Header, HTTPException, Request
+from fastapi import Header, HTTPException
 
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.research import ResearchPolicy, check_research_policy
 from coordinator.jobfile.scenario import Scenario
+from coordinator.serve.refusals import ASKED, SUBMITTED, problem, quote
 from coordinator.serve.schemas import InputProblem
 from shared.errors import InputFileError, InputFileErrors
 from subagents.models.endpoints.preflight import keyless
@@ -37,15 +39,7 @@ MEDIA_TYPES: Final[dict[str, BodyKind]] = {
     "text/x-yaml": "yaml",
     "application/json": "json",
 }
-SUBMITTED: Final = "POST /runs"  # the "file" a submitted job's problems and run name
 _KEY = re.compile(r"[\x21-\x7e]{1,200}")  # visible ASCII, as a header value should be
-
-
-class BodyTooLarge(HTTPException):
-    """413: the body is over the limit (nothing past the limit is read)."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"the job file is larger than {limit} bytes")
 
 
 class UnsupportedMediaType(HTTPException):
@@ -58,7 +52,8 @@ class UnsupportedMediaType(HTTPException):
     def __init__(self, got: str | None) -> None:
         super().__init__(
             415,
-            f"Content-Type {got or '(none)'}: expected application/yaml or application/json",
+            f"{SUBMITTED}: Content-Type: expected application/yaml or application/json, "
+            f"got {quote(got) if got else '(none)'}",
         )
 
 
@@ -68,15 +63,6 @@ class JobRejected(Exception):
     def __init__(self, problems: Sequence[InputProblem]) -> None:
         super().__init__(f"{len(problems)} problem(s) in the submitted job")
         self.problems = list(problems)
-
-
-def problem(
-    field: str, expected: str, got: str | None = None, *, line: int | None = None,
-    file: str = SUBMITTED,
-) -> InputProblem:
-    """One problem, worded like an InputFileError (``file``: the request it is about)."""
-    text = InputFileError(file, line, field, expected, got=got).describe()
-    return InputProblem(line=line, field=field, expected=expected, got=got, message=text)
 
 
 def media_kind(content_type: str | None) -> BodyKind:
@@ -92,45 +78,18 @@ def media_kind(content_type: str | None) -> BodyKind:
     return kind
 
 
-class BodyTooSlow(HTTPException):
-    """408: the body did not arrive within the deadline (a slow or stalled client)."""
-
-    def __init__(self, deadline_s: float) -> None:
-        super().__init__(408, f"the job file did not arrive within {deadline_s:g} s",
-                         headers={"Connection": "close"})
-
-
-async def read_body(request: Request, limit: int, deadline_s: float = 30.0) -> bytes:
-    """The request body, refused as soon as it passes ``limit`` bytes or ``deadline_s``
-    seconds (a client trickling a body cannot hold a connection and a task forever).
-
-    Raises:
-        BodyTooLarge: Content-Length says so, or the bytes received do.
-        BodyTooSlow: the whole body took longer than ``deadline_s``.
-    """
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(limit)
-    chunks: list[bytes] = []
-    size = 0
-    with anyio.move_on_after(deadline_s) as late:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge(limit)
-            chunks.append(chunk)
-    if late.cancelled_caught:
-        raise BodyTooSlow(deadline_s)
-    return b"".join(chunks)
-
-
 # The Idempotency-Key as check_key reads it, its constraints declared so that a client (and
 # schemathesis) knows an empty or over-long key is refused; check_key stays the one place
 # that checks it (the lean route of POST /runs reads the header itself).
 IdempotencyKey = Annotated[str | None, Header(
-    description="The same key returns the run it made before: 1 to 200 visible ASCII "
-    "characters.",
+    description="The same key with the same request returns the run it made before (a "
+    "key that made a run from a different request is refused with 422): 1 to 200 visible "
+    "ASCII characters.",
     json_schema_extra={"minLength": 1, "maxLength": 200, "pattern": "^[!-~]+$"},
+    # One example for both doors: schemathesis's examples phase then sends one key with
+    # several requests, so a reused key's declared 422 is met on every run of it.
+    openapi_examples={"key": {"summary": "A key the client made for this request",
+                              "value": "job-42-attempt-1"}},
 )]
 
 
@@ -159,25 +118,45 @@ _WORDS = {("--model", g): _NO_MODEL for g in ("no model", "no model and no searc
     ("tools", "no tools"): _NO_TOOLS}
 
 
-def ask_problems(exc: InputFileError, file: str) -> list[InputProblem]:
-    """An ask's problems (``POST /ask``) in its own fields, never in `fanout ask`'s flags."""
+def ask_problems(
+    exc: InputFileError, file: str, *, no_tools: str = _NO_TOOLS
+) -> list[InputProblem]:
+    """An ask's problems (``POST /ask``) in its own fields, never in `fanout ask`'s flags;
+    ``no_tools`` says what an ask with nothing to research with is missing (the server
+    knows what it has)."""
+    words = _WORDS | {("tools", "no tools"): no_tools}
     out = []
     for e in exc.errors if isinstance(exc, InputFileErrors) else [exc]:
         field, expected = _ASK_FIELDS.get(e.file, e.field or "<document>"), e.expected
         key = ("tools", e.got or "") if e.field == "tools" else (e.file, e.got or "")
-        expected = _WORDS.get(key, expected).replace(
+        expected = words.get(key, expected).replace(
             "come from the command line", "are fields of the ask")
         out.append(problem(field, expected, e.got, line=e.line, file=file))
     return out
 
 
+def parse_ask(
+    job: bytes, tools_text: str | None, *, allow_mcp: bool, research: ResearchPolicy
+) -> Scenario:
+    """The job an ask composed (``POST /ask``), checked as :func:`parse_job` checks one; a
+    problem on a line past the tools text the ask ran with (``tools_text``) is the
+    composed job's, not the ask's: it names no line.
+
+    Raises:
+        JobRejected: every problem; nothing is recorded.
+    """
+    try:
+        return parse_job(job, "yaml", allow_mcp=allow_mcp, research=research, file=ASKED)
+    except JobRejected as exc:
+        sent = tools_text.count("\n") + 1 if tools_text else 0
+        raise JobRejected([p if p.line is None or p.line <= sent else problem(
+            p.field, p.expected, p.got, file=ASKED) for p in exc.problems]) from None
+
+
 def _problems(exc: InputFileError) -> list[InputProblem]:
     errors = exc.errors if isinstance(exc, InputFileErrors) else [exc]
-    return [
-        InputProblem(line=e.line, field=e.field or "<document>", expected=e.expected,
-                     got=e.got, message=InputFileError.describe(e))
-        for e in errors
-    ]
+    return [problem(e.field or "<document>", e.expected, e.got, line=e.line, file=e.file)
+            for e in errors]
 
 
 def _line_of_key(text: str, key: str) -> int | None:

@@ -53,8 +53,9 @@ from coordinator.serve.events import (
     end_frame,
     frame,
 )
-from coordinator.serve.intake import SUBMITTED, IntakeGate, JobRejected, problem, request_digest
+from coordinator.serve.intake import IntakeGate, JobRejected, request_digest
 from coordinator.serve.records import KeyReused, NotCancellable, QueueFull, ServiceRecords
+from coordinator.serve.refusals import SUBMITTED, problem
 from coordinator.serve.server import ServeConfig
 from coordinator.store.backend import CANCELS_CHANNEL, EVENTS_CHANNEL
 from coordinator.store.runs import ResumeRefused, RunStatus, RunStore, new_run_id, run_values
@@ -159,11 +160,12 @@ class RunManager:
 
     async def submit(
         self, body: bytes, parse: Callable[[], Scenario], *, speed: float, key: str | None,
-        inline: bool = False,
+        inline: bool = False, file: str = SUBMITTED,
     ) -> tuple[str, RunStatus, bool]:
         """Record and admit the job ``parse`` reads from ``body``; with a known ``key``,
         the run that key made before (and nothing is parsed or recorded). ``parse`` runs
-        on a worker thread, or here when ``inline`` (it is known to be cheap).
+        on a worker thread, or here when ``inline`` (it is known to be cheap); ``file``: the
+        request it comes from, what the store names as its job file (and ``parse``'s).
 
         Returns:
             The run id, its status as recorded, and whether the run was made before.
@@ -174,14 +176,14 @@ class RunManager:
             QueueFull: no slot and the queue is full; nothing is recorded.
         """
         digest = request_digest(body, speed)
-        if key is not None and (earlier := await self._earlier(key, digest)) is not None:
+        if key is not None and (earlier := await self._earlier(key, digest, file)) is not None:
             return earlier, "queued", True
         scenario = parse() if inline else await anyio.to_thread.run_sync(parse)
         if self.config.temporal is not None and (
-            reason := not_on_temporal(RunRequest(scenario, "", SUBMITTED))
+            reason := not_on_temporal(RunRequest(scenario, "", file))
         ):  # 422: the workers cannot run it (nothing is recorded)
             raise JobRejected([problem(reason.partition(": ")[0], "a job the workers run",
-                                       reason.partition(": ")[2])])
+                                       reason.partition(": ")[2], file=file)])
         # A slot (or a place in the queue) is reserved before the write, so the status
         # recorded is the one the run has: running at once, or queued.
         slot = not self.stopping and self._active < self.config.max_runs
@@ -195,7 +197,7 @@ class RunManager:
         status: RunStatus = "running" if slot else "queued"
         run_id = new_run_id()
         values = run_values(run_id, job=scenario.scenario, query=scenario.job.query,
-                            file=SUBMITTED, spec_text=body.decode("utf-8"),
+                            file=file, spec_text=body.decode("utf-8"),
                             seed=str(scenario.seed), speed=speed, status=status)
         try:
             made = await self.writer.acall(self.records.submission(values, key, digest), first=True)
@@ -203,7 +205,7 @@ class RunManager:
             self._unreserve(slot)
         if made.run_id != run_id:  # the key was taken meanwhile (here or elsewhere)
             if made.request_sha256 != digest:
-                raise KeyReused(key or "", made.run_id)
+                raise KeyReused(key or "", made.run_id, file)
             return made.run_id, "queued", True
         self.writer.hold(run_id)
         self._admit(LiveRun(run_id, scenario, speed, session=1, log=EventLog(run_id, 0),
@@ -216,12 +218,12 @@ class RunManager:
         else:
             self._queuing -= 1
 
-    async def _earlier(self, key: str, digest: str) -> str | None:
+    async def _earlier(self, key: str, digest: str, file: str) -> str | None:
         earlier = await anyio.to_thread.run_sync(self.records.by_key, key)
         if earlier is None:
             return None
         if earlier.request_sha256 != digest:
-            raise KeyReused(key, earlier.run_id)
+            raise KeyReused(key, earlier.run_id, file)
         return earlier.run_id
 
     def _admit(self, live: LiveRun, *, slot: bool | None = None) -> None:
@@ -370,7 +372,7 @@ class RunManager:
             ServedRecorder, self.store.backend, run_id, live.session, live.log,
             self.on_publish, writer=self.writer,
         ))
-        request = RunRequest(start.scenario, "", SUBMITTED, speed=live.speed,
+        request = RunRequest(start.scenario, "", scenario.source, speed=live.speed,
                              policy=self.config.research_policy())
         try:
             executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
@@ -390,7 +392,7 @@ class RunManager:
         """
         assert self.config.temporal is not None
         executor = TemporalExecutor(self.store, self.config.temporal)
-        request = RunRequest(live.scenario, "", SUBMITTED, speed=live.speed)
+        request = RunRequest(live.scenario, "", live.scenario.source, speed=live.speed)
         handle = await executor.start_registered(live.run_id, request)
 
         def stored(event: dict[str, Any]) -> None:

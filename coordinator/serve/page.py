@@ -83,7 +83,7 @@ _BODY: Final = """
       placeholder="What do my documents say about sodium-ion cells?"></textarea>
     <div class="row">
       <label>documents <input id="ask-docs" type="text" aria-label="documents folder"
-        placeholder="a served folder, or blank"></label>
+        placeholder="blank: the server's first folder"></label>
       <label><input id="ask-web" type="checkbox"> the web</label>
       <label>model <input id="ask-model" type="text" placeholder="the server's"
         aria-label="model"></label>

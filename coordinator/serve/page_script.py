@@ -173,16 +173,16 @@ SCRIPT: Final = r"""
     $("ask-result").textContent = "not asked (" + res.status + ")";
     showProblems(errors, data, res, askProblem);
   });
-  // POST /ask names its JSON fields; the box shows its own labels. An ask with no tools
-  // at all is, here, a box with neither a folder nor the web ticked.
+  // POST /ask names its JSON fields; the box shows its own labels. A blank folder is the
+  // server's first; a refused folder's problem lists those the server serves.
   const ASK_LABELS = { question: "question", docs: "documents", web: "the web",
                        search: "the web", model: "model",
                        "research_tools.docs.path": "documents",
                        "research_tools.web.search": "the web" };
   function askProblem(p) {
     if (p.field === "tools" && p.got === "no tools") {
-      return { field: "documents", expected: "a folder the server serves, or tick the web: " +
-               "there is nothing to research with" };
+      // Only a server with no folders hears this: its words say what it has instead.
+      return { field: "documents", expected: p.expected };
     }
     if (p.field === "model" && p.got === "no model") {
       return { field: "model", expected: "PROVIDER:NAME, e.g. anthropic:claude-sonnet-4-5 " +

@@ -1,8 +1,11 @@
-"""What the service keeps in the run store besides the runs: keys, cancels, and reads.
+"""What the service keeps in the run store besides the runs (keys, cancels), and what it
+shows of a stored run (progress, coverage so far, gaps, report).
 
 The ``served_runs`` table (schema migration 2) marks the runs submitted through the
 service, with the ``Idempotency-Key`` that made each and a cancel request that must
-survive a restart. Every method here blocks on the database: call it from a worker thread.
+survive a restart. The reads of a run work for every run in the store, whoever ran it:
+this server, ``fanout run``, or a killed process. Everything here blocks on the
+database: call it from a worker thread.
 """
 
 from __future__ import annotations
@@ -12,8 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coordinator.store.runs import RunStore, insert_run
+from coordinator.engine.resume import interrupted_report, planned_scenario
+from coordinator.jobfile.loader import load_scenario_text
+from coordinator.jobfile.scenario import Scenario
+from coordinator.report import CoverageReport, subtask_status
+from coordinator.serve.refusals import SUBMITTED
+from coordinator.serve.schemas import Progress, SubtaskInfo
+from coordinator.store.runs import RunRow, RunStore, insert_run
 from coordinator.store.writer import Tx, now_iso
+from shared.errors import InputFileError
+from subagents.loop import SubagentResult
 
 # The format of coordinator.store.runs.new_run_id (UTC time and eight hex digits; four
 # in runs made before, which stay readable). A path segment that is not one is a
@@ -45,10 +56,11 @@ class QueueFull(Exception):
 class KeyReused(Exception):
     """An Idempotency-Key already made a run from a different request."""
 
-    def __init__(self, key: str, run_id: str) -> None:
+    def __init__(self, key: str, run_id: str, file: str = SUBMITTED) -> None:
         super().__init__(f"Idempotency-Key {key!r} already made run {run_id} from another body")
         self.key = key
         self.run_id = run_id
+        self.file = file  # the request that reused it (POST /runs, POST /ask)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,3 +198,81 @@ class ServiceRecords:
     ) -> list[dict[str, Any]]:
         """The run's events with ``after < seq <= upto``, in order, as ``store.events``."""
         return self.store.events_after(run_id, after, upto)
+
+
+# -- what the service shows of a stored run ----------------------------------------------
+
+# Every other state (running, retrying, thinking: waiting on its model) is at work.
+_COUNTED = frozenset({"queued", "done", "escalated"})
+
+
+def scenario_of(store: RunStore, row: RunRow) -> Scenario | None:
+    """The job a run was started with, with the subtasks its lead planned if it was
+    decomposed (None if today's loader no longer reads it)."""
+    try:
+        return planned_scenario(load_scenario_text(row.spec_text, row.file), store, row.id)
+    except InputFileError:
+        return None
+
+
+def subtasks_of(scenario: Scenario | None) -> list[SubtaskInfo]:
+    """The subtasks as the job declares them."""
+    if scenario is None:
+        return []
+    return [SubtaskInfo(id=s.id, query=s.query, weight=s.weight) for s in scenario.job.subtasks]
+
+
+def progress_of(records: ServiceRecords, row: RunRow, subtask_ids: list[str]) -> Progress:
+    """How many subagents are queued, at work (running, retrying, thinking), done and
+    escalated."""
+    states = records.last_states(row.id)
+    counts = {"queued": 0, "running": 0, "done": 0, "escalated": 0}
+    for sid in dict.fromkeys([*subtask_ids, *states]):
+        state = states.get(sid, "queued")
+        counts[state if state in _COUNTED else "running"] += 1
+    return Progress(**counts)
+
+
+def coverage_so_far(store: RunStore, row: RunRow, scenario: Scenario | None) -> float:
+    """The weighted share of subtasks whose committed result covers them."""
+    if row.report is not None:
+        return float(row.report["coverage"])
+    if scenario is None:
+        return 0.0
+    results = store.results(row.id)
+    weights = {s.id: s.weight for s in scenario.job.subtasks}
+    total = sum(weights.values()) or 1.0
+    covered = 0.0
+    for sid, raw in results.items():
+        if subtask_status(SubagentResult.model_validate(raw)) in ("complete", "empty"):
+            covered += weights.get(sid, 0.0)
+    return covered / total
+
+
+def report_of(store: RunStore, row: RunRow, scenario: Scenario | None) -> CoverageReport:
+    """The finished run's report, or what an unfinished one has (``fanout report``'s)."""
+    if row.report is not None:
+        return CoverageReport.model_validate(row.report)
+    if scenario is None:
+        raise ValueError(f"run {row.id}: its job file no longer loads")
+    hint = (
+        "the run was interrupted before this subtask finished; a restarted `fanout serve` "
+        f"resumes runs submitted to it, `fanout resume {row.id}` any other"
+        if row.status == "interrupted"
+        else "still running: this subtask has not finished yet"
+    )
+    return interrupted_report(scenario, store, row.id, resume_hint=hint)
+
+
+def gaps_so_far(store: RunStore, row: RunRow, scenario: Scenario | None) -> list[dict[str, Any]]:
+    """The gaps of the report, or, while the run goes on, those of finished subtasks."""
+    if row.report is not None:
+        return list(row.report["gaps"])
+    if scenario is None:
+        return []
+    report = report_of(store, row, scenario)
+    gaps = [g.model_dump(mode="json", by_alias=True) for g in report.gaps]
+    if row.status == "interrupted":
+        return gaps  # what the run lacks until it is resumed, as `fanout gaps` shows
+    finished = set(store.results(row.id))
+    return [g for g in gaps if g["subtask_id"] in finished]

@@ -7,13 +7,13 @@ path segment reaches nothing but that SQL lookup.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import APIRouter, Body, Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials
@@ -30,23 +30,28 @@ from coordinator.serve.intake import (
     check_key,
     loaded_before,
     media_kind,
+    parse_ask,
     parse_job,
-    problem,
-    read_body,
 )
 from coordinator.serve.manager import RunManager
-from coordinator.serve.reading import (
+from coordinator.serve.records import (
+    NotCancellable,
     coverage_so_far,
     gaps_so_far,
     progress_of,
     report_of,
     scenario_of,
     subtasks_of,
+    valid_run_id,
 )
-from coordinator.serve.records import NotCancellable, valid_run_id
+from coordinator.serve.refusals import ASKED, problem, read_body
 from coordinator.serve.schemas import (
+    ASK_EXAMPLES,
+    ASK_REFUSED,
     JOB_BODY,
+    JOB_REFUSED,
     RUN_LINKS,
+    SUBMISSION_REFUSED,
     AskRequest,
     CancelAccepted,
     GapList,
@@ -102,8 +107,7 @@ def _url(request: Request, run_id: str) -> str:
     return f"{base.scheme}://{base.netloc}{base.path.rstrip('/')}/runs/{run_id}"
 
 
-ASK_FILE = "POST /ask"  # the "file" an ask's problems name
-
+ASK_FILE = ASKED  # the "file" an ask's problems and its run name
 
 
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
@@ -114,25 +118,26 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
     @router.post(
         "/ask", status_code=201, response_model=RunCreated,
         responses={400: {"model": Problem, "description": "The body is not a JSON document."},
-                   422: {"model": InputProblems, "description": "The ask cannot run: it names "
-                         "no tools (docs, web, search or tools), a folder the server does not "
-                         "serve, a model or a search key the server lacks, or a tools file "
-                         "that does not load."},
-                   503: {"model": Problem, "description": "Every slot is taken and the "
-                         "queue is full; `Retry-After` says when to try again."}},
+                   422: {"model": InputProblems, "description": ASK_REFUSED},
+                   **SUBMISSION_REFUSED},
         summary="Ask a question",
     )
     async def ask(
         request: Request,
         response: Response,
-        body: AskRequest,
+        body: Annotated[AskRequest, Body(openapi_examples=ASK_EXAMPLES)],
         idempotency_key: IdempotencyKey = None,
     ) -> RunCreated:
         key = check_key(idempotency_key, file=ASK_FILE)
-        docs = None if body.docs is None else config.served_folder(body.docs)
+        tools_text = body.tools if body.tools is not None else config.ask_tools
+        # An ask uses the operator's sources: without docs, the first served folder
+        # (ServeConfig.served_folder says why that one), unless its tools text names a
+        # documents folder of its own (build_ask_job's default_docs).
+        docs = None if body.docs is None else config.served_folder(body.docs, file=ASK_FILE)
+        first = config.served_folder(None)
         search = body.search
         if search is None and body.web:
-            search = config.search or os.environ.get("FANOUT_SEARCH") or None
+            search = config.web_backend()
             if search is None:
                 raise JobRejected([problem("web", "false: the server has no search backend "
                                            "(its operator starts it with --search, or sets "
@@ -143,19 +148,18 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
             _, text, _ = build_ask_job(
                 body.question, None, model=body.model or config.ask_model, docs=docs,
                 search=search, max_subtasks=body.max_subtasks, concurrency=body.concurrency,
-                deadline_s=body.deadline_s,
-                tools_text=body.tools if body.tools is not None else config.ask_tools,
-                tools_name=ASK_FILE,
+                deadline_s=body.deadline_s, tools_text=tools_text, tools_name=ASK_FILE,
+                default_docs=first,
             )
         except InputFileError as exc:
-            raise JobRejected(ask_problems(exc, ASK_FILE)) from None
+            raise JobRejected(ask_problems(
+                exc, ASK_FILE, no_tools=config.nothing_to_research())) from None
         job = text.encode("utf-8")
-        policy = config.research_policy()
+        parse = partial(parse_ask, job, tools_text, allow_mcp=config.allow_mcp,
+                        research=config.research_policy())
         run_id, status, earlier = await manager.submit(
-            job,
-            lambda: parse_job(job, "yaml", allow_mcp=config.allow_mcp, research=policy,
-                              file=ASK_FILE),
-            speed=body.speed, key=key, inline=loaded_before(job, "yaml", ASK_FILE),
+            job, parse, speed=body.speed, key=key,
+            inline=loaded_before(job, "yaml", ASK_FILE), file=ASK_FILE,
         )
         if earlier:  # the key's run: as it stands now
             status = (await anyio.to_thread.run_sync(manager.store.get, run_id)).status
@@ -278,11 +282,11 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
         status_code=201,
         response_model=RunCreated,
         openapi_extra={"requestBody": JOB_BODY},
-        responses={201: {"links": RUN_LINKS}, 408: {"model": Problem},
-                   413: {"model": Problem}, 415: {"model": Problem},
-                   422: {"model": InputProblems},
-                   503: {"model": Problem, "description": "Every slot is taken and the "
-                         "queue is full; `Retry-After` says when to try again."}},
+        responses={201: {"links": RUN_LINKS},
+                   415: {"model": Problem, "description": "The body is neither YAML nor "
+                         "JSON (its Content-Type)."},
+                   422: {"model": InputProblems, "description": JOB_REFUSED},
+                   **SUBMISSION_REFUSED},
         summary="Submit a job file",
         route_class_override=type("SubmitRoute", (_LeanRoute,),
                                   {"plain": staticmethod(plain_submission)}),

@@ -191,6 +191,56 @@ JOB_BODY: Final[dict[str, Any]] = {
 }
 
 
+# What either submission (POST /runs, POST /ask) may be answered besides its own refusals.
+SUBMISSION_REFUSED: Final[dict[int | str, dict[str, Any]]] = {
+    408: {"model": Problem, "description": "The body did not arrive within the server's "
+          "`--body-timeout`."},
+    413: {"model": Problem, "description": "The body is over 1 MiB (refused on its "
+          "Content-Length, or as soon as the bytes pass it)."},
+    503: {"model": Problem, "description": "Every slot is taken and the queue is full; "
+          "`Retry-After` says when to try again."},
+}
+# The 422 of POST /runs: a job's problems have their lines; what a job is refused for
+# beyond its document is named field by field.
+JOB_REFUSED = (
+    "The job cannot run, and nothing is recorded: each problem in the document with its "
+    "line (a malformed document, or a cross-reference JSON Schema cannot say). Beyond the "
+    "document, a job is refused for what this server has: `model.api_key_env` or "
+    "`model.base_url` (a job names neither another key variable nor an endpoint, and the "
+    "server must have the provider's key); `research_tools.docs.path` (a folder it does not "
+    "serve); `research_tools.web.search` or `research_tools.web.api_key_env` (a search "
+    "backend whose key it lacks); `mcp_servers` (unless it was started with `--allow-mcp`); "
+    "`Idempotency-Key` when the key already made a run from a different request (the "
+    "answer of the IETF httpapi Idempotency-Key draft)."
+)
+
+
+# The 422 of POST /ask: what an ask is refused for beyond its schema, each field named.
+ASK_REFUSED = (
+    "The ask cannot run, and nothing is recorded. Beyond what its schema says, an ask is "
+    "refused for what this server has: `docs` naming a folder it does not serve (the "
+    "problem lists those it does), or any folder when it serves none (it was started "
+    "without `--docs`: omit `docs`); `web` when it has no search backend; `search` or "
+    "`research_tools.web.search` naming a backend it does not know or has no key for; "
+    "`model` or `model.api_key_env` naming a provider whose key it lacks, or `scripted` "
+    "without turns; `tools` when there is nothing to research with (no folder served, and "
+    "no `web`, `search` or `tools`) or when the tools text does not load or asks for what "
+    "a job may not (each problem with its line in it; `mcp_servers` unless the server was "
+    "started with `--allow-mcp`); `question` when it is blank; `Idempotency-Key` when the "
+    "key already made a run from a different request (the answer of the IETF httpapi "
+    "Idempotency-Key draft)."
+)
+# A client's first ask is the question alone; the examples phase of schemathesis sends
+# both, so the document's declared refusals are exercised on every server it tests.
+ASK_EXAMPLES: dict[str, Any] = {
+    "question": {"summary": "Just the question: the server's own folder, model and tools",
+                 "value": {"question": "How do sodium-ion cells do in the cold?"}},
+    "folder": {"summary": "A served folder, and the web",
+               "value": {"question": "How do sodium-ion cells do in the cold?", "docs": ".",
+                         "web": True}},
+}
+
+
 def _rename_refs(node: Any) -> Any:
     if isinstance(node, dict):
         out = {}

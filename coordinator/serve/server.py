@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from coordinator.jobfile.research import ResearchPolicy
+from coordinator.serve.refusals import ASKED
 from shared.errors import FanoutError
 
 if TYPE_CHECKING:
@@ -97,30 +98,76 @@ class ServeConfig:
     resolver: Resolver | None = None
     dial: Dialler | None = None
 
-    def served_folder(self, asked: str) -> str:
+    def served_names(self) -> list[str]:
+        """The served folders as a client names them in ``POST /ask``'s ``docs``: the
+        first ``.``, the others relative to it (never the server's absolute paths)."""
+        if not self.docs:
+            return []
+        first = self.docs[0].resolve()
+        names = ["."]
+        for root in self.docs[1:]:
+            try:
+                names.append(os.path.relpath(root.resolve(), first))
+            except ValueError:  # another drive (Windows): no relative name reaches it
+                continue
+        return names
+
+    def served_folder(self, asked: str | None, *, file: str = ASKED) -> str | None:
         """The folder ``POST /ask``'s ``docs`` names (absolute, or relative to the first
         served folder), resolved; or one refusal for every folder this server does not
-        serve.
+        serve, which lists those it does (as :meth:`served_names` names them).
+
+        Decision: an ask without ``docs`` on a server that serves folders researches the
+        first of them (``.``), as ``fanout mcp``'s ask does. One job reads one documents
+        folder (``research_tools.docs`` has one path), the operator put that folder first
+        (it is already the one relative names start from), and the refusal of any other
+        name lists the rest, so a client that wants another folder learns its name.
 
         A folder that does not exist, one outside the served ones, a symlink out of them
         and a file all get the same answer, which echoes only what the client wrote: the
         client learns nothing of the server's file system beyond the folders it serves.
 
+        Returns:
+            The folder, absolute; None when ``asked`` is None and nothing is served.
+
         Raises:
             JobRejected: ``asked`` is no folder this server serves.
         """
         from coordinator.jobfile.research import served_folder
-        from coordinator.serve.intake import JobRejected, problem
+        from coordinator.serve.intake import JobRejected
+        from coordinator.serve.refusals import problem, quote
 
+        if asked is None:
+            return str(self.docs[0].resolve()) if self.docs else None
         if not self.docs:
             raise JobRejected([problem(
-                "docs", "no docs: the server was started without --docs", repr(asked))])
+                "docs", "no docs: this server serves no folders (its operator starts it "
+                "with --docs DIR); omit docs", quote(asked), file=file)])
         folder = served_folder(asked, self.docs)
         if folder is None:
-            raise JobRejected([problem(
-                "docs", "a folder the server serves (serve --docs), absolute or relative to "
-                "the first one", repr(asked))])
+            raise JobRejected([problem("docs", self.folders_expected(), quote(asked),
+                                       file=file)])
         return folder
+
+    def folders_expected(self) -> str:
+        """What ``docs`` may name here, in words: the served folders, listed."""
+        names = ", ".join(repr(n) for n in self.served_names())
+        return (f"a folder the server serves ({names}) or one inside them, named relative "
+                "to '.' or absolute; without docs an ask reads '.'")
+
+    def web_backend(self) -> str | None:
+        """The search backend of an ask's ``web: true``: ``--search``, else the server's
+        ``FANOUT_SEARCH``."""
+        return self.search or os.environ.get("FANOUT_SEARCH") or None
+
+    def nothing_to_research(self) -> str:
+        """What an ask that names no tools lacks on this server, in words (only a server
+        that serves no folders hears such an ask: the others read their first)."""
+        web = ("web: true (the server's search backend)" if self.web_backend()
+               else "web: true on a server with a search backend (this one has none)")
+        return (f"something to research with: this server serves no folders, so an ask "
+                f"names {web}, search (searxng:URL, brave or tavily) or tools (a tools "
+                "file's text: tools, mcp_servers, research_tools)")
 
     def research_policy(self) -> ResearchPolicy:
         """What the research tools of jobs run here may do (DESIGN §8, §10)."""

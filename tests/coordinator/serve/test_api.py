@@ -130,6 +130,83 @@ def test_a_body_over_one_mib_is_413_and_nothing_is_recorded(server: Server) -> N
     assert run_count(server) == before
 
 
+# A run id of the store's shape that no run has: the 413 comes before any route is found.
+NO_RUN = "20261201-000000-00000000"
+_MIB = 1 << 20
+
+
+def _counted(total: int, sent: list[int]) -> Any:
+    """``total`` bytes of spaces (a JSON and YAML prefix), 64 KiB at a time, counting in
+    ``sent`` what the client handed to the socket."""
+    chunk = b" " * 65536
+    for _ in range(total // len(chunk)):
+        sent[0] += len(chunk)
+        yield chunk
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    pytest.param("POST", "/ask", id="ask"),
+    pytest.param("POST", "/runs", id="runs"),
+    pytest.param("POST", f"/runs/{NO_RUN}/cancel", id="cancel"),
+    pytest.param("POST", f"/runs/{NO_RUN}/ticket", id="ticket"),
+    pytest.param("GET", "/runs", id="list"),
+])
+def test_every_route_refuses_a_declared_body_over_the_limit_unread(
+    server: Server, method: str, path: str
+) -> None:
+    """A Content-Length over 1 MiB is 413 {"detail"} naming the route, on every route and
+    before any of the body is read: the server closes, so a 64 MiB body is never all sent."""
+    sent = [0]
+    with server.client() as c:
+        r = c.request(method, path, content=_counted(64 * _MIB, sent), headers={
+            "Content-Type": "application/json", "Content-Length": str(64 * _MIB)})
+    assert r.status_code == 413, r.text
+    assert r.json()["detail"].startswith(f"{method} {path}: the body may be at most 1,048,576")
+    assert r.headers["connection"] == "close"
+    assert sent[0] < 32 * _MIB, sent  # what loopback buffers took, not the body
+
+
+@pytest.mark.parametrize("path", ["/ask", "/runs"])
+def test_a_chunked_body_is_read_no_further_than_the_limit(server: Server, path: str) -> None:
+    """A body of unknown length (chunked) is refused with 413 once 1 MiB of it has come:
+    the server reads no further and closes, so most of a 64 MiB body is never sent; small
+    answer, nothing recorded."""
+    before = run_count(server)
+    sent = [0]
+    with server.client() as c:
+        r = c.post(path, content=_counted(64 * _MIB, sent),
+                   headers={"Content-Type": "application/json"})
+    assert r.status_code == 413, r.text
+    assert r.json()["detail"] == (f"POST {path}: the body may be at most 1,048,576 bytes "
+                                  "(1 MiB): it was read no further than that")
+    assert len(r.content) < 200 and sent[0] < 32 * _MIB, sent
+    assert run_count(server) == before
+
+
+def test_a_reused_idempotency_key_is_a_declared_422_on_both_doors(server: Server) -> None:
+    """A key that made a run, sent with another request, is 422 naming the door it came
+    to; the document declares that 422 (the IETF httpapi Idempotency-Key draft's answer)
+    on POST /runs and POST /ask alike."""
+    key = {"Idempotency-Key": "reused-across-doors"}
+    first = server.submit(SLOW, speed=1000, **key)
+    with server.client() as c:
+        runs = c.post("/runs", params={"speed": 999}, content=SLOW.read_bytes(),
+                      headers={"Content-Type": "application/yaml", **key})
+        ask = c.post("/ask", json={"question": "q?", "search": "searxng:http://127.0.0.1:9"},
+                     headers=key)
+        doc = c.get("/openapi.json").json()
+    for door, r in (("POST /runs", runs), ("POST /ask", ask)):
+        assert r.status_code == 422, r.text
+        (error,) = r.json()["errors"]
+        assert error["field"] == "Idempotency-Key"
+        assert error["message"].startswith(f"{door}: Idempotency-Key: expected a new key")
+        assert first["run_id"] in error["got"]
+    for path in ("/runs", "/ask"):
+        declared = doc["paths"][path]["post"]["responses"]["422"]["description"]
+        assert "`Idempotency-Key`" in declared and "IETF" in declared, declared
+    server.wait_status(first["run_id"], "finished")
+
+
 def test_a_malformed_job_is_422_with_the_line_and_nothing_is_recorded(server: Server) -> None:
     """A job with a wrong value gets errors[{line, field, expected, got}]; no run is made."""
     bad = SLOW.read_text().replace("concurrency: 2", "concurrency: two")

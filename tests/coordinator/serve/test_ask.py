@@ -34,7 +34,7 @@ TOOLS = yaml.safe_dump(MODEL)
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
-    """A server with one served folder of documents."""
+    """A server with two served folders of documents: papers (the first), then notes."""
     tmp = tmp_path_factory.mktemp("ask")
     papers = tmp / "papers"
     papers.mkdir()
@@ -43,7 +43,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, P
     # A name that is not UTF-8 once crash-looped the service's runs: now it is indexed.
     with open(os.fsencode(papers) + b"/tandem-r\xe9sum\xe9.md", "wb") as f:
         f.write(b"# Tandem notes\n\nOlder tandem cells reached 29 percent.\n")
-    srv = start_server(tmp, "--docs", str(papers))
+    notes = tmp / "notes"
+    notes.mkdir()
+    (notes / "sodium.md").write_text(
+        "# Sodium-ion in the cold\n\nSodium-ion cells keep 90 percent at -20 C.\n")
+    srv = start_server(tmp, "--docs", str(papers), "--docs", str(notes))
     yield srv, tmp
     assert srv.stop() == 0, srv.log.read_text()
 
@@ -77,7 +81,6 @@ def test_ask_on_a_served_folder_answers_with_its_sources(served: tuple[Server, P
         pytest.param({"docs": "../..", "tools": TOOLS}, "docs", id="relative-escape"),
         pytest.param({"docs": "no-such-folder", "tools": TOOLS}, "docs", id="missing"),
         pytest.param({"web": True, "tools": TOOLS}, "web", id="no-search-backend"),
-        pytest.param({"model": "scripted"}, "tools", id="no-tools"),
         pytest.param({"search": "brave", "tools": TOOLS}, "research_tools.web.search",
                      id="no-server-key"),
     ],
@@ -278,7 +281,6 @@ def test_a_body_that_is_not_json_is_a_declared_400(
 
 
 @pytest.mark.parametrize(("body", "field"), [
-    pytest.param({"model": "scripted"}, "tools", id="no-tools"),
     # No model at all is a retrieval-only ask (201); a scripted one needs its turns.
     pytest.param({"docs": ".", "model": "scripted"}, "model", id="scripted-without-turns"),
     pytest.param({"docs": ".", "model": "nobody:x"}, "model", id="unknown-provider"),
@@ -300,3 +302,112 @@ def test_an_asks_problems_name_its_own_fields_not_cli_flags(
     for p in problems:
         assert "--" not in p["field"] + p["expected"] + p["message"], p
         assert p["message"].startswith("POST /ask"), p
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param({}, id="question-only"),
+    pytest.param({"tools": TOOLS}, id="with-a-model"),
+])
+def test_an_ask_without_docs_reads_the_servers_first_folder(
+    served: tuple[Server, Path], body: dict[str, Any]
+) -> None:
+    """The question alone (the README's first curl: retrieval only on a server without a
+    model) or with a model: the run reads the first served folder; the run is recorded as
+    an ask, in the list and in its report, not as POST /runs."""
+    srv, _ = served
+    r = _ask(srv, {"question": "How efficient are tandem cells?", **body})
+    assert r.status_code == 201, r.text
+    run_id = r.json()["run_id"]
+    srv.wait_status(run_id, "finished")
+    with srv.client() as c:
+        report = c.get(f"/runs/{run_id}/report").json()
+        md = c.get(f"/runs/{run_id}/report", params={"format": "md"}).text
+        (row,) = [row for row in c.get("/runs").json()["runs"] if row["id"] == run_id]
+    assert "perovskite.md" in [s["path"] for s in report["answer"]["sources"]]
+    assert (row["file"], row["job"]) == ("POST /ask", "ask-how-efficient-are-tandem-cells")
+    assert "POST /ask" in md and "POST /runs" not in md
+
+
+def test_another_served_folder_is_named_relative_to_the_first(
+    served: tuple[Server, Path],
+) -> None:
+    """docs "../notes" reads the second --docs folder; a folder not served is refused with
+    the served ones listed as a client names them, and no path of the server's."""
+    srv, tmp = served
+    r = _ask(srv, {"question": "How do sodium-ion cells do in the cold?", "docs": "../notes"})
+    assert r.status_code == 201, r.text
+    srv.wait_status(r.json()["run_id"], "finished")
+    with srv.client() as c:
+        report = c.get(f"/runs/{r.json()['run_id']}/report").json()
+    assert [s["path"] for s in report["answer"]["sources"]] == ["sodium.md"]
+    refused = _ask(srv, {"question": "q?", "docs": "elsewhere"})
+    assert refused.status_code == 422, refused.text
+    (error,) = refused.json()["errors"]
+    assert error["field"] == "docs" and "('.', '../notes')" in error["expected"], error
+    assert error["message"].startswith("POST /ask: docs: expected a folder the server serves")
+    assert str(tmp) not in refused.text
+
+
+def test_a_server_without_folders_says_so_naming_post_ask(server: Server) -> None:
+    """On a server started without --docs: docs is refused as POST /ask's (it read "POST
+    /runs:"), and an ask with nothing to research with is told the server has no folders."""
+    docs = _ask(server, {"question": "q?", "docs": "."})
+    assert docs.status_code == 422, docs.text
+    (error,) = docs.json()["errors"]
+    assert (error["field"], error["got"]) == ("docs", "'.'")
+    assert error["message"].startswith("POST /ask: docs: expected no docs: this server serves "
+                                       "no folders"), error
+    nothing = _ask(server, {"question": "q?", "model": "scripted"})
+    assert nothing.status_code == 422, nothing.text
+    (error,) = nothing.json()["errors"]
+    assert (error["field"], error["got"]) == ("tools", "no tools")
+    assert "this server serves no folders" in error["expected"], error
+
+
+@pytest.mark.parametrize(("body", "field", "expected", "got"), [
+    pytest.param({"question": 5}, "question", "a string", "5", id="not-a-string"),
+    pytest.param({}, "question", "a value: the field is required", None, id="missing"),
+    pytest.param({"question": "q?", "max_subtasks": 0}, "max_subtasks",
+                 "a number of at least 1", "0", id="too-small"),
+    pytest.param({"question": "q?", "web": "maybe"}, "web", "true or false", "'maybe'",
+                 id="not-a-boolean"),
+])
+def test_a_malformed_ask_reads_as_a_sentence_naming_post_ask(
+    served: tuple[Server, Path], body: dict[str, Any], field: str, expected: str,
+    got: str | None,
+) -> None:
+    """A request the schema refuses: the ask's own field, what was expected in words (not
+    pydantic's "Input should be ..." after "expected"), what came, under POST /ask."""
+    srv, _ = served
+    r = _ask(srv, body)
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["errors"]
+    assert (error["field"], error["expected"], error["got"]) == (field, expected, got)
+    assert error["message"] == f"POST /ask: {field}: expected {expected}" + (
+        "" if got is None else f", got {got}")
+
+
+def test_a_text_body_is_shown_as_text(served: tuple[Server, Path]) -> None:
+    """A text/plain body is decoded, not shown as Python bytes (b'hello')."""
+    srv, _ = served
+    with srv.client() as c:
+        r = c.post("/ask", content=b"hello", headers={"Content-Type": "text/plain"})
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["errors"]
+    assert (error["field"], error["got"]) == ("<body>", "'hello'")
+    assert "application/json" in error["expected"]
+
+
+def test_a_long_value_is_echoed_as_a_short_escaped_prefix(served: tuple[Server, Path]) -> None:
+    """An unknown field of 900,000 characters (under the body limit): the 422 shows 80
+    characters of it, escaped, an ellipsis and its length, once each in got and message;
+    the answer stays small (it echoed the value twice: 10 MB for 5 MB)."""
+    srv, _ = served
+    r = _ask(srv, {"question": "q?", "junk": "\x00" + "x" * 899_999})
+    assert r.status_code == 422, r.text
+    assert len(r.content) < 2_000
+    (error,) = r.json()["errors"]
+    shown = "'\\x00" + "x" * 76 + "…' (900,000 characters)"
+    assert (error["field"], error["got"]) == ("junk", shown)
+    assert error["expected"].startswith("no such field: the fields are question, docs, web")
+    assert error["message"].endswith(f", got {shown}")

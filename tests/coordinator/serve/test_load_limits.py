@@ -86,16 +86,23 @@ def test_a_silent_connection_is_closed_after_the_header_deadline(
         assert _answer(sock).startswith(b"HTTP/1.1 408")
 
 
-def test_a_body_that_trickles_gets_408(limited: dict[str, Server]) -> None:
-    """A body promised and not sent within the body deadline is refused with 408."""
+@pytest.mark.parametrize(("path", "media", "start"), [
+    pytest.param("/runs", b"application/yaml", b"scenario: x\n", id="runs"),
+    pytest.param("/ask", b"application/json", b'{"question": ', id="ask"),
+])
+def test_a_body_that_trickles_gets_408(
+    limited: dict[str, Server], path: str, media: bytes, start: bytes
+) -> None:
+    """A body promised and not sent within the body deadline is refused with 408, on
+    POST /ask as on POST /runs (FastAPI read an ask's body for as long as it took)."""
     server = limited["queue"]
     with socket.create_connection(_address(server)) as sock:
-        sock.sendall(b"POST /runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
-                     + str(server.token).encode() + b"\r\nContent-Type: application/yaml"
-                     b"\r\nContent-Length: 1000\r\n\r\nscenario: x\n")
+        sock.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                     b"Bearer " + str(server.token).encode() + b"\r\nContent-Type: " + media
+                     + b"\r\nContent-Length: 1000\r\n\r\n" + start)
         answer = _answer(sock)
     assert answer.startswith(b"HTTP/1.1 408"), answer
-    assert b"did not arrive within 1 s" in answer
+    assert b"POST " + path.encode() + b": the body did not arrive within 1 s" in answer
 
 
 def test_past_the_connection_cap_requests_get_503(limited: dict[str, Server]) -> None:

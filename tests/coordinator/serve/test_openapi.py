@@ -22,7 +22,8 @@ CHECKS = Path(__file__).resolve().with_name("schemathesis_checks.py")
 CONFIG = """\
 max-stream-events = 8
 request-timeout = 20.0
-# no_refusal_the_schema_could_say: a schema-valid request refused for an empty value.
+# no_refusal_the_schema_could_say: a schema-valid request refused for an empty value;
+# refusals_are_declared: refused (422) for a field the operation's 422 does not name.
 hooks = "{hooks}"
 
 [generation]
@@ -40,8 +41,9 @@ checks.positive_data_acceptance.expected-statuses = ["201", "422", "503"]
 phases.coverage.generation.mode = "negative"
 
 # An ask is refused (422, with the field) for what its schema cannot say either: no tools
-# at all (neither docs, web nor a tools file), a model the server does not have. The
-# allowance does not cover what the schema can say (see schemathesis_checks.py).
+# at all (neither docs, web nor a tools file), a model the server does not have, docs on
+# a server without folders. The allowance covers neither what the schema can say nor a
+# refusal the 422 does not declare (see schemathesis_checks.py).
 [[operations]]
 include-operation-id = "ask"
 checks.positive_data_acceptance.expected-statuses = ["201", "422", "503"]
@@ -66,14 +68,27 @@ def schemathesis(
 
 # Two seeds: one seed's examples missed three disagreements that another found (an
 # undeclared 400 for a body that is not JSON, "" refused where the document allowed it).
+# Seed 20261201 against a server without folders found `docs` and a reused
+# Idempotency-Key refused with 422s the document did not declare; seed 1 runs against one
+# with a folder, where an ask without docs reads it. POST /ask's examples (the question
+# alone, and docs ".") reach both servers' answers in the examples phase.
 @pytest.mark.timeout(300)  # a few thousand requests: about 40 s each on an idle machine
-@pytest.mark.parametrize("seed", [pytest.param(1, id="seed-1"),
-                                  pytest.param(20261201, id="seed-20261201")])
+@pytest.mark.parametrize(("seed", "folder"), [
+    pytest.param(1, True, id="seed-1-with-docs"),
+    pytest.param(20261201, False, id="seed-20261201"),
+])
 def test_schemathesis_finds_the_served_api_as_its_document_says(
-    tmp_path: Path, seed: int
+    tmp_path: Path, seed: int, folder: bool
 ) -> None:
-    """Every phase passes; the stateful phase follows the links from POST /runs."""
-    server = start_server(tmp_path, "--max-runs", "4")
+    """Every phase passes; the stateful phase follows the links from POST /runs; every
+    422 to a schema-valid request is one the document declares."""
+    docs: list[str] = []
+    if folder:
+        (tmp_path / "docs").mkdir()
+        (tmp_path / "docs" / "cold.md").write_text(
+            "# Cold\n\nSodium-ion cells keep 90 percent at -20 C.\n")
+        docs = ["--docs", str(tmp_path / "docs")]
+    server = start_server(tmp_path, "--max-runs", "4", *docs)
     try:
         done = schemathesis(server, tmp_path, examples=5, seed=seed)
     finally:
@@ -81,3 +96,4 @@ def test_schemathesis_finds_the_served_api_as_its_document_says(
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert "Stateful" in done.stdout and "0 covered" not in done.stdout
     assert "Traceback" not in server.log.read_text()
+

@@ -129,7 +129,8 @@ def test_once_a_run_ends_nothing_on_the_page_still_looks_at_work(
     tmp_path: Path, page: Any
 ) -> None:
     """After an ask and a decomposed job end, no row (the lead's neither) says queued or
-    running and the result lines say finished; the Ask box's errors name its own fields."""
+    running and the result lines say finished; the Ask box's errors name its own fields
+    and the served folders, and a blank folder asks the server's."""
     papers = tmp_path / "papers"
     papers.mkdir()
     (papers / "cold.md").write_text("# Cold\n\nSodium-ion cells keep 90 percent at -20 C.\n")
@@ -140,14 +141,18 @@ def test_once_a_run_ends_nothing_on_the_page_still_looks_at_work(
         page.click("#login-form button")
         page.wait_for_selector("#ask-form", state="visible")
 
-        # An ask with neither a folder nor the web: the box's own words, no CLI flag.
+        # A folder the server does not serve: the box's own words, no CLI flag, and the
+        # folders it does serve as a client names them (never the server's own path).
         page.fill("#ask-question", "How do sodium-ion cells do in the cold?")
+        page.fill("#ask-docs", "nowhere")
         page.click("#ask-btn")
         page.wait_for_selector("#ask-errors li")
         errors = page.locator("#ask-errors").text_content() or ""
         assert "documents" in errors and "--" not in errors, errors
+        assert "('.')" in errors and str(papers) not in errors, errors
 
-        page.fill("#ask-docs", ".")
+        # Blank: the server's folder.
+        page.fill("#ask-docs", "")
         page.click("#ask-btn")
         page.wait_for_selector("#ask-result:has-text('finished')", timeout=30_000)
         page.wait_for_selector("#report-box", state="visible", timeout=30_000)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -214,7 +215,7 @@ def test_an_ask_whose_lead_is_still_planning_has_no_gaps_and_no_coverage_yet(
     import yaml
 
     from coordinator.jobfile.ask import build_ask_job
-    from coordinator.serve.reading import coverage_so_far, gaps_so_far, report_of, scenario_of
+    from coordinator.serve.records import coverage_so_far, gaps_so_far, report_of, scenario_of
     from coordinator.store.runs import RunStore
 
     tools = yaml.safe_dump({"tools": {"lookup": {"params": {"q": {"type": "string"}},
@@ -246,3 +247,39 @@ def test_building_the_app_leaves_the_interpreter_as_it_was(tmp_path: Path) -> No
     app = serve.create_app(serve.ServeConfig(store=tmp_path / "runs.sqlite"))
     assert (sys.getswitchinterval(), gc.get_freeze_count()) == before
     app.state.manager.store.close()
+
+
+def test_the_refusal_check_fails_a_422_the_document_does_not_declare() -> None:
+    """refusals_are_declared (test_openapi's schemathesis runs it) fails a schema-valid
+    request refused for a field the 422's description does not name, passes one it names."""
+    from types import SimpleNamespace
+
+    from tests.coordinator.serve import schemathesis_checks as checks
+
+    def case(description: str) -> Any:
+        raw = {"responses": {"422": {"description": description}}}
+        generation = SimpleNamespace(mode=SimpleNamespace(is_positive=True))
+        return SimpleNamespace(meta=SimpleNamespace(generation=generation), label="POST /ask",
+                               operation=SimpleNamespace(definition=SimpleNamespace(raw=raw),
+                                                         label="POST /ask"))
+
+    refused = SimpleNamespace(status_code=422, json=lambda: {"errors": [
+        {"line": None, "field": "docs", "message": "POST /ask: docs: expected no docs"}]})
+    assert checks.refusals_are_declared(None, refused, case("refused for `docs` ...")) is None
+    with pytest.raises(AssertionError, match="does not declare"):
+        checks.refusals_are_declared(None, refused, case("refused for `web` only"))
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    pytest.param("docs", "'docs'", id="short"),
+    pytest.param(b"hello", "'hello'", id="bytes-as-text"),
+    pytest.param("it's\n\\", "'it\\'s\\n\\\\'", id="escaped"),
+    pytest.param("x" * 81, "'" + "x" * 80 + "…' (81 characters)", id="clipped"),
+    pytest.param("\x00" * 30, "'" + "\\x00" * 20 + "…' (30 characters)", id="clipped-escapes"),
+    pytest.param({"a": [1]}, '{"a": [1]}', id="json"),
+])
+def test_a_value_is_shown_quoted_escaped_and_short(value: object, shown: str) -> None:
+    """quote() shows at most 80 characters of a value, escaped, then … and its length."""
+    from coordinator.serve.refusals import quote
+
+    assert quote(value) == shown

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from coordinator.jobfile.loader import load_scenario
 from coordinator.temporal import WorkerResources
@@ -79,6 +80,37 @@ def test_a_research_job_on_temporal_reports_what_it_reports_locally(
     # The worker indexed the folder beside the run store it records to; never in it.
     assert list((tmp_path / "temporal" / "docs").glob("*.sqlite"))
     assert not [p for p in (job.parent / "papers").iterdir() if p.suffix != ".md"]
+
+
+def test_an_ask_without_docs_reads_the_served_folder_on_temporal(
+    dev_server: DevServer, workers: Workers, tmp_path: Path
+) -> None:
+    """`fanout serve --executor temporal --docs papers`: POST /ask with the question (and
+    a tools text with its model) and no docs runs on the workers over the served folder,
+    as an ask that named it would."""
+    from tests.coordinator.serve.conftest import start_server
+
+    job = _job(tmp_path / "job")
+    model = {"model": yaml.safe_load(JOB)["model"]}
+    worker_home = tmp_path / "worker"
+    worker_home.mkdir()
+    workers.start("research-ask", cwd=worker_home)
+    srv = start_server(tmp_path, "--docs", str(job.parent / "papers"), "--executor",
+                       "temporal", "--address", dev_server.address, "--task-queue",
+                       "research-ask")
+    try:
+        with srv.client() as c:
+            r = c.post("/ask", json={"question": "What do my papers say?",
+                                     "tools": yaml.safe_dump(model)})
+            assert r.status_code == 201, r.text
+            run_id = r.json()["run_id"]
+            srv.wait_status(run_id, "finished", timeout=120)
+            report = c.get(f"/runs/{run_id}/report").json()
+    finally:
+        assert srv.stop() == 0, srv.log.read_text()
+    assert [(s["id"], s["status"]) for s in report["subtasks"]] == [
+        ("tandem", "complete"), ("sodium", "complete")]
+    assert {s["path"] for s in report["answer"]["sources"]} >= {"perovskite.md"}
 
 
 def test_workers_on_a_postgres_store_each_index_the_documents_themselves(
