@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from subagents.research.docindex import DocIndex
-from subagents.research.embedding import semantic_unavailable_reason
 
-REASON = semantic_unavailable_reason()
+embedding = pytest.importorskip("subagents.research.embedding")
+REASON = embedding.semantic_unavailable_reason()
 pytestmark = pytest.mark.skipif(
     REASON is not None and not os.environ.get("CI"),
     reason=f"the semantic extra is not installed ({REASON}); in CI this test fails instead")
