@@ -80,6 +80,22 @@ def _items(finding: Finding) -> list[_Item]:
     return [(f"tool:{finding.tool}", None, None, finding.tool, data, None)]
 
 
+def _headings(finding: Finding) -> list[str]:
+    """The heading of each result of a search's finding, in :func:`_items`' order."""
+    data: Any = finding.data
+    if finding.tool not in _SEARCH_TOOLS or not isinstance(data, dict):
+        return []
+    kind = _SEARCH_TOOLS[finding.tool]
+    results = data.get("results")
+    out = []
+    for item in results if isinstance(results, list) else []:
+        where = item.get(kind) if isinstance(item, dict) else None
+        if isinstance(where, str) and where:
+            heading = item.get("heading")
+            out.append(heading if isinstance(heading, str) else "")
+    return out
+
+
 def number_sources(sections: Sequence[Section]) -> tuple[list[Source], dict[int, list[int]]]:
     """Every source of the findings, numbered from 1; and, per finding (by ``id()``), the
     numbers of its sources (for the prompt)."""
@@ -136,6 +152,7 @@ class Evidence:
     body: Any  # a search result's snippet, a page's or document's text, a tool's data
     document: bool  # a page or document read whole (web.fetch, docs.read), not a snippet
     start: int | None = None  # where a search's passage begins in its document
+    heading: str = ""  # the headings a search's passage lies under
 
 
 def evidence(sections: Sequence[Section]) -> list[Evidence]:
@@ -146,11 +163,13 @@ def evidence(sections: Sequence[Section]) -> list[Evidence]:
     for section in sections:
         for finding in section.findings:
             document = finding.url is not None or finding.path is not None
-            for key, _url, _path, title, body, start in _items(finding):
+            headings = _headings(finding)
+            for i, (key, _url, _path, title, body, start) in enumerate(_items(finding)):
                 scoped = (section.subtask_id, key) if key.startswith("tool:") else ("", key)
                 n = numbered.setdefault(scoped, len(numbered) + 1)
+                heading = headings[i] if i < len(headings) else ""
                 out.append(Evidence(n, section.subtask_id, finding.tool, title, body, document,
-                                    start))
+                                    start, heading))
     return out
 
 

@@ -13,6 +13,12 @@ from trio.testing import MockClock
 # mark what `make test-fast` leaves out, and fail an unmarked test that starts a process.
 pytest_plugins = ["pytester", "tests.tiers"]
 
+# Document search is lexical in the tests, as on a machine without the semantic extra, so
+# a ranking a test pins does not depend on what is installed (subprocesses inherit it);
+# the tests of hybrid search turn it on for themselves (tests/subagents/research/
+# test_semantic.py).
+os.environ.setdefault("FANOUT_SEMANTIC", "off")
+
 
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:

@@ -126,4 +126,9 @@ def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         if not check_temporal_options(args, err):
             return EXIT_BAD_INPUT
         return run_temporal(RunRequest(scenario, spec_text, file, speed=args.speed), args, out, err)
+    if args.docs:
+        from coordinator.cli.index import index_before_ask
+
+        # Said on a terminal only: piped, --json or not, stderr stays the run's own.
+        index_before_ask(args.docs, args.store, err, show=not args.json and err.is_terminal)
     return run_live(scenario, file=file, spec_text=spec_text, args=args, out=out, err=err)

@@ -54,7 +54,7 @@ def cmd_index(args: argparse.Namespace, out: Console, err: Console) -> int:
     index = DocIndex.for_folder(folder, open_backend(store_path(args.store)).home(),
                                 max_bytes=args.max_bytes)
     try:
-        stats = index.refresh()
+        stats = refresh_shown(index, err, show=not args.json)
     finally:
         index.close()
     if args.json:
@@ -72,5 +72,48 @@ def cmd_index(args: argparse.Namespace, out: Console, err: Console) -> int:
     out.print(table)
     for path, reason in stats.skipped:
         out.print(f"[yellow]not indexed:[/] {escape(path)}: {escape(reason)}")
+    out.print(f"[dim]search: {escape(stats.search)}[/]")
     out.print(f"[dim]{escape(stats.index)} ({stats.elapsed_s:.2f}s)[/]")
     return EXIT_OK
+
+
+def refresh_shown(index: Any, console: Console, *, show: bool) -> Any:
+    """``index.refresh()`` with its progress shown: a bar per stage (files, embeddings) on
+    a terminal, nothing when ``show`` is false or the output is piped."""
+    if not (show and console.is_terminal):
+        return index.refresh()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=console, transient=True) as bars:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bars.add_task(f"indexing: {stage}", total=total)
+            bars.update(tasks[stage], completed=done, total=total)
+
+        return index.refresh(progress=progress)
+
+
+def index_before_ask(folder: str, store: str | None, console: Console, *, show: bool) -> None:
+    """Index ``folder`` for ``fanout ask --docs`` ahead of the run when it is new or stale,
+    saying so (and how far it has got, on a terminal); the run then opens a fresh index."""
+    from subagents.research.docindex import DocIndex
+
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        return  # the run names the bad folder, as a job file's would be named
+    index = DocIndex.for_folder(path, open_backend(store_path(store)).home())
+    try:
+        if not index.is_stale():
+            return
+        if show:
+            console.print(f"indexing {escape(str(folder))} (changed files only; "
+                          f"search: {escape(index.search_kind())})")
+        stats = refresh_shown(index, console, show=show)
+        if show:
+            console.print(f"indexed: {stats.documents} documents, {stats.passages} passages "
+                          f"in {stats.elapsed_s:.1f}s")
+    finally:
+        index.close()

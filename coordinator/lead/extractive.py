@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import textwrap
 from typing import Any
 
@@ -56,9 +57,10 @@ __all__ = [
 MAX_PASSAGES = 8  # lines of the answer, at most
 MAX_CHARS = 2000  # of all lines together
 PER_SUBTASK = 3  # lines per subtask when there are several …
-_ALONE = 4  # … and when the question is the only one
+_ALONE = 6  # … and when the question is the only one
 _SEGMENT_CHARS = 600  # of one line (a longer code block is cut at a line end)
 _TEXT_CHARS = 20_000  # of a document read whole, looked at for sentences
+_DENSE = 120  # characters a segment may have before its length lowers its score
 
 
 def _compact(data: Any) -> str:
@@ -129,19 +131,29 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
     """The ``count`` segments of ``items`` that best answer ``query``, in the order their
     sources and documents have them."""
     terms = Terms.of(query)
+    numeric = _ASKS_VALUE.search(query) is not None
     cands: list[tuple[float, int, Evidence, str, Segment]] = []
     texts = [passage(item) for item in items]
     seen: set[str] = set()
     local = _local_weights(terms, texts)
     for rank, (item, text) in enumerate(zip(items, texts, strict=True)):
+        # What the page and section are about counts for the sentences under them, at
+        # half weight ("The default mode is serialized." under "Multi-Threaded").
+        context = terms.present(f"{item.title} {item.heading}")
         for seg in segments(text):
             key = " ".join(text[seg.start:seg.end].split()).lower()
             if not key or key in seen:
                 continue  # the same words from another passage or another name
             seen.add(key)
             hits = terms.present(text[seg.start:seg.end])
-            score = sum(w * lw for w, lw, h in zip(terms.weights, local, hits, strict=True)
-                        if h)
+            score = sum(w * lw * (1.0 if h else 0.5 if c else 0.0) for w, lw, h, c in
+                        zip(terms.weights, local, hits, context, strict=True))
+            # A long sentence holds more words by its length alone: the denser one wins.
+            score /= 1.0 + max(0, seg.end - seg.start - _DENSE) / (4 * _DENSE)
+            quoted = text[seg.start:seg.end]
+            if numeric and _DIGIT.search(quoted):
+                score *= 1.3  # "how many", "what … by default": a value answers
+            score += 0.15 * _pairs(terms, quoted)
             # A passage the search ranked higher is a little more likely to answer.
             cands.append((score + 0.1 / (1 + rank), rank, item, text, seg))
     cands.sort(key=lambda c: (-c[0], c[1], c[4].start))
@@ -149,6 +161,27 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
     # Document order: by source number, then by where the passage is in its document.
     chosen.sort(key=lambda c: (c[2].n, c[2].start or 0, c[4].start))
     return [(item, text, seg) for _, _, item, text, seg in chosen]
+
+
+_ASKS_VALUE = re.compile(
+    r"\bhow (?:many|much|long|large|big|old|often)\b|\b(?:default|maximum|minimum|limit|"
+    r"port|size|number|exit code|priority)\b", re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
+
+
+def _pairs(terms: Terms, text: str) -> float:
+    """The weight of the query's neighbouring terms found side by side in ``text``
+    ("page size", "default mode"): a phrase of the question, not just its words."""
+    words = [w.lower() for w in re.findall(r"[\w-]+", text)]
+    stems = terms.stems
+    total = 0.0
+    for k in range(len(stems) - 1):
+        a, b = stems[k].split("|")[0], stems[k + 1].split("|")[0]
+        for i in range(len(words) - 1):
+            if words[i].startswith(a) and any(w.startswith(b) for w in words[i + 1:i + 3]):
+                total += terms.weights[k] + terms.weights[k + 1]
+                break
+    return total
 
 
 def _local_weights(terms: Terms, texts: list[str]) -> list[float]:

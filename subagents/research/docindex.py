@@ -24,13 +24,14 @@ Concurrency (DESIGN §10, "Work that can be cut off"):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from subagents.research.docwriter import (
     IndexStats,
     IndexWriter,
     create_schema,
+    embed_missing,
     unchanged,
 )
 from subagents.research.writelock import WriteLock
@@ -127,6 +129,7 @@ class DocIndex:
         db_path: str | os.PathLike[str],
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        semantic: str = "auto",
     ) -> None:
         self.root = Path(os.path.realpath(folder))
         self._root_raw = os.fsencode(self.root)
@@ -138,15 +141,41 @@ class DocIndex:
         self._pool: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         self._closed = False
+        # "auto": hybrid search where the semantic extra is installed; "off" (or the
+        # operator's FANOUT_SEMANTIC=off): lexical only.
+        self.semantic = "off" if os.environ.get("FANOUT_SEMANTIC") == "off" else semantic
+        self._vectors: tuple[tuple[int, int], Any, Any] | None = None  # (version, ids, matrix)
+        self._vectors_lock = threading.Lock()
         self._ensure_schema()
 
     @classmethod
     def for_folder(
         cls, folder: str | os.PathLike[str], store_dir: str | os.PathLike[str],
-        *, max_bytes: int = DEFAULT_MAX_BYTES,
+        *, max_bytes: int = DEFAULT_MAX_BYTES, semantic: str = "auto",
     ) -> DocIndex:
         """The index of ``folder`` kept under ``store_dir``."""
-        return cls(folder, index_path(folder, store_dir), max_bytes=max_bytes)
+        return cls(folder, index_path(folder, store_dir), max_bytes=max_bytes,
+                   semantic=semantic)
+
+    def embedder(self) -> Any:
+        """The embedding model hybrid search uses, or None (lexical search)."""
+        if self.semantic == "off":
+            return None
+        from subagents.research.embedding import load_embedder
+
+        return load_embedder()
+
+    def search_kind(self) -> str:
+        """How this index searches: "semantic: MODEL" or "lexical: why"."""
+        if self.semantic == "off":
+            return "lexical: docs.semantic is off"
+        from subagents.research.embedding import semantic_unavailable_reason
+
+        reason = semantic_unavailable_reason()
+        if reason is not None:
+            return f"lexical: {reason}"
+        embedder = self.embedder()
+        return f"semantic: {embedder.model_id}" if embedder is not None else "lexical"
 
     # -- connections ---------------------------------------------------------------
 
@@ -232,11 +261,17 @@ class DocIndex:
         return known.keys() != current.keys() or any(
             not unchanged(known[p], e, self.max_bytes) for p, e in current.items())
 
-    def refresh(self, stop: threading.Event | None = None) -> IndexStats:
-        """Index what changed since the last refresh; drop what is gone.
+    def refresh(
+        self, stop: threading.Event | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> IndexStats:
+        """Index what changed since the last refresh; drop what is gone; embed the new
+        passages (hybrid search, where the semantic extra is installed).
 
         Waits while another refresh of the same index runs (then usually finds nothing
         left to do). ``stop`` ends the refresh early: what was written stays.
+        ``progress(stage, done, total)`` hears how far a long refresh has got ("files",
+        then "embeddings").
         """
         stopped = stop.is_set if stop is not None else (lambda: False)
         began = time.perf_counter()
@@ -245,8 +280,17 @@ class DocIndex:
             if acquired:
                 conn = self._connect()
                 try:
-                    writer = IndexWriter(conn, self._root_raw, self.max_bytes, stopped)
+                    writer = IndexWriter(conn, self._root_raw, self.max_bytes, stopped,
+                                         progress=progress)
                     writer.refresh(self.files(), stats)
+                    embedder = self.embedder()
+                    stats.search = self.search_kind()
+                    if embedder is not None:
+                        stats.embedded = embed_missing(
+                            conn, embedder, stopped,
+                            None if progress is None else functools.partial(
+                                progress, "embeddings"))
+                        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 finally:
                     conn.close()
         stats.elapsed_s = time.perf_counter() - began
@@ -266,7 +310,35 @@ class DocIndex:
     ) -> docsearch.Found:
         """The best ``limit`` passages for ``query`` and whether they answer it."""
         with self._reader(interrupt) as conn:
-            return docsearch.search(conn, query, limit)
+            dense = self._dense(conn, query)
+            return docsearch.search(conn, query, limit, dense)
+
+    def _dense(self, conn: sqlite3.Connection, query: str) -> docsearch.Dense | None:
+        """The query's semantic similarity to every embedded passage, or None (lexical)."""
+        embedder = self.embedder()
+        if embedder is None:
+            return None
+        import numpy as np
+
+        generation = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        count = int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
+        with self._vectors_lock:
+            cached = self._vectors
+            if cached is None or cached[0] != (generation, count):
+                rows = conn.execute("SELECT passage, vec FROM vectors ORDER BY passage")
+                ids, blobs = [], []
+                for pid, vec in rows:
+                    ids.append(int(pid))
+                    blobs.append(vec)
+                if not ids:
+                    return None
+                matrix = np.frombuffer(b"".join(blobs), dtype="<f2").reshape(
+                    len(ids), embedder.dim).astype(np.float32)
+                cached = self._vectors = ((generation, count), np.asarray(ids), matrix)
+        _key, ids_arr, matrix = cached
+        q = embedder.encode([query])[0]
+        sims = matrix @ q
+        return docsearch.Dense(ids_arr, sims)
 
     def title_of(self, path: str) -> str | None:
         """The indexed title of ``path``, or None when it is not indexed."""

@@ -23,7 +23,6 @@ chosen on the query set of ``benchmarks/data/python_docs_queries.json``.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,6 +149,36 @@ def _common(conn: sqlite3.Connection, present: list[str], wanted: int) -> list[t
 
 
 @dataclass(frozen=True, slots=True)
+class Dense:
+    """A query's semantic similarity to every embedded passage: ``sims[i]`` of passage
+    ``ids[i]`` (numpy arrays)."""
+
+    ids: Any
+    sims: Any
+
+    def top(self, k: int) -> list[int]:
+        """The ``k`` most similar passages, most similar first."""
+        import numpy as np
+
+        k = min(k, len(self.ids))
+        if k <= 0:
+            return []
+        best = np.argpartition(-self.sims, k - 1)[:k]
+        return [int(self.ids[i]) for i in best[np.argsort(-self.sims[best])]]
+
+    def of(self, ids: list[int]) -> dict[int, float]:
+        """The similarity of each of ``ids`` that has a vector."""
+        import numpy as np
+
+        where = np.searchsorted(self.ids, ids)
+        out = {}
+        for pid, at in zip(ids, where, strict=True):
+            if at < len(self.ids) and int(self.ids[at]) == pid:
+                out[pid] = float(self.sims[at])
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Found:
     """What one search found: its results, and whether its best passage answers the
     query at all (``match``: the judgement, the score it rests on, the terms no result
@@ -160,8 +189,7 @@ class Found:
 
 
 def search(
-    conn: sqlite3.Connection, query: str, limit: int,
-    dense: Callable[[str, list[int]], dict[int, float]] | None = None,
+    conn: sqlite3.Connection, query: str, limit: int, dense: Dense | None = None,
 ) -> Found:
     """The best ``limit`` passages for ``query``: ``{path, title, heading, snippet, score,
     start, match}`` (and ``also``: other names of the same text), best first.
@@ -179,6 +207,11 @@ def search(
     ranked = _candidates(conn, words, max(_POOL, limit * 10), counts)
     total = _total(conn)
     terms = Terms.of(query, counts, total)
+    if dense is not None:
+        # The passages nearest in meaning join bm25's, though they share no word.
+        known = {pid for pid, _ in ranked}
+        worst = ranked[-1][1] if ranked else 0.0
+        ranked += [(pid, worst) for pid in dense.top(_DENSE_POOL) if pid not in known]
     if not ranked:
         return Found([], _judgement(terms, [], None))
     marks = ",".join("?" * len(ranked))
@@ -197,7 +230,7 @@ def search(
         file, start, path, title, kind, sig, heading, body = meta[pid]
         cands.append(_Passage(pid, file, start, path, title, kind, sig, heading, body, rank,
                               terms))
-    similarity = dense(query, [c.id for c in cands]) if dense is not None else {}
+    similarity = dense.of([c.id for c in cands]) if dense is not None else {}
     _fuse(cands, similarity)
     chosen = _choose(cands, limit)
     results = [c.result() for c in chosen]
@@ -205,6 +238,7 @@ def search(
 
 
 PER_DOCUMENT = 3  # passages of one document among the results, at most
+_DENSE_POOL = 40  # passages nearest in meaning added to bm25's candidates
 _RRF = 30  # reciprocal rank fusion's constant (smaller: the top ranks weigh more)
 SEMANTIC_THRESHOLD = 0.45
 """The cosine similarity of query and best passage under which a search with embeddings

@@ -18,9 +18,10 @@ from typing import Any
 
 from subagents.research.documents import Entry, NotIndexed, read_file
 
-__all__ = ["SCHEMA_VERSION", "IndexStats", "IndexWriter", "create_schema", "unchanged"]
+__all__ = ["SCHEMA_VERSION", "IndexStats", "IndexWriter", "create_schema", "embed_missing",
+           "unchanged"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SCHEMA = """
 CREATE TABLE files (
     id INTEGER PRIMARY KEY,
@@ -39,6 +40,8 @@ CREATE INDEX passages_by_file ON passages (file, start);
 CREATE VIRTUAL TABLE passage_text USING fts5(
     title, heading, body, tokenize = 'porter unicode61 remove_diacritics 2'
 );
+CREATE TABLE vectors (passage INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _BATCH = 2000  # passages written at a time
 _COMMIT_CHARS = 8_000_000  # characters of text written between commits
@@ -77,6 +80,10 @@ class IndexStats:
     documents: int = 0
     passages: int = 0
     size_bytes: int = 0
+    # The semantic part: passages embedded by this refresh, and whether search is hybrid
+    # ("semantic: all-MiniLM-L6-v2@…") or lexical, and why ("lexical: …").
+    embedded: int = 0
+    search: str = "lexical"
 
     def to_json(self) -> dict[str, Any]:
         """The stats as ``fanout index --json`` prints them."""
@@ -86,6 +93,7 @@ class IndexStats:
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "elapsed_s": round(self.elapsed_s, 3), "documents": self.documents,
             "passages": self.passages, "size_bytes": self.size_bytes,
+            "embedded": self.embedded, "search": self.search,
         }
 
 
@@ -93,11 +101,13 @@ class IndexWriter:
     """Writes one refresh, or one file, on a connection whose write lock is held."""
 
     def __init__(self, conn: sqlite3.Connection, root: bytes, max_bytes: int,
-                 stopped: Callable[[], bool] = lambda: False) -> None:
+                 stopped: Callable[[], bool] = lambda: False,
+                 progress: Callable[[str, int, int], None] | None = None) -> None:
         self.conn = conn
         self.root = root
         self.max_bytes = max_bytes
         self.stopped = stopped
+        self.progress = progress
 
     def refresh(self, current: dict[str, Entry], stats: IndexStats) -> None:
         """Bring the rows to ``current`` (the folder's files now), counting in ``stats``."""
@@ -116,7 +126,10 @@ class IndexWriter:
                 if path not in current:
                     changed += _delete(conn, file_id)
                     stats.removed += 1
-            for path, entry in sorted(current.items()):
+            total = len(current)
+            for seen, (path, entry) in enumerate(sorted(current.items()), 1):
+                if self.progress is not None and seen % 16 == 0:
+                    self.progress("files", seen, total)
                 old = known.get(path)
                 if old is not None and unchanged(old[1:], entry, self.max_bytes):
                     stats.unchanged += 1
@@ -186,6 +199,8 @@ class IndexWriter:
                 _delete(conn, file_id)
             conn.execute("DELETE FROM passage_text WHERE rowid > ? AND rowid <= ?",
                          (first, next_id))
+            conn.execute("DELETE FROM vectors WHERE passage > ? AND passage <= ?",
+                         (first, next_id))
             reason = str(exc) if isinstance(exc, NotIndexed) else _unreadable(exc)
             conn.execute(
                 "INSERT INTO files (path, raw, mtime_ns, size, skipped) VALUES (?, ?, ?, ?, ?)",
@@ -232,6 +247,10 @@ def _delete(conn: sqlite3.Connection, file_id: int) -> int:
         "DELETE FROM passage_text WHERE rowid IN (SELECT id FROM passages WHERE file = ?)",
         (file_id,),
     )
+    conn.execute(
+        "DELETE FROM vectors WHERE passage IN (SELECT id FROM passages WHERE file = ?)",
+        (file_id,),
+    )
     # Counted on the plain table: a virtual table's rowcount says nothing.
     gone = conn.execute("DELETE FROM passages WHERE file = ?", (file_id,)).rowcount
     conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
@@ -254,3 +273,45 @@ def _unreadable(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"unreadable ({exc.strerror or type(exc).__name__})"
     return f"unreadable ({type(exc).__name__})"
+
+
+_EMBED_BATCH = 64  # passages embedded, and written, at a time
+
+
+def embed_missing(
+    conn: sqlite3.Connection, embedder: Any, stopped: Callable[[], bool],
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Embed the passages that have no vector yet (every one, when the model changed):
+    what an incremental refresh added. Vectors are float16, unit length, beside the FTS
+    index; a stop leaves the ones written. How many were embedded."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+    if row is None or row[0] != embedder.model_id:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM vectors")
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('model', ?)",
+                     (embedder.model_id,))
+        conn.execute("COMMIT")
+    todo = [int(r[0]) for r in conn.execute(
+        "SELECT p.id FROM passages p LEFT JOIN vectors v ON v.passage = p.id "
+        "WHERE v.passage IS NULL ORDER BY p.id")]
+    done = 0
+    for at in range(0, len(todo), _EMBED_BATCH):
+        if stopped():
+            break
+        ids = todo[at:at + _EMBED_BATCH]
+        marks = ",".join("?" * len(ids))
+        rows = conn.execute(
+            f"SELECT rowid, title, heading, body FROM passage_text WHERE rowid IN ({marks})",
+            ids).fetchall()
+        texts = [f"{title}. {heading}. {body}" for _, title, heading, body in rows]
+        vectors = embedder.encode(texts)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT OR REPLACE INTO vectors (passage, vec) VALUES (?, ?)",
+                         [(int(r[0]), v.astype("<f2").tobytes())
+                          for r, v in zip(rows, vectors, strict=True)])
+        conn.execute("COMMIT")
+        done += len(rows)
+        if progress is not None:
+            progress(done, len(todo))
+    return done

@@ -60,7 +60,7 @@ MATCH_THRESHOLD = 0.6
 """The weighted share of a query's terms the best passage must hold for a subtask to
 count as answered, when no semantic score decides (chosen on the benchmark's question
 sets: below it, most best passages were about something else)."""
-WINDOW_CHARS = 420
+WINDOW_CHARS = 800
 """The most a snippet holds (a code block longer than this is shown up to it)."""
 _CODE_FENCE = re.compile(r"^\s*(?:-{4,}|`{3,}|~{3,}|\.{4,})\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|<\d+>)\s+\S")

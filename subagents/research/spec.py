@@ -88,6 +88,11 @@ class DocsSpec(BaseModel):
         description="The largest file indexed; larger ones are skipped and listed by "
         "`fanout index`.",
     )
+    semantic: Literal["auto", "off"] = Field(
+        default="auto",
+        description="auto: hybrid search (bm25 and embeddings) where the semantic extra is "
+        "installed, else lexical; off: lexical only.",
+    )
 
 
 class ResearchToolsSpec(BaseModel):

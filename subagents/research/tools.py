@@ -129,7 +129,8 @@ async def open_research_tools(
                     "research_tools", None, "docs.path", "a folder of documents",
                     got=repr(spec.docs.path),
                 )
-            index = await _open_index(docs_root, store_dir, spec.docs.max_bytes)
+            index = await _open_index(docs_root, store_dir, spec.docs.max_bytes,
+                                      spec.docs.semantic)
             # Closed in a worker thread too: the event loop never waits on the index.
             stack.push_async_callback(anyio.to_thread.run_sync, index.close)
             reader = DocsReader(index)
@@ -137,11 +138,14 @@ async def open_research_tools(
         yield ResearchTools(tools, docs_root)
 
 
-async def _open_index(folder: Path, store_dir: str | Path, max_bytes: int) -> DocIndex:
+async def _open_index(
+    folder: Path, store_dir: str | Path, max_bytes: int, semantic: str = "auto"
+) -> DocIndex:
     """The folder's index, opened and — when it is missing or stale — refreshed, in a
     worker thread; a cancelled refresh stops at the next file (what it wrote stays)."""
     index = await anyio.to_thread.run_sync(
-        functools.partial(DocIndex.for_folder, folder, store_dir, max_bytes=max_bytes)
+        functools.partial(DocIndex.for_folder, folder, store_dir, max_bytes=max_bytes,
+                          semantic=semantic)
     )
     stop = threading.Event()
     ready = False
