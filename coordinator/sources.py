@@ -26,12 +26,14 @@ __all__ = [
     "evidence",
     "finding_sources",
     "number_sources",
+    "renumbered",
     "source_texts",
 ]
 
 _NOT_SOURCES = frozenset({"model", "finish"})
 _SEARCH_TOOLS = {"web.search": "url", "docs.search": "path"}
 _CITE = re.compile(r"\[([^\[\]\n]{1,200})\]")
+_RANGE = re.compile(r"(\d+)\s*[-–]\s*(\d+)")
 
 
 def finding_sources(finding: Finding) -> list[tuple[str, str | None, str | None, str]]:
@@ -115,6 +117,84 @@ def cited_sources(text: str, sources: Iterable[Source], subtask_ids: Sequence[st
             elif part in subtasks:
                 numbers.update(s.n for s in every if s.subtask == part)
     return [s for s in every if s.n in numbers]
+
+
+def _parts(group: str, subtasks: set[str]) -> list[str] | None:
+    """A bracket's parts (``,``/``;``), or None when it is not a citation: each part must
+    be a number, a range (``2-4``) or a subtask's id (as the answer checks read it)."""
+    parts = [p.strip() for p in re.split(r"[,;]", group)]
+    for part in parts:
+        if not (part.isdigit() or _RANGE.fullmatch(part) or part in subtasks):
+            return None
+    return parts
+
+
+def _shown(numbers: Sequence[int]) -> str:
+    """Citation numbers as a reader reads them: ``1, 2``, a run of three or more ``3–5``."""
+    out: list[str] = []
+    run: list[int] = []
+    for n in [*sorted(set(numbers)), None]:
+        if n is not None and run and n == run[-1] + 1:
+            run.append(n)
+            continue
+        if len(run) >= 3:
+            out.append(f"{run[0]}–{run[-1]}")
+        else:
+            out.extend(str(r) for r in run)
+        run = [] if n is None else [n]
+    return ", ".join(out)
+
+
+def renumbered(
+    text: str, sources: Sequence[Source], subtask_ids: Sequence[str]
+) -> tuple[str, list[Source], dict[int, int]]:
+    """``text`` as a reader reads it: its citations renumbered 1, 2, … over the sources it
+    cites, in the order it first cites them, so the list under it has no holes; the cited
+    sources with those numbers; and each run-wide number's new one.
+
+    The model was shown every source of the run, numbered over all of them; an answer
+    cites some, and a list of [1], [2], [4] read as a missing [3]. A subtask's id in
+    brackets (``[market]``, as scripted leads write) becomes the numbers of that
+    subtask's sources, and is dropped when the subtask has none (an empty answer is no
+    source). A number that names no source of the run stays as written, so the
+    citation check still finds it; a bracket that is not a citation (``[sic]``) stays.
+    """
+    known = {s.n: s for s in sources}
+    subtasks = set(subtask_ids)
+    new: dict[int, int] = {}
+
+    def renumber(m: re.Match[str]) -> str:
+        parts = _parts(m.group(2), subtasks)
+        if parts is None:
+            return m.group()
+        cited: list[int] = []
+        kept: list[str] = []
+        for part in parts:
+            span = _RANGE.fullmatch(part)
+            if part.isdigit():
+                numbers = [int(part)]
+            elif span is not None:
+                low, high = int(span.group(1)), int(span.group(2))
+                if not 0 < low <= high or high - low > 50:
+                    kept.append(part)  # the check fails it whole: left for it to find
+                    continue
+                numbers = list(range(low, high + 1))
+                kept += [str(n) for n in (low, high) if n not in known]
+            else:
+                numbers = [s.n for s in sources if s.subtask == part]
+            for n in numbers:
+                if n in known:
+                    cited.append(new.setdefault(n, len(new) + 1))
+                elif part.isdigit():
+                    kept.append(part)
+        shown = ", ".join(x for x in (_shown(cited), ", ".join(dict.fromkeys(kept))) if x)
+        return f"{m.group(1)}[{shown}]" if shown else ""
+
+    rewritten = re.sub(r"([ \t]*)\[([^\[\]\n]{1,200})\]", renumber, text)
+    listed = sorted(
+        (known[old].model_copy(update={"n": n}) for old, n in new.items()), key=lambda s: s.n
+    )
+    return rewritten, listed, new
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ from coordinator.job import JobSpec
 from coordinator.lead.decompose import LEAD
 from coordinator.report import CoverageReport, Section, Source
 from coordinator.report_edits import prepend_rows
-from coordinator.sources import Evidence, evidence, number_sources
+from coordinator.sources import Evidence, evidence, number_sources, renumbered
 from subagents.loop import SubagentRun
 from subagents.spec import SubtaskSpec
 
@@ -157,7 +157,9 @@ def extractive_answer(report: CoverageReport) -> tuple[str | None, list[Source]]
             taken += 1
     if not lines:
         return None, []
-    return "\n".join(lines), [s for s in sources if s.n in used]
+    # Numbered 1, 2, … as the passages cite them: the list under them has no holes.
+    text, cited, _ = renumbered("\n".join(lines), sources, ())
+    return text, cited
 
 
 def with_extractive_answer(report: CoverageReport, reason: str | None) -> CoverageReport:

@@ -60,16 +60,18 @@ REPORT = _report([_section("makers", [TOOL]), _section("cold", [SEARCH, DOC], we
 
 def test_passages_are_cited_ordered_by_weight_and_quote_their_source() -> None:
     """The heavier subtask first; a document read whole beats its snippet; a result without
-    snippet shows its title; a tool's data is key: value; every line cites its [n]."""
+    snippet shows its title; a tool's data is key: value; every line cites its [n],
+    numbered 1, 2, 3 as the passages cite them."""
     text, sources = extractive_answer(REPORT)
     assert text is not None
     assert text.split("\n") == [
-        "Cells keep 90% of capacity at -20 °C [2]. They charge slowly below 0 °C [2]. "
-        "Heating helps [2].",
-        "Makers [3]",
-        "makers: CATL, BYD; gwh_2025: 10.5 [1]",
+        "Cells keep 90% of capacity at -20 °C [1]. They charge slowly below 0 °C [1]. "
+        "Heating helps [1].",
+        "Makers [2]",
+        "makers: CATL, BYD; gwh_2025: 10.5 [3]",
     ]
-    assert [s.n for s in sources] == [1, 2, 3]
+    assert [(s.n, s.path or s.tool) for s in sources] == [
+        (1, "cold.md"), (2, "makers.md"), (3, "cell_db")]
 
 
 def test_a_sources_own_brackets_never_read_as_citations() -> None:
@@ -80,12 +82,17 @@ def test_a_sources_own_brackets_never_read_as_citations() -> None:
 
 def test_the_extractive_answer_passes_its_own_checks() -> None:
     """Every number of a passage is in the source it cites, and every [n] is a source."""
-    text, _ = extractive_answer(REPORT)
+    text, cited = extractive_answer(REPORT)
     assert text is not None
     sections = REPORT.answer.sections
     sources, _ = number_sources(sections)
-    checks = check_answer(text, stop_reason=None, sources=sources,
-                          texts=source_texts(sections), subtask_ids=["makers", "cold"])
+    # The run's numbers of the sources the answer numbered 1, 2, 3.
+    run_n = {s.n: next(o.n for o in sources if (o.path, o.tool, o.subtask)
+                       == (s.path, s.tool, s.subtask)) for s in cited}
+    texts = source_texts(sections)
+    checks = check_answer(text, stop_reason=None, sources=cited,
+                          texts={n: texts[old] for n, old in run_n.items()},
+                          subtask_ids=["makers", "cold"])
     assert checks.numbers.ok and checks.citations.ok and checks.cites_anything
     assert checks.not_prompt.ok
 
