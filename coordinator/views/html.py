@@ -7,6 +7,7 @@ rendered again. Every string from them goes through :func:`html.escape`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -15,6 +16,7 @@ from coordinator.views.answer_marks import extractive_note, marked_lines
 from coordinator.views.followups import followup_lines
 from coordinator.views.style import CSS, OUTCOME_BADGE, STATUS_COLOURS
 from coordinator.views.timeline import legend_html, seconds, timeline_svg
+from coordinator.views.words import gap_line, missing_lines, trigger_words
 
 _MAX_TEXT = 280  # characters of one finding value before it is cut
 _MAX_REJECTED = 4000  # characters of a rejected answer shown (all of it is in the JSON)
@@ -101,26 +103,41 @@ def _banner(run: Mapping[str, Any] | None) -> str:
 
 
 def _coverage(report: Mapping[str, Any]) -> str:
+    """The coverage card: the share, the weights it counts (as the report counts them:
+    complete and empty subtasks, and gaps a follow-up filled), a bar of the subtasks."""
     subtasks = list(report.get("subtasks", []))
+    filled = {str(g.get("subtask_id")): g.get("filled_by") or []
+              for g in report.get("gaps", []) if g.get("filled_by")}
     total = sum(float(s.get("weight", 1.0)) for s in subtasks) or float(len(subtasks) or 1)
     covered = sum(float(s.get("weight", 1.0)) for s in subtasks
-                  if s.get("status") in ("complete", "empty"))
+                  if s.get("status") in ("complete", "empty") or str(s.get("id")) in filled)
     order = {status: i for i, status in enumerate(_STATUS_ORDER)}
     segs = []
     for s in sorted(subtasks, key=lambda s: order.get(str(s.get("status")), 9)):
         status = str(s.get("status", ""))
         weight = float(s.get("weight", 1.0))
-        tip = f"{s.get('id')}: {status}, weight {weight:g} ({_pct(weight / total)})"
-        segs.append(f'<div class="seg {_e(status)}" style="flex:{weight:g} 1 0;background:'
+        by = filled.get(str(s.get("id")))
+        tip = (f"{s.get('id')}: {status}{', filled by ' + ', '.join(by) if by else ''}, "
+               f"weight {weight:g} ({_pct(weight / total)})")
+        segs.append(f'<div class="seg {_e(status)}{" filled" if by else ""}" '
+                    f'style="flex:{weight:g} 1 0;background:'
                     f'{STATUS_COLOURS.get(status, "#868e96")}" title="{_e(tip)}">'
                     f'{_e(s.get("id"))}</div>')
     counts = {st: sum(s.get("status") == st for s in subtasks) for st in _STATUS_ORDER}
     legend = "".join(f'<span class="key"><i style="background:{STATUS_COLOURS[st]}"></i>'
                      f"{st} ({counts[st]})</span>" for st in _STATUS_ORDER)
+    if filled:
+        legend += ('<span class="key"><i class="filled-key"></i>'
+                   f"gap filled by a follow-up ({len(filled)})</span>")
+    what = "complete and empty subtasks"
+    if filled:
+        what += ", and " + ", ".join(_e(sid) for sid in filled) + (
+            ", whose gap a follow-up filled" if len(filled) == 1
+            else ", whose gaps follow-ups filled")
     return ('<section class="card" id="coverage"><h2>Coverage</h2><div class="cov-head">'
             f'<span class="cov-pct">{_pct(float(report.get("coverage", 0.0)))}</span>'
-            f'<span class="cov-sub">weighted share answered: {covered:g} of {total:g} weight '
-            "(complete and empty subtasks count as covered)</span></div>"
+            f'<span class="cov-sub">covered: {covered:g} of {total:g} weight ({what})'
+            "</span></div>"
             f'<div class="covbar" role="img" aria-label="coverage by subtask">{"".join(segs)}'
             f'</div><div class="legend">{legend}</div></section>')
 
@@ -146,13 +163,15 @@ def _gaps(report: Mapping[str, Any]) -> str:
         note = f'<br><span class="note">{_e(followed)}</span>' if followed else ""
         alternatives = "".join(f"<li>{_e(a)}</li>" for a in g.get("alternatives", []))
         category = g.get("errorCategory")
-        trigger = _e(g.get("trigger"))
+        # The wire's trigger for those who match on it, and what it means in words.
+        trigger = (f'<code>{_e(g.get("trigger"))}</code><br><span class="note">'
+                   f'{_e(trigger_words(g.get("trigger")))}</span>')
         if g.get("original_trigger"):
-            trigger += f'<br><span class="note">was {_e(g["original_trigger"])}</span>'
+            trigger += f'<br><span class="note">was <code>{_e(g["original_trigger"])}</code></span>'
         rows.append(
             f'<tr><td><b>{_breakable(g.get("subtask_id"))}</b></td>'
             f"<td>{_pill(category, category) if category else _pill('none')}</td>"
-            f"<td><code>{trigger}</code></td><td>{_pill(g.get('route'), g.get('route'))}</td>"
+            f"<td>{trigger}</td><td>{_pill(g.get('route'), g.get('route'))}</td>"
             f'<td class="mono">{_e(_cut(str(g.get("attempted_query", ""))))}</td>'
             f'<td class="num">{len(g.get("partial_results", []))}</td>'
             f"<td>{f'<ul>{alternatives}</ul>' if alternatives else '–'}</td>"
@@ -218,18 +237,66 @@ def _link(url: object, text: str | None = None) -> str | None:
             f"{_e(text if text is not None else _cut(url))}</a>")
 
 
+_TEXT_KEYS = ("snippet", "text", "summary", "description", "content")
+_MAX_DEPTH = 3  # nesting shown as text; deeper than this, compact JSON
+
+
+def _inline(value: Mapping[str, Any], depth: int) -> str:
+    """A dict as words on one line: "key: value · key: value" (nested values shortened)."""
+    parts = [f'<span class="k">{_e(k)}:</span> {_value_html(v, depth + 1)}'
+             for k, v in list(value.items())[:_MAX_ITEMS]]
+    more = f" · … {len(value) - _MAX_ITEMS} more" if len(value) > _MAX_ITEMS else ""
+    return " · ".join(parts) + more
+
+
+def _hit_html(value: Mapping[str, Any], depth: int) -> str | None:
+    """A search result or a page (a dict with a ``url`` or a ``path``) as a person reads
+    it: its title (a link for an http(s) URL; a path beside it), its snippet, then the
+    rest in words; None for any other dict."""
+    url, path = value.get("url"), value.get("path")
+    if not (isinstance(url, str) and url) and not (isinstance(path, str) and path):
+        return None
+    title = str(value.get("title") or url or path)
+    head = _link(url, _cut(title)) if isinstance(url, str) else None
+    if head is None:
+        where = url or path
+        head = f"<b>{_e(_cut(title))}</b>"
+        if where != title:
+            head += f" <code>{_e(_cut(str(where)))}</code>"
+    heading = value.get("heading")
+    if isinstance(heading, str) and heading and heading != title:
+        head += f" · {_e(_cut(heading))}"
+    key = next((k for k in _TEXT_KEYS if isinstance(value.get(k), str) and value[k].strip()),
+               None)
+    body = f'<div class="snippet">{_e(_cut(str(value[key])))}</div>' if key else ""
+    rest = {k: v for k, v in value.items()
+            if k not in ("url", "path", "title", "heading", key)}
+    more = f'<div class="more">{_inline(rest, depth)}</div>' if rest else ""
+    return f'<div class="hit">{head}{body}{more}</div>'
+
+
 def _value_html(value: object, depth: int) -> str:
-    if isinstance(value, dict) and (link := _link(value.get("url"),
-                                                 str(value.get("title") or value.get("url")))):
-        # A search result or a cited page: its link, then what else it says.
-        rest = {k: v for k, v in value.items() if k not in ("url", "title")}
-        return link + (f" <code>{_e(_compact(rest))}</code>" if rest else "")
+    """One value of a finding as readable text: a search result as a titled link and its
+    snippet, a dict as "key: value", a list as items; compact JSON only past a depth."""
+    if isinstance(value, dict) and value:
+        hit = _hit_html(value, depth)
+        if hit is not None:
+            return hit
     if isinstance(value, dict | list) and value:
         if depth < 1 and (isinstance(value, list) or len(value) <= _MAX_ITEMS):
             return _data_html(value, depth + 1)
-        return f"<code>{_e(_compact(value))}</code>"
+        if depth >= _MAX_DEPTH:
+            return f"<code>{_e(_compact(value))}</code>"
+        if isinstance(value, dict):
+            return _inline(value, depth)
+        if all(not isinstance(v, dict | list) for v in value):
+            shown = ", ".join(_link(v) or _e(_cut(str(v))) for v in value[:_MAX_ITEMS])
+            more = f", … {len(value) - _MAX_ITEMS} more" if len(value) > _MAX_ITEMS else ""
+            return shown + more
+        items = [f"<li>{_value_html(v, depth + 1)}</li>" for v in value[:_MAX_ITEMS]]
+        return f"<ul>{''.join(items)}{_more(len(value))}</ul>"
     if isinstance(value, dict | list):
-        return f"<code>{_e(_compact(value))}</code>"
+        return "<em>none</em>"
     return _link(value) or _e(_cut(str(value)))
 
 
@@ -257,7 +324,9 @@ def _finding(f: Mapping[str, Any]) -> str:
 
 
 def _answer(report: Mapping[str, Any]) -> str:
+    """What each subtask found: its findings as readable text, its gap in plain words."""
     answer = report.get("answer") or {}
+    gaps = {str(g.get("subtask_id")): g for g in report.get("gaps", [])}
     cards = []
     for s in answer.get("sections", []):
         status = str(s.get("status", ""))
@@ -266,19 +335,34 @@ def _answer(report: Mapping[str, Any]) -> str:
         findings = "".join(_finding(f) for f in s.get("findings", []))
         if not findings:
             findings = '<p class="note">No findings.</p>'
-        gap = f'<div class="gapline">gap: {_e(s["gap"])}</div>' if s.get("gap") else ""
+        said = gap_line(gaps[s["subtask_id"]]) if s.get("subtask_id") in gaps else s.get("gap")
+        gap = f'<div class="gapline">gap: {_e(said)}</div>' if s.get("gap") else ""
         cards.append(
             f'<article class="section" style="border-top-color:'
             f'{STATUS_COLOURS.get(status, "#868e96")}"><div class="head">'
             f'<h3>{_e(s.get("subtask_id"))}</h3>{_status_badge(status)}{covered}'
             f'<span class="badge soft">weight {float(s.get("weight", 1.0)):g}</span></div>'
             f'<div class="q">{_e(s.get("query", ""))}</div>{findings}{gap}</article>')
-    missing = "".join(f"<li>{_e(m)}</li>" for m in answer.get("missing", []))
+    missing = "".join(f"<li>{_e(m)}</li>" for m in missing_lines(report))
     missing_html = (f'<h3 style="margin-top:18px">Missing</h3><ul class="missing">{missing}</ul>'
                     if missing else '<p class="note">Nothing is missing.</p>')
-    return ('<section class="card" id="answer"><h2>The answer</h2>'
+    return ('<section class="card" id="answer"><h2>What each subtask found</h2>'
             f'<p class="summary">{_e(answer.get("summary", ""))}</p>'
             f'<div class="sections">{"".join(cards)}</div>{missing_html}</section>')
+
+
+_URL_IN_TEXT = re.compile(r"https?://[^\s<>\"'\])]+[^\s<>\"'\]).,;:!?]", re.IGNORECASE)
+
+
+def _linked(text: str) -> str:
+    """Escaped text whose http(s) URLs are links (escaped, opening outside the report)."""
+    out, at = [], 0
+    for m in _URL_IN_TEXT.finditer(text):
+        out.append(_e(text[at:m.start()]))
+        out.append(_link(m.group()) or _e(m.group()))
+        at = m.end()
+    out.append(_e(text[at:]))
+    return "".join(out)
 
 
 def _source(source: Mapping[str, Any]) -> str:
@@ -325,10 +409,10 @@ def _synthesis(report: Mapping[str, Any]) -> str:
     elif answer.get("text"):
         paragraphs = [p for p in str(answer["text"]).split("\n") if p.strip()]
         if note is not None:  # an extractive answer's passages, one a line: a list
-            items = "".join(f"<li>{_e(p)}</li>" for p in paragraphs)
+            items = "".join(f"<li>{_linked(p)}</li>" for p in paragraphs)
             body += f'<ul class="synthesis passages">{items}</ul>'
         else:
-            body += "".join(f'<p class="synthesis">{_e(p)}</p>' for p in paragraphs)
+            body += "".join(f'<p class="synthesis">{_linked(p)}</p>' for p in paragraphs)
     if answer.get("text"):
         sources = answer.get("sources") or []
         if sources:
@@ -343,7 +427,7 @@ def _synthesis(report: Mapping[str, Any]) -> str:
     if answer.get("rejected"):
         body += ('<details class="rejected"><summary>The model\'s rejected answer</summary>'
                  f'<pre>{_e(_cut(str(answer["rejected"]), _MAX_REJECTED))}</pre></details>')
-    missing = "".join(f"<li>{_e(m)}</li>" for m in answer.get("missing", []))
+    missing = "".join(f"<li>{_e(m)}</li>" for m in missing_lines(report))
     body += ("<h3>Not covered</h3>"
              + (f'<ul class="missing">{missing}</ul>' if missing else "<p>Fully covered.</p>"))
     return f'<section class="card" id="synthesis"><h2>Answer</h2>{body}</section>'

@@ -139,15 +139,18 @@ def _render(renderable: object, width: int) -> list[str]:
 def test_runs_and_trace_read_at_80_columns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """At 80 columns the run id, status and outcome stay whole in `runs`, and `trace`
-    keeps subtask, tool, outcome readable by dropping the trace id and session columns."""
+    """At 80 columns `runs` keeps each run on one line with its id, outcome, coverage and
+    time whole (the right-hand columns were cut off), and `trace` keeps subtask, tool,
+    outcome readable by dropping the trace id and session columns."""
     store = _stored_run(tmp_path)
     capsys.readouterr()
     rows = store.runs()
     lines = _render(runs_table(rows, width=80), 80)
     assert all(len(line) <= 80 for line in lines)
-    body = "\n".join(lines)
-    assert rows[0].id in body and "finished" in body and "partial" in body
+    [line] = [line for line in lines if rows[0].id in line]
+    assert "partial" in line and "50%" in line and line.rstrip().endswith("s │")
+    wide = "\n".join(_render(runs_table(rows, width=140), 140))
+    assert "finished" in wide and "started" in wide
     entries = trace_entries(store.events(rows[0].id))
     trace = "\n".join(_render(trace_table(rows[0].id, entries, width=80), 80))
     assert "trace id" not in trace and "permission: forbidden" in trace

@@ -44,7 +44,7 @@ def test_gap_report() -> None:
     gaps = _section(render_markdown(report), "## Coverage gaps (2)")
     patents = gaps.split("### patents", 1)[1].split("###", 1)[0]
     assert "- **Category:** permission" in patents
-    assert "- **Trigger:** `permission_denied`" in patents
+    assert "- **Trigger:** `permission_denied` (access denied)" in patents
     assert "- **Route:** `escalate`" in patents
     assert "- **Attempted query:** patent families on sulfide" in patents
     assert "- **Partial results:** 1" in patents
@@ -62,7 +62,7 @@ def test_escalations_and_answer() -> None:
     text = render_markdown(report)
     assert "## Escalations (1)" in text
     assert "- **patents**: permission / `permission_denied`" in text
-    answer = _section(text, "## Answer")
+    answer = _section(text, "## What each subtask found")
     for section in report["answer"]["sections"]:
         covered = "covered" if section["covered"] else "not covered"
         assert f"### {section['subtask_id']} — {section['status']}, {covered}" in answer
@@ -70,7 +70,8 @@ def test_escalations_and_answer() -> None:
     assert "  - cagr_pct: 71" in answer
     assert "- **recall_db** (empty: no matches)" in answer
     assert "- **trade_data** (partial data)" in answer
-    assert "> gap: patents: permission/permission_denied" in answer
+    # The gap in plain words (the gap report above keeps the wire's trigger).
+    assert "> gap: access denied → handed to a person: role analyst lacks" in answer
     assert "### Missing" in answer
 
 
