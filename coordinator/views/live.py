@@ -260,13 +260,17 @@ class LiveBoard:
             head += f" ({len(self.followups)} follow-up{'s' * (len(self.followups) > 1)})"
         elapsed = f"{time.monotonic() - self.started:.1f}s"
         coverage = self.coverage_so_far()
-        for label, bar in (("coverage so far", 20), ("covered", 20), ("covered", 10),
-                           ("covered", 0)):
-            tail = f"   {label} " + ("" if bar == 0 else " " * (bar + 1)) + f"{coverage:.0%}"
+        # The longest wording that fits: the count and the percentage always do.
+        heads = [head, f"{done}/{len(subtasks)} finished", f"{done}/{len(subtasks)}"]
+        tails = [("coverage so far", 20), ("covered", 20), ("covered", 10), ("covered", 0)]
+        options = [(h, label, bar) for h in heads[:2] for label, bar in tails]
+        options += [(heads[2], "covered", 0), (heads[2], "", 0)]
+        for head, label, bar in options:
+            tail = f"   {label} " + (" " * (bar + 1) if bar else "") + f"{coverage:.0%}"
             if len(head) + len(tail) + 3 + len(elapsed) <= width:
                 break
         text = Text(head)
-        text.append(f"   {label} ")
+        text.append(f"   {label} " if label else " ")
         if bar:
             text.append_text(coverage_bar(coverage, width=bar))
         else:
@@ -334,8 +338,9 @@ class LiveBoard:
         keep = max(0, most - len(head_lines[:1]))
         tail = body[-keep:] if keep else []
         if tail:
-            tail[0] = Text("…") + tail[0]
-            tail[0].truncate(options.max_width, overflow="ellipsis")
+            # "…" for what came before; the line loses its first character if it is full.
+            first = tail[0][1:] if tail[0].cell_len >= options.max_width else tail[0]
+            tail[0] = Text("…") + first
         return [*head_lines[:1], *tail]
 
     def _fitted(

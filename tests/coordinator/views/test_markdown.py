@@ -127,3 +127,22 @@ def test_markup_is_escaped() -> None:
 def test_md_cell(raw: str, cell: str) -> None:
     """Cells are one line, with Markdown punctuation escaped and words left readable."""
     assert md_cell(raw) == cell
+
+
+def test_search_results_read_as_text_and_open_gaps_in_plain_words() -> None:
+    """A search result is its title, its link or path and its snippet (it was inline
+    JSON); Not covered says "partial data" where it said "no category/incomplete_data"."""
+    report = traced("research_lead")[0]
+    section = report["answer"]["sections"][0]
+    section["findings"][0].update(tool="web.search", data={"results": [
+        {"url": "https://example.org/cold", "title": "Cold cells", "snippet": "90% at -20 °C"},
+        {"path": "notes/x.md", "title": "Notes", "snippet": "agree"}]})
+    text = render_markdown(report)
+    found = _section(text, "## What each subtask found")
+    assert "    - Cold cells — <https://example.org/cold>: 90% at -20 °C" in found
+    assert "    - Notes — `notes/x.md`: agree" in found
+    assert '{"' not in found
+    answer = _section(text, "## The lead's answer")
+    assert "- supply_chain: partial data — trade_data returned partial data" in answer
+    assert "incomplete_data" not in answer and "no category" not in answer
+    assert r"\[1, 2\]" in answer and "market\\]" not in answer
