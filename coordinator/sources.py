@@ -38,13 +38,17 @@ _RANGE = re.compile(r"(\d+)\s*[-–]\s*(\d+)")
 
 def finding_sources(finding: Finding) -> list[tuple[str, str | None, str | None, str]]:
     """``(key, url, path, title)`` of each source one finding holds."""
-    return [(key, url, path, title) for key, url, path, title, _ in _items(finding)]
+    return [(key, url, path, title) for key, url, path, title, _, _ in _items(finding)]
 
 
-def _items(finding: Finding) -> list[tuple[str, str | None, str | None, str, Any]]:
-    """``(key, url, path, title, body)`` of each source one finding holds; the body is
-    what the finding says of it: a search result's snippet, a page's or document's text,
-    a tool's data."""
+_Item = tuple[str, str | None, str | None, str, Any, str]
+
+
+def _items(finding: Finding) -> list[_Item]:
+    """``(key, url, path, title, body, heading)`` of each source one finding holds; the
+    body is what the finding says of it: a search result's snippet, a page's or
+    document's text, a tool's data; the heading, a search result's section (``docs.search``
+    names it ``Title › Section``)."""
     if finding.tool in _NOT_SOURCES or finding.empty:
         return []
     data: Any = finding.data
@@ -52,12 +56,14 @@ def _items(finding: Finding) -> list[tuple[str, str | None, str | None, str, Any
         text = data.get("text") if isinstance(data, dict) else None
         body = text if isinstance(text, str) else data
         if finding.url is not None:
-            return [(f"url:{finding.url}", finding.url, None, finding.title or finding.url, body)]
+            return [(f"url:{finding.url}", finding.url, None, finding.title or finding.url, body,
+                     "")]
         assert finding.path is not None
-        return [(f"path:{finding.path}", None, finding.path, finding.title or finding.path, body)]
+        return [(f"path:{finding.path}", None, finding.path, finding.title or finding.path, body,
+                 "")]
     kind = _SEARCH_TOOLS.get(finding.tool)
     if kind is not None and isinstance(data, dict) and isinstance(data.get("results"), list):
-        out: list[tuple[str, str | None, str | None, str, Any]] = []
+        out: list[_Item] = []
         for item in data["results"]:
             where = item.get(kind) if isinstance(item, dict) else None
             if not isinstance(where, str) or not where:
@@ -66,12 +72,14 @@ def _items(finding: Finding) -> list[tuple[str, str | None, str | None, str, Any
             title = title if isinstance(title, str) and title else where
             snippet = item.get("snippet")
             snippet = snippet if isinstance(snippet, str) else ""
+            heading = item.get("heading")
+            heading = heading.rsplit("›", 1)[-1].strip() if isinstance(heading, str) else ""
             if kind == "url":
-                out.append((f"url:{where}", where, None, title, snippet))
+                out.append((f"url:{where}", where, None, title, snippet, heading))
             else:
-                out.append((f"path:{where}", None, where, title, snippet))
+                out.append((f"path:{where}", None, where, title, snippet, heading))
         return out
-    return [(f"tool:{finding.tool}", None, None, finding.tool, data)]
+    return [(f"tool:{finding.tool}", None, None, finding.tool, data, "")]
 
 
 def number_sources(sections: Sequence[Section]) -> tuple[list[Source], dict[int, list[int]]]:
@@ -207,6 +215,7 @@ class Evidence:
     title: str
     body: Any  # a search result's snippet, a page's or document's text, a tool's data
     document: bool  # a page or document read whole (web.fetch, docs.read), not a snippet
+    heading: str = ""  # a search result's section, as its snippet may begin with it
 
 
 def evidence(sections: Sequence[Section]) -> list[Evidence]:
@@ -217,10 +226,11 @@ def evidence(sections: Sequence[Section]) -> list[Evidence]:
     for section in sections:
         for finding in section.findings:
             document = finding.url is not None or finding.path is not None
-            for key, _url, _path, title, body in _items(finding):
+            for key, _url, _path, title, body, heading in _items(finding):
                 scoped = (section.subtask_id, key) if key.startswith("tool:") else ("", key)
                 n = numbered.setdefault(scoped, len(numbered) + 1)
-                out.append(Evidence(n, section.subtask_id, finding.tool, title, body, document))
+                out.append(Evidence(n, section.subtask_id, finding.tool, title, body, document,
+                                    heading))
     return out
 
 

@@ -25,6 +25,7 @@ sources it cites, and, when a model's text was rejected, a gap of ``lead`` namin
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from coordinator.answer_checks import sentence_spans
@@ -86,6 +87,34 @@ def _lead_sentences(text: str) -> str:
     return body[spans[0][0] : spans[-1][1]] if spans else ""
 
 
+def _snippet(item: Evidence, text: str) -> str:
+    """A search result's snippet as prose. A snippet is a window of its passage, which
+    may open with its Markdown heading ("## Why they cope with the cold Sodium ions …"),
+    or the end of it where the window cut it: the heading becomes "Why they cope with
+    the cold: …", and goes when it only repeats the title or was cut; so do the cut
+    mark ("…") it may open with and a sentence cut at its end."""
+    text = " ".join(text.split()).removeprefix("…").lstrip()
+    # A sentence the window cut at its end ("Charging below 0 …") goes when whole
+    # sentences come before it.
+    whole_sentences = re.match(r"(.*[.!?])\s+[^.!?]*…$", text)
+    if whole_sentences is not None:
+        text = whole_sentences.group(1)
+    for heading in dict.fromkeys(h for h in (item.heading, item.title) if h):
+        words = heading.split()
+        # The whole heading (its marks before it), or its last words where it was cut.
+        for k in range(len(words), 1 if len(words) > 2 else len(words) - 1, -1):
+            said = " ".join(words[-k:])
+            opening = re.match(rf"(?:#{{1,6}}\s+)?{re.escape(said)}(?:\s+|$)", text)
+            if opening is None:
+                continue
+            rest = text[opening.end():]
+            if not rest:
+                return heading  # a heading alone: the result's section, in words
+            whole = k == len(words) and heading != item.title
+            return f"{heading}: {rest}" if whole else rest
+    return re.sub(r"^#{1,6}\s+", "", text)
+
+
 def passage(item: Evidence) -> str:
     """What one piece of evidence says, as a passage of the extractive answer ('' if
     nothing)."""
@@ -93,7 +122,7 @@ def passage(item: Evidence) -> str:
     if item.document:
         text = _lead_sentences(body) if isinstance(body, str) else _compact(body)
     elif isinstance(body, str):  # a search result: its snippet, else its title
-        text = body or item.title
+        text = _snippet(item, body) or item.title
     else:
         text = _compact(body)
     return _clip(_plain(text))
@@ -104,6 +133,9 @@ def _cited(text: str, n: int) -> str:
     out = []
     for start, end in sentence_spans(text):
         sentence = text[start:end]
+        if not any(c.isalnum() for c in sentence):
+            out.append(sentence)  # a cut mark ("…") says nothing to cite
+            continue
         out.append(f"{sentence[:-1]} [{n}]." if sentence.endswith(".") else f"{sentence} [{n}]")
     return " ".join(out)
 

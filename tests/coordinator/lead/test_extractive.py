@@ -13,12 +13,13 @@ from coordinator.lead.extractive import (
     MAX_PASSAGES,
     PER_SUBTASK,
     extractive_answer,
+    passage,
     with_extractive_answer,
 )
 from coordinator.lead.synthesis_prompt import SYSTEM
 from coordinator.replay import run_scenario
 from coordinator.report import Answer, CoverageReport, Gap, Section, SubtaskOutcome
-from coordinator.sources import evidence, number_sources, source_texts
+from coordinator.sources import Evidence, evidence, number_sources, source_texts
 from shared import AnyioClock
 from shared.envelope import Finding, ToolResult
 
@@ -210,3 +211,21 @@ async def test_a_synthesis_that_passes_is_the_models_answer() -> None:
     assert answer.checks is not None and answer.checks.numbers.ok is False  # -20 is not there
     assert answer.checks.numbers.values == ["20"] and answer.rejected is None
     assert report.gaps == []
+
+
+@pytest.mark.parametrize(("heading", "snippet", "shown"), [
+    pytest.param("Why they cope", "## Why they cope Sodium ions shed it.",
+                 "Why they cope: Sodium ions shed it.", id="section-heading"),
+    pytest.param("Cold", "# Cold Cells keep 90%.", "Cells keep 90%.", id="title-heading"),
+    pytest.param("Lithium iron phosphate in winter",
+                 "… phosphate in winter LFP cells are cheap. Charging below 0 …",
+                 "LFP cells are cheap.", id="cut-heading-and-sentence"),
+    pytest.param("Limits", "## Limits", "Limits", id="heading-alone"),
+])
+def test_a_snippet_reads_as_prose(heading: str, snippet: str, shown: str) -> None:
+    """The Markdown heading a docs.search window opens with, or the end of it, and a
+    sentence the window cut, are not quoted as prose ("# Lithium … winter LFP cells",
+    "Charging below 0 … [2]")."""
+    title = "Cold" if heading == "Cold" else "Some document"
+    item = Evidence(1, "s", "docs.search", title, snippet, False, heading)
+    assert passage(item) == shown

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import random
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from coordinator import run_file, run_file_events
 from coordinator.engine.recording import recording
@@ -63,11 +65,11 @@ async def test_a_rejected_answer_is_replaced_in_the_answer_event_with_the_reason
     assert final.reason is not None and "instructions" in final.reason
 
 
-async def test_the_event_stream_has_the_deltas_and_the_recording_the_final_text(
+async def test_the_event_stream_has_the_deltas_and_the_recording_the_models_text(
     tmp_path: Path,
 ) -> None:
     """The store keeps answer.delta events (the service's SSE frames them by kind); a
-    recording of the run keeps the final text only, and replays."""
+    recording of the run keeps the model's text once, as it wrote it, and no deltas."""
     store = tmp_path / "runs.sqlite"
     report = await run_file(LIBRARY / "research_lead.yaml", store=store)
     [row] = RunStore(store).runs()
@@ -77,9 +79,11 @@ async def test_the_event_stream_has_the_deltas_and_the_recording_the_final_text(
     delta = next(e for e in stored if e["kind"] == "answer.delta")
     assert frame(delta).startswith(f"id: {delta['seq']}\nevent: answer.delta\ndata: ".encode())
     written = recording(RunStore(store), row.id)
-    # The model's words as written: a replay renumbers its citations as the run did.
+    # The model's words as written ([market]), what a replay checks and renumbers again
+    # into the answer shown ([1, 2]).
     recorded = written["model"]["turns"]["lead"][-1]["text"]
     assert "".join(e["text"] for e in stored if e["kind"] == "answer.delta") == recorded
+    assert "[market]" in recorded and "[1, 2]" in (report.answer.text or "")
     assert "answer.delta" not in str(written)
 
 
@@ -168,8 +172,15 @@ def test_the_live_view_shows_the_answer_then_its_replacement() -> None:
     board(ProgressEvent("lead", "answer.delta", 1.0, text="You are the lead "))
     board(ProgressEvent("lead", "answer.delta", 1.0, text="of a research job."))
     assert board.answer == "You are the lead of a research job."
-    assert "being written" in str(board._answer_text())
+    assert "being written" in _shown(board)
     board(ProgressEvent("lead", "answer", 2.0, text="CATL says [1].", answer_kind="extractive",
                         reason="it repeats fanout's own instructions"))
-    shown = str(board._answer_text())
+    shown = _shown(board)
     assert "CATL says [1]." in shown and "rejected" in shown and "You are" not in shown
+
+
+def _shown(board: LiveBoard) -> str:
+    """What the board draws (the answer under its table), as plain text."""
+    console = Console(record=True, width=200, color_system=None, file=io.StringIO())
+    console.print(board)
+    return console.export_text()
