@@ -197,6 +197,41 @@ def test_a_misspelled_option_is_exit_2_with_the_subcommands_usage(
     assert "unrecognized arguments" in err
 
 
+@pytest.mark.parametrize(("argv", "hint"), [
+    pytest.param(["ask", "q?", "--doc", "papers"], "(did you mean --docs?)", id="ask-doc"),
+    pytest.param(["runs", "--jsno"], "(did you mean --json?)", id="runs-json"),
+    pytest.param(["serve", "--prot", "80"], "(did you mean --port?)", id="serve-port"),
+    pytest.param(["rnu", "job.yaml"], "(did you mean 'run'?)", id="command"),
+    pytest.param(["report", "--format", "htm"], "(did you mean 'html'?)", id="choice"),
+])
+def test_a_misspelled_option_or_command_is_told_the_nearest_one(
+    argv: list[str], hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """difflib over the command's own options (or the choices argparse names) adds "did
+    you mean"; an option like none of them gets no guess."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(hint)
+    with pytest.raises(SystemExit):
+        main(["runs", "--zzzzzz"])
+    assert "did you mean" not in capsys.readouterr().err
+
+
+def test_the_hint_of_an_ask_without_a_model_fits_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fanout ask --docs DIR` without a model says so on stderr in lines of at most 78
+    columns (one 120-column line wrapped mid-word in an 80-column terminal)."""
+    code = main(["ask", "How much capacity do sodium-ion cells keep at -20 °C?", "--docs",
+                 str(ROOT / "examples" / "papers"), "--store", str(tmp_path / "runs.sqlite")])
+    assert code == 0
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if "model" in line]
+    assert said and all(len(line) <= 78 for line in said), said
+    assert any("--model PROVIDER:NAME" in line for line in said)
+
+
 def test_fanout_version_prints_the_installed_version(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
