@@ -91,9 +91,11 @@ def _snippet(item: Evidence, text: str) -> str:
     """A search result's snippet as prose. A snippet is a window of its passage, which
     may open with its Markdown heading ("## Why they cope with the cold Sodium ions …"),
     or the end of it where the window cut it: the heading becomes "Why they cope with
-    the cold: …", and goes when it only repeats the title or was cut; so do the cut
-    mark ("…") it may open with and a sentence cut at its end."""
-    text = " ".join(text.split()).removeprefix("…").lstrip()
+    the cold: …", and goes when it only repeats the title or was cut (so does the cut
+    mark before it); a sentence cut at its end goes too."""
+    text = " ".join(text.split())
+    cut = text.startswith("…")  # the window opens mid-passage: the mark stays
+    text = text.removeprefix("…").lstrip()
     # A sentence the window cut at its end ("Charging below 0 …") goes when whole
     # sentences come before it.
     whole_sentences = re.match(r"(.*[.!?])\s+[^.!?]*…$", text)
@@ -112,7 +114,7 @@ def _snippet(item: Evidence, text: str) -> str:
                 return heading  # a heading alone: the result's section, in words
             whole = k == len(words) and heading != item.title
             return f"{heading}: {rest}" if whole else rest
-    return re.sub(r"^#{1,6}\s+", "", text)
+    return ("… " if cut else "") + re.sub(r"^#{1,6}\s+", "", text)
 
 
 def passage(item: Evidence) -> str:
