@@ -25,7 +25,6 @@ from coordinator.cli.temporal import add_run_options
 from coordinator.jobfile.ask import build_ask_job
 from subagents.models.spend import TokenBudget
 
-
 NO_MODEL_HINT = (
     "no model: a retrieval-only answer, the best passages, each cited [n]",
     "for a model to plan and write the answer: --model PROVIDER:NAME",
