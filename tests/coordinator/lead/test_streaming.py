@@ -46,8 +46,9 @@ async def test_the_answer_streams_then_the_checked_answer_follows(tmp_path: Path
     # The deltas are the model's words as written ([market]); the answer event carries the
     # answer as checked and shown, its citations numbered ([1, 2]).
     streamed = "".join(d.text or "" for d in deltas)
-    assert "[market]" in streamed and report.answer.text == final.text
-    assert "[market]" not in final.text and "[1, 2]" in final.text
+    shown = final.text or ""
+    assert "[market]" in streamed and report.answer.text == shown
+    assert "[market]" not in shown and "[1, 2]" in shown
     assert (final.answer_kind, final.reason) == ("model", None)
 
 
