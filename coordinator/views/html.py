@@ -16,7 +16,7 @@ from coordinator.views.answer_marks import extractive_note, marked_lines
 from coordinator.views.followups import followup_lines
 from coordinator.views.style import CSS, OUTCOME_BADGE, STATUS_COLOURS
 from coordinator.views.timeline import legend_html, seconds, timeline_svg
-from coordinator.views.words import gap_line, missing_lines, trigger_words
+from coordinator.views.words import filled_lines, gap_line, missing_lines, trigger_words
 
 _MAX_TEXT = 280  # characters of one finding value before it is cut
 _MAX_REJECTED = 4000  # characters of a rejected answer shown (all of it is in the JSON)
@@ -430,6 +430,9 @@ def _synthesis(report: Mapping[str, Any]) -> str:
     missing = "".join(f"<li>{_e(m)}</li>" for m in missing_lines(report))
     body += ("<h3>Not covered</h3>"
              + (f'<ul class="missing">{missing}</ul>' if missing else "<p>Fully covered.</p>"))
+    filled = "".join(f"<li>{_e(m)}</li>" for m in filled_lines(report))
+    if filled:
+        body += f'<h3>Covered by a follow-up</h3><ul class="missing">{filled}</ul>'
     return f'<section class="card" id="synthesis"><h2>Answer</h2>{body}</section>'
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from coordinator.views.answer_marks import extractive_note, marked_lines
 from coordinator.views.followups import followup_lines
-from coordinator.views.words import gap_line, missing_lines, trigger_words
+from coordinator.views.words import filled_lines, gap_line, missing_lines, trigger_words
 
 _MAX_TEXT = 280  # characters of one finding value before it is cut
 _MAX_ITEMS = 12  # list items shown per finding before "… n more"
@@ -298,6 +298,10 @@ def _synthesis(report: Mapping[str, Any]) -> list[str]:
     missing = missing_lines(report)
     lines += ["**Not covered**", ""]
     lines += [f"- {md_text(m)}" for m in missing] if missing else ["- nothing: fully covered"]
+    filled = filled_lines(report)
+    if filled:
+        lines += ["", "**Covered by a follow-up**", ""]
+        lines += [f"- {md_text(m)}" for m in filled]
     return [*lines, ""]
 
 

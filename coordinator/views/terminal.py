@@ -15,8 +15,8 @@ from coordinator.replay import ReplaySummary
 from coordinator.report import CoverageReport, Gap
 from coordinator.store.runs import RunRow
 from coordinator.views.answer_marks import extractive_note, marked_lines
-from coordinator.views.followups import followup_lines, followup_outcomes
-from coordinator.views.words import gap_words, missing_lines, route_words
+from coordinator.views.followups import followup_lines
+from coordinator.views.words import filled_lines, gap_words, missing_lines, route_words
 from shared.errors import InputFileError
 
 STATUS_STYLE = {
@@ -208,18 +208,14 @@ def synthesis_view(report: CoverageReport) -> RenderableType:
         lines.append(Text(f"the lead's synthesis failed: {message}", style="red"))
     # Not covered: the gaps still open; a gap a follow-up filled is covered, and said so.
     wire = report.to_wire()
-    outcomes = followup_outcomes(wire)
     still = missing_lines(wire)
     lines.append(Text("Not covered", style="bold yellow" if still else "bold green"))
     items = [("•", Text(line)) for line in still] or [("•", Text("nothing: fully covered"))]
     lines.append(_labelled(items, indent=2))
-    filled = [g for g in report.gaps if g.filled_by and g.subtask_id in outcomes]
+    filled = filled_lines(wire)
     if filled:
         lines.append(Text("Covered by a follow-up", style="bold green"))
-        lines.append(_labelled([
-            ("•", Text(f"{g.subtask_id}: {gap_words(g.category, g.trigger)} — "
-                       f"{outcomes[g.subtask_id]}")) for g in filled
-        ], indent=2))
+        lines.append(_labelled([("•", Text(line)) for line in filled], indent=2))
     return Panel(Group(*lines), title="Answer", title_align="left", border_style="cyan")
 
 

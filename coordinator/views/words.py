@@ -13,6 +13,7 @@ from typing import Any
 
 __all__ = [
     "failure_words",
+    "filled_lines",
     "gap_line",
     "gap_words",
     "missing_lines",
@@ -142,3 +143,17 @@ def missing_lines(report: Mapping[str, Any]) -> list[str]:
             plain += f"; {outcomes[sid]}"
         lines.append(plain)
     return lines
+
+
+def filled_lines(report: Mapping[str, Any]) -> list[str]:
+    """The gaps a follow-up filled, each as "patents: access denied — filled by
+    patents_web (web_search)": covered, so under their own heading, not "Not covered"."""
+    from coordinator.views.followups import followup_outcomes
+
+    outcomes = followup_outcomes(report)
+    return [
+        f"{g.get('subtask_id')}: {gap_words(g.get('errorCategory'), g.get('trigger'))} — "
+        f"{outcomes[str(g.get('subtask_id'))]}"
+        for g in report.get("gaps", [])
+        if g.get("filled_by") and str(g.get("subtask_id")) in outcomes
+    ]

@@ -317,6 +317,8 @@ def test_findings_read_as_text_and_gaps_in_plain_words() -> None:
     synthesis = page.split('id="synthesis"', 1)[1].split("</section>", 1)[0]
     assert "supply_chain: partial data — trade_data returned partial data" in synthesis
     assert "incomplete_data" not in synthesis and "no category" not in synthesis
+    covered = synthesis.split("<h3>Covered by a follow-up</h3>", 1)[1]
+    assert "patents: access denied — filled by patents_web (web_search)" in covered
     gaps = page.split('id="gaps"', 1)[1].split("</section>", 1)[0]
     assert "<code>incomplete_data</code>" in gaps  # the gap table keeps the wire's word
 

@@ -145,4 +145,6 @@ def test_search_results_read_as_text_and_open_gaps_in_plain_words() -> None:
     answer = _section(text, "## The lead's answer")
     assert "- supply_chain: partial data — trade_data returned partial data" in answer
     assert "incomplete_data" not in answer and "no category" not in answer
+    covered = answer.split("**Covered by a follow-up**", 1)[1]
+    assert "- patents: access denied — filled by patents_web (web_search)" in covered
     assert r"\[1, 2\]" in answer and "market\\]" not in answer
