@@ -224,6 +224,9 @@ class LiveBoard:
                         STATUS_STYLE["throttled"])
         if row.state == "escalated" and row.trigger and not compact:
             return Text(f"escalated — {trigger_words(row.trigger)}", "red")
+        if row.state == "done" and row.incomplete:
+            # Finished with partial data: the report counts it partial, not covered.
+            return Text("partial" if compact else "done — partial data", STATUS_STYLE["partial"])
         if row.state == "running" and row.attempt > 1:
             return Text(f"running #{row.attempt}" if compact else
                         f"running — attempt {row.attempt}", "blue")

@@ -130,6 +130,9 @@ def test_the_footer_counts_what_the_report_counts() -> None:
     lines = _frame(board)
     lead = next(i for i, line in enumerate(lines) if line.startswith("│ lead "))
     assert lines[lead + 1].startswith("├")
+    # A subtask that finished with partial data reads so, as the report's status does.
+    [supply] = [line for line in lines if line.startswith("│ supply_chain ")]
+    assert "partial" in supply
 
 
 @pytest.mark.parametrize(("width", "columns", "left_out"), [
