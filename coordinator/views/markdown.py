@@ -13,7 +13,8 @@ from typing import Any
 
 from coordinator.views.answer_marks import extractive_note, marked_lines
 from coordinator.views.followups import followup_lines
-from coordinator.views.words import filled_lines, gap_line, missing_lines, trigger_words
+from coordinator.views.not_covered import filled_lines, missing_lines
+from coordinator.views.words import gap_line, trigger_words
 
 _MAX_TEXT = 280  # characters of one finding value before it is cut
 _MAX_ITEMS = 12  # list items shown per finding before "… n more"

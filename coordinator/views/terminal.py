@@ -16,7 +16,8 @@ from coordinator.report import CoverageReport, Gap
 from coordinator.store.runs import RunRow
 from coordinator.views.answer_marks import extractive_note, marked_lines
 from coordinator.views.followups import followup_lines
-from coordinator.views.words import filled_lines, gap_words, missing_lines, route_words
+from coordinator.views.not_covered import filled_lines, missing_lines
+from coordinator.views.words import gap_words, route_words
 from shared.errors import InputFileError
 
 STATUS_STYLE = {

@@ -13,10 +13,8 @@ from typing import Any
 
 __all__ = [
     "failure_words",
-    "filled_lines",
     "gap_line",
     "gap_words",
-    "missing_lines",
     "model_words",
     "route_words",
     "trigger_words",
@@ -118,42 +116,3 @@ def gap_line(gap: Mapping[str, Any]) -> str:
     analyst lacks patents:read"."""
     cause = gap_words(gap.get("errorCategory"), gap.get("trigger"))
     return f"{cause} → {route_words(gap.get('route'))}: {gap.get('message', '')}"
-
-
-def missing_lines(report: Mapping[str, Any]) -> list[str]:
-    """``answer.missing`` for a person: each open gap as "supply_chain: partial data —
-    trade_data returned partial data (it marked its answer incomplete)", with what its
-    follow-up found;
-    any other line (findings cut to fit the model) as it is."""
-    # Imported here: the follow-up lines are written in these words (they import us).
-    from coordinator.views.followups import followup_outcomes
-
-    gaps = {str(g.get("subtask_id")): g for g in report.get("gaps", [])}
-    outcomes = followup_outcomes(report)
-    lines = []
-    for line in (report.get("answer") or {}).get("missing", []):
-        sid = str(line).split(": ", 1)[0]
-        gap = gaps.get(sid)
-        if gap is None or gap.get("filled_by"):
-            lines.append(str(line))
-            continue
-        plain = (f"{sid}: {gap_words(gap.get('errorCategory'), gap.get('trigger'))} — "
-                 f"{gap.get('message', '')}")
-        if sid in outcomes:
-            plain += f"; {outcomes[sid]}"
-        lines.append(plain)
-    return lines
-
-
-def filled_lines(report: Mapping[str, Any]) -> list[str]:
-    """The gaps a follow-up filled, each as "patents: access denied — filled by
-    patents_web (web_search)": covered, so under their own heading, not "Not covered"."""
-    from coordinator.views.followups import followup_outcomes
-
-    outcomes = followup_outcomes(report)
-    return [
-        f"{g.get('subtask_id')}: {gap_words(g.get('errorCategory'), g.get('trigger'))} — "
-        f"{outcomes[str(g.get('subtask_id'))]}"
-        for g in report.get("gaps", [])
-        if g.get("filled_by") and str(g.get("subtask_id")) in outcomes
-    ]
