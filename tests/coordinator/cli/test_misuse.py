@@ -232,6 +232,22 @@ def test_the_hint_of_an_ask_without_a_model_fits_80_columns(
     assert any("--model PROVIDER:NAME" in line for line in said)
 
 
+def test_the_index_summary_reads_whole_at_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fanout index` in 80 columns: every heading of its summary whole (they were cut to
+    "unchan…", "passag…")."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["index", str(ROOT / "examples" / "papers"),
+                 "--store", str(tmp_path / "runs.sqlite")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    [head] = [line for line in lines if "added" in line]
+    assert head.split() == ["added", "updated", "removed", "unchanged", "skipped",
+                            "documents", "passages", "size"]
+    assert "…" not in "\n".join(lines)
+
+
 def test_fanout_version_prints_the_installed_version(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
