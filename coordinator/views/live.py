@@ -104,7 +104,7 @@ class LiveBoard:
         self.planned = bool(job.subtasks)
         if not self.planned:
             self.rows[LEAD] = _Row(state="planning")
-        # The lead's follow-ups (DESIGN §11): subtasks of weight 0, counted like any other.
+        # The lead's follow-ups: subtasks of weight 0, counted like any other.
         self.followups: list[SubtaskSpec] = []
         self.started = time.monotonic()
         self._events = itertools.count(1)
