@@ -232,7 +232,7 @@ def _gap(
             attempted_query=spec.query,
             partial_results=list(result.findings),
             alternatives=alternatives_for("incomplete_data", spec, tool=tool),
-            message=f"{tool} returned partial data (complete: false)",
+            message=f"{tool} returned partial data (it marked its answer incomplete)",
         )
     if (match := unmatched(result)) is not None:
         missing = [str(m) for m in match.get("missing") or []]

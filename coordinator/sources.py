@@ -26,27 +26,30 @@ __all__ = [
     "evidence",
     "finding_sources",
     "number_sources",
+    "renumbered",
     "source_texts",
 ]
 
 _NOT_SOURCES = frozenset({"model", "finish"})
 _SEARCH_TOOLS = {"web.search": "url", "docs.search": "path"}
 _CITE = re.compile(r"\[([^\[\]\n]{1,200})\]")
+_RANGE = re.compile(r"(\d+)\s*[-–]\s*(\d+)")
 
 
 def finding_sources(finding: Finding) -> list[tuple[str, str | None, str | None, str]]:
     """``(key, url, path, title)`` of each source one finding holds."""
-    return [(key, url, path, title) for key, url, path, title, _, _ in _items(finding)]
+    return [(key, url, path, title) for key, url, path, title, *_ in _items(finding)]
 
 
-_Item = tuple[str, str | None, str | None, str, Any, int | None]
+_Item = tuple[str, str | None, str | None, str, Any, str, int | None]
 
 
 def _items(finding: Finding) -> list[_Item]:
-    """``(key, url, path, title, body, start)`` of each source one finding holds; the
-    body is what the finding says of it: a search result's snippet, a page's or
-    document's text, a tool's data; ``start``: where a passage found by a search begins
-    in its document, when the search says."""
+    """``(key, url, path, title, body, heading, start)`` of each source one finding holds;
+    the body is what the finding says of it: a search result's snippet, a page's or
+    document's text, a tool's data; the heading, a search result's section (``docs.search``
+    names it ``Title › Section``); ``start``, where a passage a search found begins in its
+    document, when the search says."""
     if finding.tool in _NOT_SOURCES or finding.empty:
         return []
     data: Any = finding.data
@@ -55,10 +58,10 @@ def _items(finding: Finding) -> list[_Item]:
         body = text if isinstance(text, str) else data
         if finding.url is not None:
             return [(f"url:{finding.url}", finding.url, None, finding.title or finding.url, body,
-                     None)]
+                     "", None)]
         assert finding.path is not None
         return [(f"path:{finding.path}", None, finding.path, finding.title or finding.path, body,
-                 None)]
+                 "", None)]
     kind = _SEARCH_TOOLS.get(finding.tool)
     if kind is not None and isinstance(data, dict) and isinstance(data.get("results"), list):
         out: list[_Item] = []
@@ -70,30 +73,16 @@ def _items(finding: Finding) -> list[_Item]:
             title = title if isinstance(title, str) and title else where
             snippet = item.get("snippet")
             snippet = snippet if isinstance(snippet, str) else ""
+            heading = item.get("heading")
+            heading = heading.rsplit("›", 1)[-1].strip() if isinstance(heading, str) else ""
             start = item.get("start")
             start = start if isinstance(start, int) and not isinstance(start, bool) else None
             if kind == "url":
-                out.append((f"url:{where}", where, None, title, snippet, None))
+                out.append((f"url:{where}", where, None, title, snippet, heading, None))
             else:
-                out.append((f"path:{where}", None, where, title, snippet, start))
+                out.append((f"path:{where}", None, where, title, snippet, heading, start))
         return out
-    return [(f"tool:{finding.tool}", None, None, finding.tool, data, None)]
-
-
-def _headings(finding: Finding) -> list[str]:
-    """The heading of each result of a search's finding, in :func:`_items`' order."""
-    data: Any = finding.data
-    if finding.tool not in _SEARCH_TOOLS or not isinstance(data, dict):
-        return []
-    kind = _SEARCH_TOOLS[finding.tool]
-    results = data.get("results")
-    out = []
-    for item in results if isinstance(results, list) else []:
-        where = item.get(kind) if isinstance(item, dict) else None
-        if isinstance(where, str) and where:
-            heading = item.get("heading")
-            out.append(heading if isinstance(heading, str) else "")
-    return out
+    return [(f"tool:{finding.tool}", None, None, finding.tool, data, "", None)]
 
 
 def number_sources(sections: Sequence[Section]) -> tuple[list[Source], dict[int, list[int]]]:
@@ -141,6 +130,84 @@ def cited_sources(text: str, sources: Iterable[Source], subtask_ids: Sequence[st
     return [s for s in every if s.n in numbers]
 
 
+def _parts(group: str, subtasks: set[str]) -> list[str] | None:
+    """A bracket's parts (``,``/``;``), or None when it is not a citation: each part must
+    be a number, a range (``2-4``) or a subtask's id (as the answer checks read it)."""
+    parts = [p.strip() for p in re.split(r"[,;]", group)]
+    for part in parts:
+        if not (part.isdigit() or _RANGE.fullmatch(part) or part in subtasks):
+            return None
+    return parts
+
+
+def _shown(numbers: Sequence[int]) -> str:
+    """Citation numbers as a reader reads them: ``1, 2``, a run of three or more ``3–5``."""
+    out: list[str] = []
+    run: list[int] = []
+    for n in [*sorted(set(numbers)), None]:
+        if n is not None and run and n == run[-1] + 1:
+            run.append(n)
+            continue
+        if len(run) >= 3:
+            out.append(f"{run[0]}–{run[-1]}")
+        else:
+            out.extend(str(r) for r in run)
+        run = [] if n is None else [n]
+    return ", ".join(out)
+
+
+def renumbered(
+    text: str, sources: Sequence[Source], subtask_ids: Sequence[str]
+) -> tuple[str, list[Source], dict[int, int]]:
+    """``text`` as a reader reads it: its citations renumbered 1, 2, … over the sources it
+    cites, in the order it first cites them, so the list under it has no holes; the cited
+    sources with those numbers; and each run-wide number's new one.
+
+    The model was shown every source of the run, numbered over all of them; an answer
+    cites some, and a list of [1], [2], [4] read as a missing [3]. A subtask's id in
+    brackets (``[market]``, as scripted leads write) becomes the numbers of that
+    subtask's sources, and is dropped when the subtask has none (an empty answer is no
+    source). A number that names no source of the run stays as written, so the
+    citation check still finds it; a bracket that is not a citation (``[sic]``) stays.
+    """
+    known = {s.n: s for s in sources}
+    subtasks = set(subtask_ids)
+    new: dict[int, int] = {}
+
+    def renumber(m: re.Match[str]) -> str:
+        parts = _parts(m.group(2), subtasks)
+        if parts is None:
+            return m.group()
+        cited: list[int] = []
+        kept: list[str] = []
+        for part in parts:
+            span = _RANGE.fullmatch(part)
+            if part.isdigit():
+                numbers = [int(part)]
+            elif span is not None:
+                low, high = int(span.group(1)), int(span.group(2))
+                if not 0 < low <= high or high - low > 50:
+                    kept.append(part)  # the check fails it whole: left for it to find
+                    continue
+                numbers = list(range(low, high + 1))
+                kept += [str(n) for n in (low, high) if n not in known]
+            else:
+                numbers = [s.n for s in sources if s.subtask == part]
+            for n in numbers:
+                if n in known:
+                    cited.append(new.setdefault(n, len(new) + 1))
+                elif part.isdigit():
+                    kept.append(part)
+        shown = ", ".join(x for x in (_shown(cited), ", ".join(dict.fromkeys(kept))) if x)
+        return f"{m.group(1)}[{shown}]" if shown else ""
+
+    rewritten = re.sub(r"([ \t]*)\[([^\[\]\n]{1,200})\]", renumber, text)
+    listed = sorted(
+        (known[old].model_copy(update={"n": n}) for old, n in new.items()), key=lambda s: s.n
+    )
+    return rewritten, listed, new
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """What one finding says of one numbered source: its snippet, text or data."""
@@ -151,8 +218,8 @@ class Evidence:
     title: str
     body: Any  # a search result's snippet, a page's or document's text, a tool's data
     document: bool  # a page or document read whole (web.fetch, docs.read), not a snippet
+    heading: str = ""  # a search result's section, as its snippet may begin with it
     start: int | None = None  # where a search's passage begins in its document
-    heading: str = ""  # the headings a search's passage lies under
 
 
 def evidence(sections: Sequence[Section]) -> list[Evidence]:
@@ -163,13 +230,11 @@ def evidence(sections: Sequence[Section]) -> list[Evidence]:
     for section in sections:
         for finding in section.findings:
             document = finding.url is not None or finding.path is not None
-            headings = _headings(finding)
-            for i, (key, _url, _path, title, body, start) in enumerate(_items(finding)):
+            for key, _url, _path, title, body, heading, start in _items(finding):
                 scoped = (section.subtask_id, key) if key.startswith("tool:") else ("", key)
                 n = numbered.setdefault(scoped, len(numbered) + 1)
-                heading = headings[i] if i < len(headings) else ""
                 out.append(Evidence(n, section.subtask_id, finding.tool, title, body, document,
-                                    start, heading))
+                                    heading, start))
     return out
 
 

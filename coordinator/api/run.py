@@ -40,6 +40,7 @@ from shared.clock import AnyioClock
 from shared.escalation import Escalation
 from shared.tokens import TokenCounter
 from subagents.loop import ProgressEvent
+from subagents.models.factory import MissingModelKey
 from subagents.tool import Tool
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "StoreLike",
     "ask",
     "execute",
+    "plainly",
     "prepare_ask",
     "prepare_file",
     "run_file",
@@ -352,9 +354,12 @@ async def ask(
         deadline_s=deadline_s,
         seed=seed,
     )
-    return await execute(job, on_event=on_event, on_escalation=on_escalation, store=store,
-                         allow_private_fetch=allow_private_fetch, executor=executor,
-                         temporal=temporal)
+    try:
+        return await execute(job, on_event=on_event, on_escalation=on_escalation, store=store,
+                             allow_private_fetch=allow_private_fetch, executor=executor,
+                             temporal=temporal)
+    except MissingModelKey as exc:
+        raise plainly(exc) from None
 
 
 async def run_file(
@@ -380,13 +385,23 @@ async def run_file(
     """
     if speed <= 0:
         raise ValueError(f"speed: expected a positive number, got {speed!r}")
-    return await execute(
-        prepare_file(path),
-        on_event=on_event,
-        on_escalation=on_escalation,
-        store=store,
-        speed=speed,
-        allow_private_fetch=allow_private_fetch,
-        executor=executor,
-        temporal=temporal,
-    )
+    try:
+        return await execute(
+            prepare_file(path),
+            on_event=on_event,
+            on_escalation=on_escalation,
+            store=store,
+            speed=speed,
+            allow_private_fetch=allow_private_fetch,
+            executor=executor,
+            temporal=temporal,
+        )
+    except MissingModelKey as exc:
+        raise plainly(exc) from None
+
+
+def plainly(exc: MissingModelKey) -> MissingModelKey:
+    """A missing key as the caller should see it: raised from the call they made, not
+    from fanout's insides (its traceback is their line and ours, a few frames instead of
+    a screenful); its one-line message names the variable to export."""
+    return exc.with_traceback(None)

@@ -33,11 +33,13 @@ from coordinator.api.run import (
     Prepared,
     StoreLike,
     execute,
+    plainly,
     prepare_ask,
     prepare_file,
 )
 from coordinator.report import CoverageReport
 from subagents.loop import ProgressEvent
+from subagents.models.factory import MissingModelKey
 
 __all__ = ["JobEvents", "ask_events", "run_file_events"]
 
@@ -60,6 +62,8 @@ class JobEvents:
             return await self._receive.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._receive.close()
+            if isinstance(self._error, MissingModelKey):
+                raise plainly(self._error) from None
             if self._error is not None:
                 raise self._error from None
             raise StopAsyncIteration from None

@@ -25,6 +25,12 @@ from coordinator.cli.temporal import add_run_options
 from coordinator.jobfile.ask import build_ask_job
 from subagents.models.spend import TokenBudget
 
+NO_MODEL_HINT = (
+    "no model: a retrieval-only answer, the best passages, each cited [n]",
+    "for a model to plan and write the answer: --model PROVIDER:NAME",
+)
+"""What ``fanout ask`` without a model says on stderr before it runs."""
+
 
 def add_ask_parser(sub: Any) -> None:
     """Register ``fanout ask`` on the subcommand parser."""
@@ -114,10 +120,9 @@ def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         max_tokens=args.max_tokens,
     )
     if scenario.job.answer == "extractive" and not args.json:
-        err.print(
-            "no model: a retrieval-only answer (the best passages, cited); give --model "
-            "PROVIDER:NAME for a model to plan and write it"
-        )
+        # Each line within 78 columns: an 80-column terminal does not wrap it mid-word.
+        for line in NO_MODEL_HINT:
+            err.print(line, markup=False, highlight=False)
     args.ask = False  # no interactive escalation handler for ask
     if args.executor == "temporal":
         from coordinator.cli.temporal import check_temporal_options, run_temporal

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -60,10 +61,14 @@ def cmd_index(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         sys.stdout.write(dump(stats.to_json()) + "\n")
         return EXIT_OK
-    table = Table(title=f"index of {escape(stats.folder)}", title_justify="left")
+    # Under 100 columns the rules between columns go: every heading stays whole in 80.
+    narrow = out.width < 100
+    table = Table(title=f"index of {escape(stats.folder)}", title_justify="left",
+                  box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
+                  show_edge=not narrow, pad_edge=not narrow)
     for column in ("added", "updated", "removed", "unchanged", "skipped", "documents",
                    "passages", "size"):
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", no_wrap=True)
     table.add_row(
         str(stats.added), str(stats.updated), str(stats.removed), str(stats.unchanged),
         str(len(stats.skipped)), str(stats.documents), str(stats.passages),

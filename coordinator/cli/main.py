@@ -8,11 +8,13 @@ Output for people goes through rich; ``--json`` prints one JSON document for pro
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -45,11 +47,44 @@ TRACED_COMMANDS = frozenset({"run", "ask", "resume", "replay", "serve", "worker"
 class _Parser(argparse.ArgumentParser):
     """argparse without abbreviations: ``--doc`` is not taken for ``--docs``, nor any
     prefix for an option that happens to start with it (a future option would change what
-    it means)."""
+    it means). A misspelled option or command is told the nearest one: "did you mean
+    --docs?"."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        # The options it takes, kept as they are added (argparse lists them only in
+        # private attributes).
+        self.options: list[str] = []
         super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """argparse's ``add_argument``, the option's names kept for "did you mean"."""
+        action = super().add_argument(*args, **kwargs)
+        self.options += [o for o in action.option_strings if o.startswith("--")]
+        return action
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with the usage and ``message``, and the nearest option or command."""
+        super().error(message + did_you_mean(self.options, message))
+
+
+def did_you_mean(options: Sequence[str], message: str) -> str:
+    """" (did you mean --docs?)" for an argparse error about an unknown option close to
+    one of ``options``, or an invalid choice close to one of its choices; else ""."""
+    unknown = re.match(r"unrecognized arguments: (.*)", message)
+    if unknown:
+        guesses = []
+        for word in unknown.group(1).split():
+            if word.startswith("-"):
+                close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1)
+                guesses += close
+        return f" (did you mean {' '.join(dict.fromkeys(guesses))}?)" if guesses else ""
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        choices = re.findall(r"'([^']*)'", choice.group(2))
+        close = difflib.get_close_matches(choice.group(1), choices, n=1)
+        return f" (did you mean {close[0]!r}?)" if close else ""
+    return ""
 
 
 class _CommandParser(_Parser):

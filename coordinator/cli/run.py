@@ -224,7 +224,8 @@ def run_live(
         scenario, spec_text, file, speed=args.speed,
         policy=research_policy(args),
     )
-    hooks = Hooks(observer=board, handler=handler, on_plan=board.plan, on_recorded=on_recorded)
+    hooks = Hooks(observer=board, handler=handler, on_plan=board.plan,
+                  on_followups=board.follow_up, on_recorded=on_recorded)
     executor = LocalExecutor(store, start=start, clock=clock)
     try:
         report = _execute(
@@ -300,7 +301,7 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     board, live, handler = _live(start.scenario.job, args, out, speed)
     request = RunRequest(start.scenario, row.spec_text, row.file, speed=speed)
-    hooks = Hooks(observer=board, handler=handler)
+    hooks = Hooks(observer=board, handler=handler, on_followups=board.follow_up)
     executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
     try:
         report = _execute(lambda: executor.execute(request, hooks), live, handler, [recorder])

@@ -337,7 +337,8 @@ async def _follow(
         return await executor.follow(run_id, handle, Hooks(on_notice=say))
     with BoardLive(board, console=out, refresh_per_second=8):
         return await executor.follow(
-            run_id, handle, Hooks(observer=board, on_plan=board.plan, on_notice=say)
+            run_id, handle, Hooks(observer=board, on_plan=board.plan,
+                                  on_followups=board.follow_up, on_notice=say)
         )
 
 

@@ -157,7 +157,10 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
             # A passage the search ranked higher is a little more likely to answer.
             cands.append((score + 0.1 / (1 + rank), rank, item, text, seg))
     cands.sort(key=lambda c: (-c[0], c[1], c[4].start))
-    chosen = cands[:count]
+    # A sentence far weaker than the best is no part of the answer (the best of an
+    # unrelated passage is not quoted to fill the lines).
+    floor = 0.3 * cands[0][0] if cands and terms else 0.0
+    chosen = [c for c in cands[:count] if c[0] >= floor]
     # Document order: by source number, then by where the passage is in its document.
     chosen.sort(key=lambda c: (c[2].n, c[2].start or 0, c[4].start))
     return [(item, text, seg) for _, _, item, text, seg in chosen]
@@ -205,25 +208,31 @@ def extractive_answer(report: CoverageReport) -> tuple[str | None, list[Source]]
     for item in evidence(sections):
         by_subtask.setdefault(item.subtask_id, []).append(item)
     per = _ALONE if len(sections) == 1 else PER_SUBTASK
-    lines: list[str] = []
-    used: set[int] = set()
+    picked: list[tuple[int, str, Segment]] = []
     chars = 0
     for section in _order(report):
         items = by_subtask.get(section.subtask_id, [])
         if not items:
             continue
         for item, text, seg in _pick(items, section.query, per):
-            if len(lines) == MAX_PASSAGES:
+            if len(picked) == MAX_PASSAGES:
                 break
-            line = _line(text, seg, item.n)
-            if chars + len(line) > MAX_CHARS:
+            size = len(_line(text, seg, item.n))
+            if chars + size > MAX_CHARS:
                 continue
-            lines.append(line)
-            used.add(item.n)
-            chars += len(line)
-    if not lines:
+            picked.append((item.n, text, seg))
+            chars += size
+    if not picked:
         return None, []
-    return "\n".join(lines), [s for s in sources if s.n in used]
+    # Numbered 1, 2, … in the order the lines cite them, so the list under them has no
+    # holes; only fanout's own citations are numbered (a page's "[4]" stays as written).
+    new: dict[int, int] = {}
+    for n, _, _ in picked:
+        new.setdefault(n, len(new) + 1)
+    lines = [_line(text, seg, new[n]) for n, text, seg in picked]
+    cited = sorted((s.model_copy(update={"n": new[s.n]}) for s in sources if s.n in new),
+                   key=lambda s: s.n)
+    return "\n".join(lines), cited
 
 
 def with_extractive_answer(report: CoverageReport, reason: str | None) -> CoverageReport:

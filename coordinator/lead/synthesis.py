@@ -5,7 +5,8 @@ The lead model is shown the numbered sources (:mod:`coordinator.sources`), every
 and every gap (subtask, category, trigger, what was tried, alternatives), and told to
 cite ``[n]`` after each claim and to say what is missing. Its text is checked
 (:func:`coordinator.lead.checks.check_answer`, ``answer.checks``); one that passes becomes
-``answer.text`` (``answer.kind: model``) and ``answer.sources`` are the sources it cites.
+``answer.text`` (``answer.kind: model``, its citations renumbered over the sources it
+cites) and ``answer.sources`` are the sources it cites.
 One that echoes fanout's instructions, was cut off, cites a source the run does not
 have, or cites nothing while there are sources is not the answer: it goes to
 ``answer.rejected``, the answer is extractive (:mod:`coordinator.lead.extractive`) and a
@@ -27,7 +28,7 @@ from coordinator.lead.extractive import with_extractive_answer
 from coordinator.lead.streaming import AnswerStream
 from coordinator.lead.synthesis_prompt import SYSTEM, fitted_prompt
 from coordinator.report import CoverageReport
-from coordinator.sources import cited_sources, number_sources, source_texts
+from coordinator.sources import number_sources, renumbered, source_texts
 from subagents.models.base import UserMessage
 from subagents.models.endpoints.facts import EndpointFacts
 from subagents.planners.search import probe_endpoint_of
@@ -104,25 +105,25 @@ def checked_answer(
     answer = report.answer
     # Sources are those the text cites by number (or, as scripted turns written before
     # numbered sources do, by a subtask id with findings); naming a gap is not citing it.
+    # The text is checked as it is shown: its citations renumbered over the sources it
+    # cites (the model saw the run's numbering; the reader sees a list without holes).
     ids = [s.subtask_id for s in answer.sections if s.findings]
     sources, _ = number_sources(answer.sections)
+    # Any subtask's id in brackets goes: one without sources (a gap's) cites nothing.
+    shown, cited, new = renumbered(text, sources, [s.subtask_id for s in answer.sections])
+    texts = source_texts(answer.sections)
     checks = check_answer(
-        text,
+        shown,
         stop_reason=stop_reason,
-        sources=sources,
-        texts=source_texts(answer.sections),
+        sources=cited,
+        texts={new[n]: t for n, t in texts.items() if n in new},
         subtask_ids=ids,
         question=answer.query,
     )
     reason = rejection_reason(checks.model_dump(), has_sources=bool(sources))
     if reason is None:
-        update = {
-            "text": text,
-            "sources": cited_sources(text, sources, ids),
-            "kind": "model",
-            "checks": checks,
-            "verified": True,
-        }
+        update = {"text": shown, "sources": cited, "kind": "model", "checks": checks,
+                  "verified": True}
         return report.model_copy(update={"answer": answer.model_copy(update=update)}), None
     rejected = answer.model_copy(update={"rejected": text, "checks": checks})
     return with_extractive_answer(report.model_copy(update={"answer": rejected}), reason), reason

@@ -1,14 +1,17 @@
 """One line per gap the lead followed up (DESIGN §11), the same in every view.
 
-"patents — permission_denied → filled by patents_web (web_search)", or "… → follow-up
-patents_web: gap" when the follow-up did not cover it either. Built from the report's
-wire form, so the terminal, Markdown and HTML views say the same words.
+"patents — access denied → filled by patents_web (web_search)", or "… → not filled
+(follow-up patents_web: gap)" when the follow-up did not cover it either; the gap's cause
+in plain words (:mod:`coordinator.views.words`). Built from the report's wire form, so
+the terminal, Markdown and HTML views say the same words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from coordinator.views.words import trigger_words
 
 _MODEL_TOOL = "model"  # a model's own words are not a tool's evidence
 
@@ -23,27 +26,36 @@ def _tools(report: Mapping[str, Any], subtask_id: str) -> str:
     return ""
 
 
-def followup_lines(report: Mapping[str, Any]) -> dict[str, str]:
-    """Per gap with a follow-up, its line: filled by whom (with which tools), or not."""
+def followup_outcomes(report: Mapping[str, Any]) -> dict[str, str]:
+    """Per gap with a follow-up, what came of it: "filled by patents_web (web_search)", or
+    "not filled (follow-up patents_web: gap)"."""
     rows = report.get("subtasks", [])
     planned: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         if row.get("followup_of"):
             planned.setdefault(str(row["followup_of"]), []).append(row)
-    lines: dict[str, str] = {}
+    outcomes: dict[str, str] = {}
     for gap in report.get("gaps", []):
         sid = str(gap.get("subtask_id"))
         if sid not in planned:
             continue
-        head = f"{sid} — {gap.get('trigger')} → "
         filled = gap.get("filled_by") or []
         if filled:
             parts = []
             for fid in filled:
                 tools = _tools(report, fid)
                 parts.append(f"{fid} ({tools})" if tools else str(fid))
-            lines[sid] = head + "filled by " + ", ".join(parts)
+            outcomes[sid] = "filled by " + ", ".join(parts)
         else:
             tried = ", ".join(f"{r.get('id')}: {r.get('status')}" for r in planned[sid])
-            lines[sid] = head + f"not filled (follow-up {tried})"
-    return lines
+            outcomes[sid] = f"not filled (follow-up {tried})"
+    return outcomes
+
+
+def followup_lines(report: Mapping[str, Any]) -> dict[str, str]:
+    """Per gap with a follow-up, its line: the gap, its cause, filled by whom or not."""
+    causes = {str(g.get("subtask_id")): g.get("trigger") for g in report.get("gaps", [])}
+    return {
+        sid: f"{sid} — {trigger_words(causes[sid])} → {outcome}"
+        for sid, outcome in followup_outcomes(report).items()
+    }

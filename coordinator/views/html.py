@@ -1,14 +1,13 @@
 """The HTML report: one self-contained page (inline CSS and SVG, no scripts) for people.
 
 A pure function of the stored report, trace and run metadata, so any stored run can be
-rendered again. Every string from them goes through :func:`html.escape`.
+rendered again. Every string from them goes through :func:`html.escape`
+(:mod:`coordinator.views.html_text`, which also renders a finding's data as text).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from html import escape
 from typing import Any
 
 from coordinator.views.answer_marks import (
@@ -18,31 +17,19 @@ from coordinator.views.answer_marks import (
     nothing_missing,
 )
 from coordinator.views.followups import followup_lines
+from coordinator.views.html_text import cut, esc, finding_html, link, linked, pill
+from coordinator.views.not_covered import filled_lines, missing_lines
 from coordinator.views.style import CSS, OUTCOME_BADGE, STATUS_COLOURS
 from coordinator.views.timeline import legend_html, seconds, timeline_svg
+from coordinator.views.words import gap_line, trigger_words
 
-_MAX_TEXT = 280  # characters of one finding value before it is cut
 _MAX_REJECTED = 4000  # characters of a rejected answer shown (all of it is in the JSON)
-_MAX_ITEMS = 12  # list items shown per finding before "… n more"
 _STATUS_ORDER = ("complete", "empty", "partial", "gap")
-
-
-def _e(value: object) -> str:
-    """``value`` as text escaped for HTML content and attribute values alike."""
-    return escape(str(value), quote=True)
 
 
 def _breakable(value: object) -> str:
     """Escaped text that may wrap after an underscore (long ids in narrow columns)."""
-    return _e(value).replace("_", "_<wbr>")
-
-
-def _cut(text: str, limit: int = _MAX_TEXT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _compact(value: object) -> str:
-    return _cut(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
+    return esc(value).replace("_", "_<wbr>")
 
 
 def _pct(share: float) -> str:
@@ -57,15 +44,11 @@ def _when(value: object) -> str:
 
 
 def _badge(text: str, colour: str, extra: str = "") -> str:
-    return f'<span class="badge {extra}" style="background:{colour}">{_e(text)}</span>'
+    return f'<span class="badge {extra}" style="background:{colour}">{esc(text)}</span>'
 
 
 def _status_badge(status: str) -> str:
     return _badge(status, STATUS_COLOURS.get(status, "#868e96"))
-
-
-def _pill(text: object, kind: object = "") -> str:
-    return f'<span class="pill {_e(kind)}">{_e(text)}</span>'
 
 
 def _header(report: Mapping[str, Any], run: Mapping[str, Any] | None) -> str:
@@ -76,26 +59,26 @@ def _header(report: Mapping[str, Any], run: Mapping[str, Any] | None) -> str:
             f"<span><b>{len(report.get('subtasks', []))}</b> subtasks</span>"]
     if run:
         if run.get("id"):
-            meta.append(f'<span>run <b class="mono">{_e(run["id"])}</b></span>')
+            meta.append(f'<span>run <b class="mono">{esc(run["id"])}</b></span>')
         if run.get("status"):
-            meta.append(f"<span>status <b>{_e(run['status'])}</b></span>")
+            meta.append(f"<span>status <b>{esc(run['status'])}</b></span>")
         for key in ("started", "finished"):
             if run.get(key):
-                meta.append(f"<span>{key} <b>{_e(_when(run[key]))}</b></span>")
+                meta.append(f"<span>{key} <b>{esc(_when(run[key]))}</b></span>")
         if run.get("file") or run.get("job"):
-            meta.append(f'<span>job <b class="mono">{_e(run.get("file") or run.get("job"))}'
+            meta.append(f'<span>job <b class="mono">{esc(run.get("file") or run.get("job"))}'
                         "</b></span>")
         if int(run.get("sessions") or 1) > 1:
-            meta.append(f"<span><b>{_e(run['sessions'])}</b> sessions</span>")
+            meta.append(f"<span><b>{esc(run['sessions'])}</b> sessions</span>")
     return ('<header><div class="eyebrow">fanout · coverage report</div>'
-            f'<h1>{_e(report.get("query", ""))}</h1>'
+            f'<h1>{esc(report.get("query", ""))}</h1>'
             f'<div class="meta">{"".join(meta)}</div></header>')
 
 
 def _banner(run: Mapping[str, Any] | None) -> str:
     status = (run or {}).get("status")
     if status == "interrupted":
-        rid = _e((run or {}).get("id") or "RUN_ID")
+        rid = esc((run or {}).get("id") or "RUN_ID")
         return ('<div class="banner interrupted" role="alert">⚠ This run was interrupted — '
                 f"<code>fanout resume {rid}</code> continues it. The report below shows what "
                 "was recorded before it stopped.</div>")
@@ -106,26 +89,41 @@ def _banner(run: Mapping[str, Any] | None) -> str:
 
 
 def _coverage(report: Mapping[str, Any]) -> str:
+    """The coverage card: the share, the weights it counts (as the report counts them:
+    complete and empty subtasks, and gaps a follow-up filled), a bar of the subtasks."""
     subtasks = list(report.get("subtasks", []))
+    filled = {str(g.get("subtask_id")): g.get("filled_by") or []
+              for g in report.get("gaps", []) if g.get("filled_by")}
     total = sum(float(s.get("weight", 1.0)) for s in subtasks) or float(len(subtasks) or 1)
     covered = sum(float(s.get("weight", 1.0)) for s in subtasks
-                  if s.get("status") in ("complete", "empty"))
+                  if s.get("status") in ("complete", "empty") or str(s.get("id")) in filled)
     order = {status: i for i, status in enumerate(_STATUS_ORDER)}
     segs = []
     for s in sorted(subtasks, key=lambda s: order.get(str(s.get("status")), 9)):
         status = str(s.get("status", ""))
         weight = float(s.get("weight", 1.0))
-        tip = f"{s.get('id')}: {status}, weight {weight:g} ({_pct(weight / total)})"
-        segs.append(f'<div class="seg {_e(status)}" style="flex:{weight:g} 1 0;background:'
-                    f'{STATUS_COLOURS.get(status, "#868e96")}" title="{_e(tip)}">'
-                    f'{_e(s.get("id"))}</div>')
+        by = filled.get(str(s.get("id")))
+        tip = (f"{s.get('id')}: {status}{', filled by ' + ', '.join(by) if by else ''}, "
+               f"weight {weight:g} ({_pct(weight / total)})")
+        segs.append(f'<div class="seg {esc(status)}{" filled" if by else ""}" '
+                    f'style="flex:{weight:g} 1 0;background:'
+                    f'{STATUS_COLOURS.get(status, "#868e96")}" title="{esc(tip)}">'
+                    f'{esc(s.get("id"))}</div>')
     counts = {st: sum(s.get("status") == st for s in subtasks) for st in _STATUS_ORDER}
     legend = "".join(f'<span class="key"><i style="background:{STATUS_COLOURS[st]}"></i>'
                      f"{st} ({counts[st]})</span>" for st in _STATUS_ORDER)
+    if filled:
+        legend += ('<span class="key"><i class="filled-key"></i>'
+                   f"gap filled by a follow-up ({len(filled)})</span>")
+    what = "complete and empty subtasks"
+    if filled:
+        what += ", and " + ", ".join(esc(sid) for sid in filled) + (
+            ", whose gap a follow-up filled" if len(filled) == 1
+            else ", whose gaps follow-ups filled")
     return ('<section class="card" id="coverage"><h2>Coverage</h2><div class="cov-head">'
             f'<span class="cov-pct">{_pct(float(report.get("coverage", 0.0)))}</span>'
-            f'<span class="cov-sub">weighted share answered: {covered:g} of {total:g} weight '
-            "(complete and empty subtasks count as covered)</span></div>"
+            f'<span class="cov-sub">covered: {covered:g} of {total:g} weight ({what})'
+            "</span></div>"
             f'<div class="covbar" role="img" aria-label="coverage by subtask">{"".join(segs)}'
             f'</div><div class="legend">{legend}</div></section>')
 
@@ -148,20 +146,23 @@ def _gaps(report: Mapping[str, Any]) -> str:
     followups = followup_lines(report)
     for g in gaps:
         followed = followups.get(str(g.get("subtask_id")))
-        note = f'<br><span class="note">{_e(followed)}</span>' if followed else ""
-        alternatives = "".join(f"<li>{_e(a)}</li>" for a in g.get("alternatives", []))
+        note = f'<br><span class="note">{esc(followed)}</span>' if followed else ""
+        alternatives = "".join(f"<li>{esc(a)}</li>" for a in g.get("alternatives", []))
         category = g.get("errorCategory")
-        trigger = _e(g.get("trigger"))
+        # The wire's trigger for those who match on it, and what it means in words.
+        trigger = (f'<code>{esc(g.get("trigger"))}</code><br><span class="note">'
+                   f'{esc(trigger_words(g.get("trigger")))}</span>')
         if g.get("original_trigger"):
-            trigger += f'<br><span class="note">was {_e(g["original_trigger"])}</span>'
+            was = esc(g["original_trigger"])
+            trigger += f'<br><span class="note">was <code>{was}</code></span>'
         rows.append(
             f'<tr><td><b>{_breakable(g.get("subtask_id"))}</b></td>'
-            f"<td>{_pill(category, category) if category else _pill('none')}</td>"
-            f"<td><code>{trigger}</code></td><td>{_pill(g.get('route'), g.get('route'))}</td>"
-            f'<td class="mono">{_e(_cut(str(g.get("attempted_query", ""))))}</td>'
+            f"<td>{pill(category, category) if category else pill('none')}</td>"
+            f"<td>{trigger}</td><td>{pill(g.get('route'), g.get('route'))}</td>"
+            f'<td class="mono">{esc(cut(str(g.get("attempted_query", ""))))}</td>'
             f'<td class="num">{len(g.get("partial_results", []))}</td>'
             f"<td>{f'<ul>{alternatives}</ul>' if alternatives else '–'}</td>"
-            f"<td>{_e(g.get('message', ''))}{note}</td></tr>")
+            f"<td>{esc(g.get('message', ''))}{note}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("subtask", "category", "trigger", "route",
                                               "attempted query", "partial", "alternatives",
                                               "message"))
@@ -179,110 +180,50 @@ def _escalations(report: Mapping[str, Any]) -> str:
         body = "<p>No escalations: nothing was handed to a person.</p>"
     else:
         items = []
-        for esc in escalations:
-            tool = f" · tool <code>{_e(esc['tool'])}</code>" if esc.get("tool") else ""
-            traces = ", ".join(f"<code>{_e(t)}</code>" for t in esc.get("trace_ids", []))
-            decision = decisions.get(esc.get("subtask_id"))
+        for e in escalations:
+            tool = f" · tool <code>{esc(e['tool'])}</code>" if e.get("tool") else ""
+            traces = ", ".join(f"<code>{esc(t)}</code>" for t in e.get("trace_ids", []))
+            decision = decisions.get(e.get("subtask_id"))
             items.append(
-                f'<div class="esc"><h3>{_e(esc.get("subtask_id"))} '
-                f"{_pill(esc.get('errorCategory') or 'none', esc.get('errorCategory') or '')} "
-                f"<code>{_e(esc.get('trigger'))}</code></h3>"
-                f"<p>{_e(esc.get('message', ''))}</p>"
-                f'<p class="note">{_e(esc.get("error_type") or "no error type")} · '
-                f"{_e(esc.get('attempts', 0))} attempt(s){tool}"
+                f'<div class="esc"><h3>{esc(e.get("subtask_id"))} '
+                f"{pill(e.get('errorCategory') or 'none', e.get('errorCategory') or '')} "
+                f"<code>{esc(e.get('trigger'))}</code></h3>"
+                f"<p>{esc(e.get('message', ''))}</p>"
+                f'<p class="note">{esc(e.get("error_type") or "no error type")} · '
+                f"{esc(e.get('attempts', 0))} attempt(s){tool}"
                 f"{' · traces ' + traces if traces else ''}</p>"
-                + (f"<p><b>decision:</b> {_e(decision)}</p>" if decision else "")
+                + (f"<p><b>decision:</b> {esc(decision)}</p>" if decision else "")
                 + "</div>")
         body = "".join(items)
     return (f'<section class="card" id="escalations"><h2>Escalations <span class="count">'
             f"{len(escalations)}</span></h2>{body}</section>")
 
 
-def _data_html(data: object, depth: int = 0) -> str:
-    """A finding's data, compactly: lists as bullets, dicts as key: value, long JSON cut."""
-    if isinstance(data, dict):
-        if not data:
-            return "<em>{}</em>"
-        items = [f'<li><span class="k">{_e(k)}:</span> {_value_html(v, depth)}</li>'
-                 for k, v in list(data.items())[:_MAX_ITEMS]]
-        return f"<ul>{''.join(items)}{_more(len(data))}</ul>"
-    if isinstance(data, list):
-        if not data:
-            return "<em>no items</em>"
-        items = [f"<li>{_value_html(v, depth)}</li>" for v in data[:_MAX_ITEMS]]
-        return f"<ul>{''.join(items)}{_more(len(data))}</ul>"
-    return _e(_cut(str(data)))
-
-
-def _link(url: object, text: str | None = None) -> str | None:
-    """A link to ``url`` if it is an http(s) URL (never ``javascript:`` or ``data:``),
-    escaped and opening outside the report; None for anything else."""
-    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
-        return None
-    return (f'<a href="{_e(url)}" target="_blank" rel="noopener noreferrer nofollow">'
-            f"{_e(text if text is not None else _cut(url))}</a>")
-
-
-def _value_html(value: object, depth: int) -> str:
-    if isinstance(value, dict) and (link := _link(value.get("url"),
-                                                 str(value.get("title") or value.get("url")))):
-        # A search result or a cited page: its link, then what else it says.
-        rest = {k: v for k, v in value.items() if k not in ("url", "title")}
-        return link + (f" <code>{_e(_compact(rest))}</code>" if rest else "")
-    if isinstance(value, dict | list) and value:
-        if depth < 1 and (isinstance(value, list) or len(value) <= _MAX_ITEMS):
-            return _data_html(value, depth + 1)
-        return f"<code>{_e(_compact(value))}</code>"
-    if isinstance(value, dict | list):
-        return f"<code>{_e(_compact(value))}</code>"
-    return _link(value) or _e(_cut(str(value)))
-
-
-def _more(n: int) -> str:
-    return f'<li class="note">… {n - _MAX_ITEMS} more</li>' if n > _MAX_ITEMS else ""
-
-
-def _finding(f: Mapping[str, Any]) -> str:
-    flags = ""
-    if f.get("empty"):
-        flags += " " + _pill("empty: no matches")
-    if f.get("complete") is False:
-        flags += " " + _pill("partial data", "gap")
-    body = "" if f.get("empty") and not f.get("data") else _data_html(f.get("data"))
-    args = f.get("args")
-    tip = f' title="{_e(_compact(args))}"' if args else ""
-    # The page or document the finding was read from: a link where it is on the web.
-    where = f.get("url") or f.get("path")
-    source = ""
-    if where:
-        source = " " + (_link(where, str(f.get("title") or where))
-                        or f"<code>{_e(where)}</code>")
-    return (f'<div class="finding"><span class="tool"{tip}>{_e(f.get("tool"))}</span>{flags}'
-            f"{source}{body}</div>")
-
-
 def _answer(report: Mapping[str, Any]) -> str:
+    """What each subtask found: its findings as readable text, its gap in plain words."""
     answer = report.get("answer") or {}
+    gaps = {str(g.get("subtask_id")): g for g in report.get("gaps", [])}
     cards = []
     for s in answer.get("sections", []):
         status = str(s.get("status", ""))
         covered = (_badge("covered", "#2f9e44") if s.get("covered")
                    else _badge("not covered", "#c92a2a"))
-        findings = "".join(_finding(f) for f in s.get("findings", []))
+        findings = "".join(finding_html(f) for f in s.get("findings", []))
         if not findings:
             findings = '<p class="note">No findings.</p>'
-        gap = f'<div class="gapline">gap: {_e(s["gap"])}</div>' if s.get("gap") else ""
+        said = gap_line(gaps[s["subtask_id"]]) if s.get("subtask_id") in gaps else s.get("gap")
+        gap = f'<div class="gapline">gap: {esc(said)}</div>' if s.get("gap") else ""
         cards.append(
             f'<article class="section" style="border-top-color:'
             f'{STATUS_COLOURS.get(status, "#868e96")}"><div class="head">'
-            f'<h3>{_e(s.get("subtask_id"))}</h3>{_status_badge(status)}{covered}'
+            f'<h3>{esc(s.get("subtask_id"))}</h3>{_status_badge(status)}{covered}'
             f'<span class="badge soft">weight {float(s.get("weight", 1.0)):g}</span></div>'
-            f'<div class="q">{_e(s.get("query", ""))}</div>{findings}{gap}</article>')
-    missing = "".join(f"<li>{_e(m)}</li>" for m in answer.get("missing", []))
+            f'<div class="q">{esc(s.get("query", ""))}</div>{findings}{gap}</article>')
+    missing = "".join(f"<li>{esc(m)}</li>" for m in missing_lines(report))
     missing_html = (f'<h3 style="margin-top:18px">Missing</h3><ul class="missing">{missing}</ul>'
-                    if missing else f'<p class="note">{_e(_nothing(answer))}</p>')
-    return ('<section class="card" id="answer"><h2>The answer</h2>'
-            f'<p class="summary">{_e(answer.get("summary", ""))}</p>'
+                    if missing else f'<p class="note">{esc(_nothing(answer))}</p>')
+    return ('<section class="card" id="answer"><h2>What each subtask found</h2>'
+            f'<p class="summary">{esc(answer.get("summary", ""))}</p>'
             f'<div class="sections">{"".join(cards)}</div>{missing_html}</section>')
 
 
@@ -290,16 +231,16 @@ def _source(source: Mapping[str, Any]) -> str:
     """One numbered source: a link only for an http(s) URL (never ``javascript:``), all
     of it escaped — titles and URLs come from the web."""
     url, path = source.get("url"), source.get("path")
-    title = _e(source.get("title") or url or path or source.get("tool", ""))
-    link = _link(url, str(source.get("title") or url))
-    if link is not None:
-        shown = f'{link} <span class="where">{_e(url)}</span>'
+    title = esc(source.get("title") or url or path or source.get("tool", ""))
+    anchor = link(url, str(source.get("title") or url))
+    if anchor is not None:
+        shown = f'{anchor} <span class="where">{esc(url)}</span>'
     elif url or path:
-        shown = f'{title} <code>{_e(url or path)}</code>'
+        shown = f'{title} <code>{esc(url or path)}</code>'
     else:
         shown = title  # a tool's result: its name is the title
     return (f'<li value="{int(source.get("n", 0))}">{shown} '
-            f'{_pill(source.get("subtask", ""))}</li>')
+            f'{pill(source.get("subtask", ""))}</li>')
 
 
 def _marked(line: list[tuple[str, list[str]]]) -> str:
@@ -307,11 +248,11 @@ def _marked(line: list[tuple[str, list[str]]]) -> str:
     parts = []
     for sentence, marks in line:
         if not marks:
-            parts.append(_e(sentence))
+            parts.append(esc(sentence))
             continue
         shown = "; ".join(marks)
-        parts.append(f'<span class="unverified" title="{_e(shown)}">{_e(sentence)}</span>'
-                     + "".join(f' <span class="check-mark">{_e(m)}</span>' for m in marks))
+        parts.append(f'<span class="unverified" title="{esc(shown)}">{esc(sentence)}</span>'
+                     + "".join(f' <span class="check-mark">{esc(m)}</span>' for m in marks))
     return " ".join(parts)
 
 
@@ -323,17 +264,17 @@ def _synthesis(report: Mapping[str, Any]) -> str:
     body = ""
     note = extractive_note(answer)
     if note is not None:
-        body += f'<p class="extractive-note">{_e(note)}</p>'
+        body += f'<p class="extractive-note">{esc(note)}</p>'
     marked = marked_lines(answer)
     if marked is not None:
         body += "".join(f'<p class="synthesis">{_marked(line)}</p>' for line in marked)
     elif answer.get("text"):
         paragraphs = [p for p in str(answer["text"]).split("\n") if p.strip()]
         if note is not None:  # an extractive answer's passages, one a line: a list
-            items = "".join(f"<li>{_e(p)}</li>" for p in paragraphs)
+            items = "".join(f"<li>{linked(p)}</li>" for p in paragraphs)
             body += f'<ul class="synthesis passages">{items}</ul>'
         else:
-            body += "".join(f'<p class="synthesis">{_e(p)}</p>' for p in paragraphs)
+            body += "".join(f'<p class="synthesis">{linked(p)}</p>' for p in paragraphs)
     if answer.get("text"):
         sources = answer.get("sources") or []
         if sources:
@@ -344,14 +285,17 @@ def _synthesis(report: Mapping[str, Any]) -> str:
     error = answer.get("synthesis_error")
     if error:
         body += (f'<p class="synthesis-error">The lead agent\'s synthesis failed: '
-                 f'{_e(error.get("message", ""))}</p>')
+                 f'{esc(error.get("message", ""))}</p>')
     if answer.get("rejected"):
         body += ('<details class="rejected"><summary>The model\'s rejected answer</summary>'
-                 f'<pre>{_e(_cut(str(answer["rejected"]), _MAX_REJECTED))}</pre></details>')
-    missing = "".join(f"<li>{_e(m)}</li>" for m in answer.get("missing", []))
+                 f'<pre>{esc(cut(str(answer["rejected"]), _MAX_REJECTED))}</pre></details>')
+    missing = "".join(f"<li>{esc(m)}</li>" for m in missing_lines(report))
     body += ("<h3>Not covered</h3>"
              + (f'<ul class="missing">{missing}</ul>' if missing
-                else f"<p>{_e(nothing_missing(answer).capitalize())}.</p>"))
+                else f"<p>{esc(nothing_missing(answer).capitalize())}.</p>"))
+    filled = "".join(f"<li>{esc(m)}</li>" for m in filled_lines(report))
+    if filled:
+        body += f'<h3>Covered by a follow-up</h3><ul class="missing">{filled}</ul>'
     return f'<section class="card" id="synthesis"><h2>Answer</h2>{body}</section>'
 
 
@@ -382,7 +326,7 @@ def render_html(
     return ("<!DOCTYPE html>\n"
             '<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{_e(title)}</title><style>{CSS}</style></head>"
+            f"<title>{esc(title)}</title><style>{CSS}</style></head>"
             f"<body><main>{body}<footer>generated by fanout · every time is seconds since the "
             "job started</footer></main></body></html>\n")
 

@@ -1,12 +1,19 @@
-"""The live display of ``fanout run``: one line per subagent and the coverage so far."""
+"""The live display of ``fanout run``: one line per subagent and the coverage so far.
+
+It fits the terminal: one line per row whatever its width (columns are cut short with
+"…", and the less important ones left out below 100 and 60 columns), and its footer, the
+coverage so far, always on screen: rows that do not fit the terminal's height are
+summed up in one line (``+4 more: 3 done, 1 queued``), the finished ones first.
+"""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
@@ -14,13 +21,15 @@ from rich.text import Text
 from coordinator.job import JobSpec
 from coordinator.lead import LEAD
 from coordinator.views.terminal import STATUS_STYLE, coverage_bar
+from coordinator.views.words import failure_words, model_words, trigger_words
 from shared.envelope import ToolResult
 from subagents.loop import ProgressEvent
 from subagents.spec import SubtaskSpec
 
 
 class BoardLive(Live):
-    """rich's Live, whose last picture ends its line wherever the output goes.
+    """rich's Live, whose last picture ends its line wherever the output goes, and leaves
+    out the answer (the report printed next shows it, once).
 
     Into a file or a pipe rich prints the last picture once, at stop, without a newline
     after it (on a terminal it moves to a fresh line itself), so what came next was glued
@@ -30,6 +39,9 @@ class BoardLive(Live):
     def stop(self) -> None:
         """Stop the display; its last line ends on any output."""
         started = self.is_started
+        board = self.get_renderable()
+        if isinstance(board, LiveBoard):
+            board.closing = True
         super().stop()
         if started and not self.console.is_terminal and not self.transient:
             self.console.line()
@@ -45,43 +57,57 @@ class _Row:
     incomplete: bool = False
     wait_until: float | None = None
     last: str = ""
+    last_tool: str = ""
     trigger: str = ""
+    changed: int = 0  # when its state last changed (the board's event count)
+    followup_of: str | None = field(default=None)
 
 
 def _model_last(result: ToolResult) -> str:
     """What the model last did: the tools it called, an answer, or how its call failed."""
     if not result.ok:
-        return f"model {result.category}: {result.error_type}"
+        return f"model {failure_words(result.category, result.error_type)}"
     data = result.data if isinstance(result.data, dict) else {}
-    calls = [str(c.get("name", "?")) for c in data.get("calls") or []]
-    if calls:
-        return "model → " + ", ".join(calls)
-    return f"model answered ({data.get('stop_reason', 'end_turn')})"
+    return model_words(data)
 
 
 ANSWER_TAIL = 1200
 """Characters of the answer the live display shows (the last ones: where it is written)."""
 
 _LEAD_PHASES = {
-    "planning": "planning — choosing the subtasks",
-    "waiting": "waiting for the subtasks",
-    "synthesizing": "synthesizing — writing the answer",
+    "planning": ("planning — choosing the subtasks", "planning"),
+    "waiting": ("waiting for the subtasks", "waiting"),
+    "synthesizing": ("synthesizing — writing the answer", "writing the answer"),
 }
+# Widths below which columns go: the tool (shown in the last result instead), then the
+# attempt and finding counts.
+_FULL, _NARROW = 100, 60
+# Which rows stay when they do not all fit: what is under way, then what needs a person,
+# then what is next in line; what has finished goes first (the report lists it).
+_ACTIVE = frozenset({"running", "retrying", "thinking", "throttled", "planning", "synthesizing"})
 
 
 class LiveBoard:
-    """Collects progress events and renders them; safe to render from rich's thread."""
+    """Collects progress events and renders them; safe to render from rich's thread.
 
-    def __init__(self, job: JobSpec, *, speed: float = 1.0) -> None:
+    ``height`` fixes the lines it may take (None: the terminal's, or every row when the
+    output is not a terminal).
+    """
+
+    def __init__(self, job: JobSpec, *, speed: float = 1.0, height: int | None = None) -> None:
         self.job = job
         self.speed = speed
+        self.height = height
         self.rows = {s.id: _Row() for s in job.subtasks}
         # A job without subtasks starts with its lead planning them: its row says so
         # from the first frame (it showed `queued` through planning and synthesis).
         self.planned = bool(job.subtasks)
         if not self.planned:
             self.rows[LEAD] = _Row(state="planning")
+        # The lead's follow-ups: subtasks of weight 0, counted like any other.
+        self.followups: list[SubtaskSpec] = []
         self.started = time.monotonic()
+        self._events = itertools.count(1)
         # A line under the table when something outside the run needs a person's hand
         # (a Temporal run whose task queue no worker polls).
         self.notice: str | None = None
@@ -90,6 +116,9 @@ class LiveBoard:
         self.answer = ""
         self.answer_note = ""
         self.answer_final = False
+        # The display is stopping: its last picture stays on screen above the report,
+        # which shows the answer; the picture leaves it out, so it is printed once.
+        self.closing = False
 
     def plan(
         self, subtasks: Sequence[SubtaskSpec], at: float = 0.0, lead_gap: object = None
@@ -102,6 +131,14 @@ class LiveBoard:
         for spec in subtasks:
             self.rows.setdefault(spec.id, _Row())
 
+    def follow_up(self, specs: Sequence[SubtaskSpec], at: float = 0.0) -> None:
+        """The lead planned follow-ups for its gaps: a row for each, counted as subtasks."""
+        known = {s.id for s in self.followups}
+        for spec in specs:
+            if spec.id not in known:
+                self.followups.append(spec)
+            self.rows.setdefault(spec.id, _Row()).followup_of = spec.followup_of
+
     def __call__(self, event: ProgressEvent) -> None:
         """The observer run_job calls for every event."""
         # The lead agent's events (decomposition, synthesis) get a row of their own.
@@ -109,6 +146,7 @@ class LiveBoard:
         if event.kind in ("answer.delta", "answer"):
             self._answer(event)
             return
+        before = row.state
         if event.subtask_id == LEAD:
             self._lead_state(row, event)
         if event.kind == "state" and event.state is not None:
@@ -126,6 +164,7 @@ class LiveBoard:
             row.attempt = event.attempt or 0
         elif event.kind == "attempt" and event.result is not None:
             result = event.result
+            row.last_tool = event.tool or ""
             if event.tool == "model":
                 row.last = _model_last(result)
                 data = result.data if result.ok and isinstance(result.data, dict) else {}
@@ -136,9 +175,14 @@ class LiveBoard:
             elif result.ok:
                 row.findings += 1
                 row.incomplete = row.incomplete or not result.complete
-                row.last = "empty" if result.empty else "ok"
+                if result.empty:
+                    row.last = "nothing found"
+                else:
+                    row.last = "ok" if result.complete else "partial data"
             else:
-                row.last = f"{result.category}: {result.error_type}"
+                row.last = failure_words(result.category, result.error_type)
+        if row.state != before:
+            row.changed = next(self._events)
 
     def _answer(self, event: ProgressEvent) -> None:
         """The answer as it is written, or (``answer``) as it was checked."""
@@ -163,65 +207,204 @@ class LiveBoard:
         elif event.kind == "attempt" and self.planned and event.result and event.result.ok:
             row.state = "done"
 
-    def _state_text(self, row: _Row) -> Text:
+    def _state_text(self, row: _Row, compact: bool = False) -> Text:
+        """The row's state; ``compact``: in the few words a narrow terminal has room for."""
         if row.state == "retrying" and row.wait_until is not None:
             left = max(0.0, (row.wait_until - time.monotonic()) * self.speed)
+            if compact:
+                return Text(f"retry #{row.attempt} in {left:.1f}s", "magenta")
             return Text(f"retrying — attempt {row.attempt}, next try in {left:.1f}s", "magenta")
         if row.state == "thinking":
-            return Text("thinking — waiting on its model", STATUS_STYLE["thinking"])
+            return Text("thinking" if compact else "thinking — waiting on its model",
+                        STATUS_STYLE["thinking"])
         if row.state in _LEAD_PHASES:
-            return Text(_LEAD_PHASES[row.state], "cyan")
+            return Text(_LEAD_PHASES[row.state][compact], "cyan")
         if row.state == "throttled":
-            return Text("waiting for the rate limit", STATUS_STYLE["throttled"])
-        if row.state == "escalated" and row.trigger:
-            return Text(f"escalated — {row.trigger}", "red")
+            return Text("rate limited" if compact else "waiting for the rate limit",
+                        STATUS_STYLE["throttled"])
+        if row.state == "escalated" and row.trigger and not compact:
+            return Text(f"escalated — {trigger_words(row.trigger)}", "red")
+        if row.state == "done" and row.incomplete:
+            # Finished with partial data: the report counts it partial, not covered.
+            return Text("partial" if compact else "done — partial data", STATUS_STYLE["partial"])
         if row.state == "running" and row.attempt > 1:
-            return Text(f"running — attempt {row.attempt}", "blue")
+            return Text(f"running #{row.attempt}" if compact else
+                        f"running — attempt {row.attempt}", "blue")
         return Text(row.state, STATUS_STYLE.get(row.state, ""))
 
+    def _subtasks(self) -> list[SubtaskSpec]:
+        """Every subtask the report will count: the planned ones and the follow-ups."""
+        planned = {s.id for s in self.job.subtasks}
+        return [*self.job.subtasks, *(s for s in self.followups if s.id not in planned)]
+
     def coverage_so_far(self) -> float:
-        """The weighted share of finished subtasks that are covered so far."""
-        total = sum(s.weight for s in self.job.subtasks) or 1.0
-        covered = sum(
-            s.weight
-            for s in self.job.subtasks
-            if (row := self.rows.get(s.id, _Row())).state == "done" and not row.incomplete
-        )
-        return covered / total
+        """The weighted share of the subtasks that are covered so far, as the report counts
+        it: finished with whole data, or a gap a follow-up has filled."""
+        subtasks = self._subtasks()
+        total = sum(s.weight for s in subtasks)
 
-    def __rich__(self) -> RenderableType:
-        table = Table(title=self.job.query, title_justify="left", expand=False)
-        for column in ("subtask", "state", "tool", "attempts", "findings", "last result"):
-            table.add_column(column)
-        for sid, row in self.rows.items():
-            table.add_row(
-                sid,
-                self._state_text(row),
-                row.tool,
-                str(row.attempts),
-                str(row.findings),
-                row.last,
-            )
-        subtasks = [self.rows[s.id] for s in self.job.subtasks if s.id in self.rows]
-        done = sum(r.state in ("done", "escalated") for r in subtasks)
-        footer = Text(f"{done}/{len(subtasks)} finished   coverage so far ")
-        footer.append_text(coverage_bar(self.coverage_so_far(), width=20))
-        footer.append(f"   {time.monotonic() - self.started:.1f}s")
-        parts: list[RenderableType] = [table, footer]
-        if self.notice:
-            parts.append(Text(f"waiting: {self.notice}", style="yellow"))
-        if self.answer or self.answer_note:
-            parts.append(self._answer_text())
-        return Group(*parts)
+        def covered(sid: str) -> bool:
+            row = self.rows.get(sid, _Row())
+            return row.state == "done" and not row.incomplete
 
-    def _answer_text(self) -> Text:
-        """The answer so far: its last lines (a live display must fit the screen)."""
-        head = "answer" if self.answer_final else "answer (being written)"
-        text = Text(f"{head}:", style="bold")
-        if self.answer_note:
-            text.append(f" {self.answer_note}", style="yellow")
-        shown = self.answer
-        if len(shown) > ANSWER_TAIL:
-            shown = "…" + shown[-ANSWER_TAIL:]
-        text.append("\n" + shown)
+        filled = {s.followup_of for s in self.followups if covered(s.id)}
+        done = [s for s in subtasks if covered(s.id) or s.id in filled]
+        if total <= 0:  # weights all 0: every subtask counts the same (as the report's)
+            return len(done) / len(subtasks) if subtasks else 0.0
+        return sum(s.weight for s in done) / total
+
+    def footer(self, width: int = 80) -> Text:
+        """The line under the table: subtasks finished (follow-ups included), the coverage
+        so far, the time; in ``width`` columns."""
+        subtasks = self._subtasks()
+        done = sum(self.rows.get(s.id, _Row()).state in ("done", "escalated") for s in subtasks)
+        head = f"{done}/{len(subtasks)} subtasks finished"
+        if self.followups:
+            head += f" ({len(self.followups)} follow-up{'s' * (len(self.followups) > 1)})"
+        elapsed = f"{time.monotonic() - self.started:.1f}s"
+        coverage = self.coverage_so_far()
+        # The longest wording that fits: the count and the percentage always do.
+        heads = [head, f"{done}/{len(subtasks)} finished", f"{done}/{len(subtasks)}"]
+        tails = [("coverage so far", 20), ("covered", 20), ("covered", 10), ("covered", 0)]
+        options = [(h, label, bar) for h in heads[:2] for label, bar in tails]
+        options += [(heads[2], "covered", 0), (heads[2], "", 0)]
+        for head, label, bar in options:
+            tail = f"   {label} " + (" " * (bar + 1) if bar else "") + f"{coverage:.0%}"
+            if len(head) + len(tail) + 3 + len(elapsed) <= width:
+                break
+        text = Text(head)
+        text.append(f"   {label} " if label else " ")
+        if bar:
+            text.append_text(coverage_bar(coverage, width=bar))
+        else:
+            text.append(f"{coverage:.0%}")
+        text.append(f"   {elapsed}")
+        text.no_wrap, text.overflow = True, "ellipsis"
         return text
+
+    def _table(self, width: int, rows: list[tuple[str, _Row]], hidden: list[_Row]) -> Table:
+        """The rows as a table in ``width`` columns, a line each; ``hidden`` summed up."""
+        full, narrow = width >= _FULL, width < _NARROW
+        title = Text(self.job.query, no_wrap=True, overflow="ellipsis")
+        table = Table(title=title, title_justify="left", expand=False)
+        columns = ["subtask", "state"]
+        if full:
+            columns.append("tool")
+        if not narrow:
+            columns += ["attempts" if full else "tries", "findings" if full else "found"]
+        columns.append("last result")
+        for column in columns:
+            count = column in ("attempts", "tries", "findings", "found")
+            table.add_column(column, no_wrap=count, justify="right" if count else "left")
+
+        def cell(value: str | Text, style: str = "") -> Text:
+            text = value if isinstance(value, Text) else Text(value, style=style)
+            text.no_wrap, text.overflow = True, "ellipsis"
+            return text
+
+        for i, (sid, row) in enumerate(rows):
+            name = f"↳ {sid}" if row.followup_of else sid
+            last = row.last
+            if not full and row.last_tool and row.last_tool != "model":
+                last = f"{row.last_tool}: {last}"
+            cells: list[str | Text] = [cell(name, "italic" if sid == LEAD else ""),
+                     cell(self._state_text(row, compact=not full))]
+            if full:
+                cells.append(cell(row.tool))
+            if not narrow:
+                cells += [str(row.attempts), str(row.findings)]
+            cells.append(cell(last))
+            # The lead is no subtask: a line sets its row apart from theirs.
+            lead_ends = sid == LEAD and i < len(rows) - 1
+            table.add_row(*cells, end_section=lead_ends)
+        if hidden:
+            counts: dict[str, int] = {}
+            for row in hidden:
+                counts[row.state] = counts.get(row.state, 0) + 1
+            said = ", ".join(f"{n} {state}" for state, n in counts.items())
+            table.add_row(cell(f"+{len(hidden)} more", "dim"), cell(said, "dim"),
+                          *([""] * (len(columns) - 2)))
+        return table
+
+    def _answer_lines(self, console: Console, options: ConsoleOptions, most: int) -> list[Text]:
+        """The answer so far in at most ``most`` lines: its head and its last lines."""
+        head = Text("answer" if self.answer_final else "answer (being written)", style="bold")
+        head.append(":")
+        if self.answer_note:
+            head.append(f" {self.answer_note}", style="yellow")
+        shown = self.answer[-ANSWER_TAIL:]
+        body: list[Text] = list(Text(shown).wrap(console, options.max_width)) if shown else []
+        head_lines = list(head.wrap(console, options.max_width))
+        lines = [*head_lines, *body]
+        if len(lines) <= most:
+            return lines
+        keep = max(0, most - len(head_lines[:1]))
+        tail = body[-keep:] if keep else []
+        if tail:
+            # "…" for what came before; the line loses its first character if it is full.
+            first = tail[0][1:] if tail[0].cell_len >= options.max_width else tail[0]
+            tail[0] = Text("…") + first
+        return [*head_lines[:1], *tail]
+
+    def _fitted(
+        self, rows: list[tuple[str, _Row]], room: int
+    ) -> tuple[list[tuple[str, _Row]], list[_Row]]:
+        """The rows that fit ``room`` lines (one of them the "+N more" line), in order."""
+        if len(rows) <= room:
+            return rows, []
+        if room < 1:
+            return [], []
+        keep = room - 1
+        order = {sid: i for i, (sid, _) in enumerate(rows)}
+
+        def rank(item: tuple[str, _Row]) -> tuple[int, int]:
+            sid, row = item
+            if row.state in _ACTIVE or sid == LEAD:
+                return (0, order[sid])
+            if row.state == "escalated":
+                return (1, order[sid])
+            if row.state == "queued":
+                return (2, order[sid])
+            return (3, -row.changed)  # finished: the latest stay longest
+
+        kept = {sid for sid, _ in sorted(rows, key=rank)[:keep]}
+        return ([r for r in rows if r[0] in kept],
+                [row for sid, row in rows if sid not in kept])
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        height = self.height
+        if height is None and console.is_terminal:
+            height = options.size.height
+        rows = list(self.rows.items())
+        footer = self.footer(width)
+        extra: list[Text] = []
+        if self.notice:
+            extra.append(Text(f"waiting: {self.notice}", style="yellow"))
+        answer: list[Text] = []
+        show_answer = (self.answer or self.answer_note) and not self.closing
+        if height is None:
+            if show_answer:
+                answer = self._answer_lines(console, options, 1 << 30)
+            yield Group(self._table(width, rows, []), footer, *extra, *answer)
+            return
+        # One line is left free: a picture as tall as the terminal scrolls it by a line.
+        free = height - 1 - 1 - len(extra)
+        frame = 5  # the title, the top rule, the header, its rule, the bottom rule
+        if show_answer:
+            # The answer gets a third of the screen at most, the rows what is left.
+            wanted = free - frame - min(len(rows), 3)
+            answer = self._answer_lines(console, options, max(2, min(wanted, height // 3)))
+        room = free - frame - len(answer)
+        shown, hidden = self._fitted(rows, room)
+        if _lead_rule(shown) and len(shown) + bool(hidden) + 1 > room:
+            shown, hidden = self._fitted(rows, room - 1)  # the rule under the lead's row
+        if not shown and not hidden:
+            yield Group(footer, *extra, *answer[: max(0, free - 1)])
+            return
+        yield Group(self._table(width, shown, hidden), footer, *extra, *answer)
+
+
+def _lead_rule(rows: Sequence[tuple[str, _Row]]) -> bool:
+    """Whether the table draws a rule under the lead's row (it is not the last one)."""
+    return any(sid == LEAD for sid, _ in rows[:-1])

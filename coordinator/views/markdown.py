@@ -13,12 +13,15 @@ from typing import Any
 
 from coordinator.views.answer_marks import extractive_note, marked_lines, nothing_missing
 from coordinator.views.followups import followup_lines
+from coordinator.views.not_covered import filled_lines, missing_lines
+from coordinator.views.words import gap_line, trigger_words
 
 _MAX_TEXT = 280  # characters of one finding value before it is cut
 _MAX_ITEMS = 12  # list items shown per finding before "… n more"
 # Characters that start Markdown or inline HTML constructs; `_` is left alone because
 # GFM ignores it inside words (subtask ids like supply_chain stay readable).
 _SPECIAL = re.compile(r"([\\`*<>\[\]|#!~])")
+_SAFE_URL = re.compile(r"https?://[^\s<>`\\]+")
 
 
 def md_text(value: object) -> str:
@@ -65,25 +68,60 @@ def _table(head: list[str], rows: list[list[str]], align: str) -> list[str]:
             *("| " + " | ".join(row) + " |" for row in rows)]
 
 
+_TEXT_KEYS = ("snippet", "text", "summary", "description", "content")
+
+
+def _hit(value: object) -> str | None:
+    """A search result or a page (a dict with a ``url`` or ``path``) as one line: its
+    title, where it is, its snippet; None for any other value."""
+    if not isinstance(value, dict):
+        return None
+    url, path = value.get("url"), value.get("path")
+    where = url if isinstance(url, str) and url else path
+    if not isinstance(where, str) or not where:
+        return None
+    title = str(value.get("title") or where)
+    link = f"<{where}>" if isinstance(url, str) and _SAFE_URL.fullmatch(url) else None
+    line = md_text(_cut(title))
+    if where != title or link:
+        line += " — " + (link or f"`{md_text(where).replace('`', '')}`")
+    key = next((k for k in _TEXT_KEYS if isinstance(value.get(k), str) and value[k].strip()),
+               None)
+    if key is not None:
+        line += f": {md_text(_cut(str(value[key])))}"
+    return line
+
+
+def _words(value: object) -> str:
+    """A value inside a finding in words: a dict as "key: value; …", a list joined."""
+    hit = _hit(value)
+    if hit is not None:
+        return hit
+    if isinstance(value, dict):
+        return "; ".join(f"{md_text(k)}: {_words(v)}" for k, v in
+                         list(value.items())[:_MAX_ITEMS]) or "none"
+    if isinstance(value, list):
+        return ", ".join(_words(v) for v in value[:_MAX_ITEMS]) or "none"
+    return md_text(_cut(str(value)))
+
+
 def _data_lines(data: object, indent: str) -> list[str]:
-    """A finding's data as bullets: lists item by item, dicts as key: value."""
+    """A finding's data as bullets: lists item by item, dicts as key: value, a search
+    result as its title, link and snippet (readable text, not JSON)."""
     if isinstance(data, dict):
         lines = []
         for key, value in list(data.items())[:_MAX_ITEMS]:
-            if isinstance(value, list) and value and all(
-                not isinstance(v, dict | list) for v in value
-            ):
+            if isinstance(value, list) and value:
                 lines.append(f"{indent}- {md_text(key)}:")
-                lines.extend(f"{indent}  - {md_text(_cut(str(v)))}" for v in value[:_MAX_ITEMS])
+                lines.extend(f"{indent}  - {_words(v)}" for v in value[:_MAX_ITEMS])
                 lines.extend(_more(len(value), indent + "  "))
             elif isinstance(value, dict | list):
-                lines.append(f"{indent}- {md_text(key)}: {_code(_compact(value))}")
+                lines.append(f"{indent}- {md_text(key)}: {_words(value)}")
             else:
                 lines.append(f"{indent}- {md_text(key)}: {md_text(_cut(str(value)))}")
         return lines + _more(len(data), indent)
     if isinstance(data, list):
-        lines = [f"{indent}- " + (_code(_compact(v)) if isinstance(v, dict | list)
-                                  else md_text(_cut(str(v)))) for v in data[:_MAX_ITEMS]]
+        lines = [f"{indent}- {_words(v)}" for v in data[:_MAX_ITEMS]]
         return lines + _more(len(data), indent)
     if data is None:
         return []
@@ -148,7 +186,8 @@ def _gaps(report: Mapping[str, Any]) -> list[str]:
     for g in gaps:
         lines += [f"### {md_text(g.get('subtask_id'))}", "",
                   f"- **Category:** {md_text(g.get('errorCategory') or 'none')}",
-                  f"- **Trigger:** {_code(g.get('trigger'))}"
+                  f"- **Trigger:** {_code(g.get('trigger'))} "
+                  f"({md_text(trigger_words(g.get('trigger')))})"
                   + (f" (was {_code(g['original_trigger'])})" if g.get("original_trigger")
                      else ""),
                   f"- **Route:** {_code(g.get('route'))}",
@@ -183,8 +222,10 @@ def _escalations(report: Mapping[str, Any]) -> list[str]:
 
 
 def _answer(report: Mapping[str, Any]) -> list[str]:
+    """What each subtask found: its findings as readable text, its gap in plain words."""
     answer = report.get("answer") or {}
-    lines = ["## Answer", ""]
+    gaps = {str(g.get("subtask_id")): g for g in report.get("gaps", [])}
+    lines = ["## What each subtask found", ""]
     for s in answer.get("sections", []):
         covered = "covered" if s.get("covered") else "not covered"
         lines += [f"### {md_text(s.get('subtask_id'))} — {md_text(s.get('status', ''))}, "
@@ -202,15 +243,14 @@ def _answer(report: Mapping[str, Any]) -> list[str]:
         if not findings:
             lines.append("No findings.")
         if s.get("gap"):
-            lines += ["", f"> gap: {md_text(s['gap'])}"]
+            said = gap_line(gaps[s["subtask_id"]]) if s.get("subtask_id") in gaps else s["gap"]
+            lines += ["", f"> gap: {md_text(said)}"]
         lines.append("")
-    missing = answer.get("missing", [])
+    missing = missing_lines(report)
     lines += ["### Missing", ""]
     lines += [f"- {md_text(m)}" for m in missing] if missing else ["Nothing is missing."]
     return [*lines, ""]
 
-
-_SAFE_URL = re.compile(r"https?://[^\s<>`\\]+")
 
 
 def _source(source: Mapping[str, Any]) -> str:
@@ -256,10 +296,14 @@ def _synthesis(report: Mapping[str, Any]) -> list[str]:
     error = answer.get("synthesis_error")
     if error:
         lines += [f"The lead agent's synthesis failed: {md_text(error.get('message', ''))}", ""]
-    missing = answer.get("missing", [])
+    missing = missing_lines(report)
     lines += ["**Not covered**", ""]
     lines += [f"- {md_text(m)}" for m in missing] if missing else [
         f"- {nothing_missing(answer)}"]
+    filled = filled_lines(report)
+    if filled:
+        lines += ["", "**Covered by a follow-up**", ""]
+        lines += [f"- {md_text(m)}" for m in filled]
     return [*lines, ""]
 
 

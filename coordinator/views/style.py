@@ -47,11 +47,13 @@ code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", "Liberation Mono", 
   font-size: 12px; font-weight:600; overflow:hidden; white-space:nowrap;
   text-overflow: ellipsis; border-right: 2px solid #fff; padding: 0 4px; min-width: 0; }
 .covbar .seg.partial { color:#5c3c00; }
+.covbar .seg.filled { box-shadow: inset 0 -6px 0 #2f9e44; }
 .covbar .seg:last-child { border-right: 0; }
 .legend { display:flex; flex-wrap:wrap; gap: 6px 16px; margin-top: 10px; font-size: 13px;
   color: var(--muted); }
 .key { display:inline-flex; align-items:center; gap:6px; }
 .key i { width: 14px; height: 12px; border-radius: 3px; display:inline-block; }
+.key i.filled-key { background:#fab005; box-shadow: inset 0 -4px 0 #2f9e44; }
 .key i.hatch { background: repeating-linear-gradient(45deg,#f76707 0 2px,#fff4e6 2px 5px); }
 .key i.queued { height: 0; border-top: 2px dotted #adb5bd; border-radius:0; width: 18px; }
 .key i.span-key { background:#f1f3f5; border:1px solid #ced4da; }
@@ -116,6 +118,9 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .finding ul { margin: 4px 0 0; padding-left: 18px; }
 .finding li { margin: 1px 0; }
 .finding .k { color: var(--muted); }
+.finding .hit { margin: 4px 0; }
+.finding .snippet { color: var(--ink); }
+.finding .more { color: var(--muted); font-size: 12px; }
 .gapline { margin-top: 8px; font-size: 13px; color:#a61e1e; background:#fff5f5;
   border-radius:6px; padding: 6px 8px; }
 .summary { font-size: 16px; margin: 0 0 14px; }

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -15,6 +16,8 @@ from coordinator.report import CoverageReport, Gap
 from coordinator.store.runs import RunRow
 from coordinator.views.answer_marks import extractive_note, marked_lines, nothing_missing
 from coordinator.views.followups import followup_lines
+from coordinator.views.not_covered import filled_lines, missing_lines
+from coordinator.views.words import gap_words, route_words
 from shared.errors import InputFileError
 
 STATUS_STYLE = {
@@ -114,26 +117,43 @@ def tokens_line(report: CoverageReport) -> Text | None:
     return text
 
 
+def _labelled(
+    lines: Sequence[tuple[str, RenderableType]], indent: int = 4, label_width: int = 0
+) -> Table:
+    """Label and value pairs whose values wrap under themselves, not under the label
+    (``label_width``: the labels' width, so blocks of them line up)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=indent - 1 if indent else 0)
+    grid.add_column(no_wrap=True, min_width=label_width)
+    grid.add_column(ratio=1)
+    for label, value in lines:
+        grid.add_row("", label, value)
+    return grid
+
+
 def gaps_view(gaps: Sequence[Gap], followups: Mapping[str, str] | None = None) -> RenderableType:
-    """The coverage-gap report: each gap as a block that reads well in any width."""
+    """The coverage-gap report: each gap as a block that reads well in any width, its
+    cause and route in plain words (``--json`` keeps the wire's)."""
     followups = followups or {}
     blocks: list[RenderableType] = [Text(f"Coverage gaps ({len(gaps)})", style="bold")]
     for g in gaps:
         head = Text("✗ ", style="red")
         head.append(g.subtask_id, style="bold")
-        head.append(f"  {g.category or 'no category'} / {g.trigger} → ")
-        head.append(g.route, style="bold red" if g.route == "escalate" else "yellow")
-        lines = [head]
-        lines.append(Text(f"    tried:    {g.attempted_query}"))
-        lines.append(Text(f"    why:      {g.message}"))
-        lines.append(Text(f"    partial:  {len(g.partial_results)} result(s) kept"))
+        head.append(f"  {gap_words(g.category, g.trigger)} → ")
+        head.append(route_words(g.route),
+                    style="bold red" if g.route == "escalate" else "yellow")
+        lines: list[tuple[str, RenderableType]] = [
+            ("tried:", Text(g.attempted_query)),
+            ("why:", Text(g.message)),
+            ("partial:", Text(f"{len(g.partial_results)} result(s) kept")),
+        ]
         if g.alternatives:
-            lines.append(Text("    next:"))
-            lines.extend(Text(f"      • {a}", style="cyan") for a in g.alternatives)
+            lines.append(("next:", Group(*(Text(f"• {a}", style="cyan")
+                                            for a in g.alternatives))))
         if g.subtask_id in followups:
             style = "green" if g.filled_by else "yellow"
-            lines.append(Text(f"    followed: {followups[g.subtask_id]}", style=style))
-        blocks.append(Group(*lines))
+            lines.append(("followed:", Text(followups[g.subtask_id], style=style)))
+        blocks.append(Group(head, _labelled(lines, label_width=len("followed:"))))
     return Group(*blocks)
 
 
@@ -156,12 +176,13 @@ def synthesis_view(report: CoverageReport) -> RenderableType:
     """The lead agent's answer with its sources, and the list of what is not covered."""
     answer = report.answer
     lines: list[RenderableType] = []
-    wire = answer.model_dump(mode="json", include={"kind", "text", "sources", "rejected",
-                                                   "checks", "verified"}, exclude_none=True)
-    note = extractive_note(wire)
+    shown = answer.model_dump(mode="json", include={"kind", "text", "sources", "rejected",
+                                                    "checks", "verified"},
+                           exclude_none=True)
+    note = extractive_note(shown)
     if note is not None:
         lines.append(Text(note, style="yellow"))
-    marked = marked_lines(wire)
+    marked = marked_lines(shown)
     if marked is not None:
         lines.extend(_marked(line) for line in marked)
     elif answer.text:
@@ -175,7 +196,11 @@ def synthesis_view(report: CoverageReport) -> RenderableType:
                 # Titles and URLs come from the web: plain text, control characters out.
                 line.append(_plain(source.title))
                 if where:
-                    line.append(f" — {_plain(where)}", style="blue" if source.url else "dim")
+                    # An http(s) page is a link in terminals that show them (OSC 8).
+                    web = source.url is not None and _plain(source.url).lower().startswith(
+                        ("http://", "https://"))
+                    style = Style(color="blue", link=_plain(source.url or "")) if web else "dim"
+                    line.append(f" — {_plain(where)}", style=style)
                 line.append(f"  ({_plain(source.subtask)})", style="dim")
                 lines.append(line)
         else:
@@ -183,14 +208,16 @@ def synthesis_view(report: CoverageReport) -> RenderableType:
     if answer.synthesis_error is not None:
         message = str(answer.synthesis_error.get("message", ""))
         lines.append(Text(f"the lead's synthesis failed: {message}", style="red"))
-    lines.append(Text("Not covered", style="bold yellow" if report.gaps else "bold green"))
-    followups = followup_lines(report.to_wire())
-    for gap in report.gaps:
-        lines.append(Text(f"  • {gap.subtask_id}: {gap.trigger} — {gap.message}"))
-        if gap.subtask_id in followups:
-            lines.append(Text(f"    {followups[gap.subtask_id]}", style="dim"))
-    if not report.gaps:
-        lines.append(Text(f"  • {nothing_missing(wire)}"))
+    # Not covered: the gaps still open; a gap a follow-up filled is covered, and said so.
+    wire = report.to_wire()
+    still = missing_lines(wire)
+    lines.append(Text("Not covered", style="bold yellow" if still else "bold green"))
+    items = [("•", Text(line)) for line in still] or [("•", Text(nothing_missing(shown)))]
+    lines.append(_labelled(items, indent=2))
+    filled = filled_lines(wire)
+    if filled:
+        lines.append(Text("Covered by a follow-up", style="bold green"))
+        lines.append(_labelled([("•", Text(line)) for line in filled], indent=2))
     return Panel(Group(*lines), title="Answer", title_align="left", border_style="cyan")
 
 
@@ -296,31 +323,40 @@ def print_input_error(console: Console, error: InputFileError) -> None:
 def runs_table(rows: Sequence[RunRow], width: int | None = None) -> RenderableType:
     """The stored runs, newest first.
 
-    Under 100 columns (an 80-column terminal) the ``started`` column is left out (a run id
-    begins with its start time, ``YYYYMMDD-HHMMSS``) and the job name folds, so the id,
-    status and outcome, what a person acts on, stay whole.
+    Under 120 columns (an 80-column terminal) each run stays one line: the ``started``
+    column is left out (a run id begins with its start time, ``YYYYMMDD-HHMMSS``), status
+    and outcome share one column (a finished run's outcome, else its status:
+    ``interrupted``, ``running``) and the job name is cut short with "…", so the id, the
+    outcome, the coverage and the time, what a person acts on, stay whole.
     """
     if not rows:
         return Text("No runs recorded yet: `fanout run JOB.yaml` records one.", style="dim")
-    narrow = width is not None and width < 100
+    narrow = width is not None and width < 120
     table = Table(title="Runs", title_justify="left")
     table.add_column("id", no_wrap=True)
-    table.add_column("job", overflow="fold", min_width=8, ratio=1)
-    if not narrow:
+    if narrow:
+        table.add_column("job", no_wrap=True, overflow="ellipsis", min_width=6, ratio=1)
+    else:
+        table.add_column("job", overflow="fold", min_width=8, ratio=1)
         table.add_column("started", no_wrap=True)
-    for column in ("status", "outcome"):
-        table.add_column(column, no_wrap=True)
+        table.add_column("status", no_wrap=True)
+    table.add_column("outcome", no_wrap=True)
     table.add_column("coverage", justify="right", no_wrap=True)
     table.add_column("elapsed", justify="right", no_wrap=True)
     status_style = {"finished": "green", "interrupted": "bold red", "running": "blue"}
     for r in rows:
         started = r.started_at.replace("T", " ").removesuffix("+00:00")
+        status = Text(r.status, style=status_style[r.status])
+        outcome = Text(r.outcome or "—", style=OUTCOME_STYLE.get(r.outcome or "", ""))
+        if narrow:
+            middle: tuple[RenderableType, ...] = (
+                outcome if r.status == "finished" and r.outcome else status,)
+        else:
+            middle = (started, status, outcome)
         table.add_row(
             r.id,
             r.job,
-            *(() if narrow else (started,)),
-            Text(r.status, style=status_style[r.status]),
-            Text(r.outcome or "—", style=OUTCOME_STYLE.get(r.outcome or "", "")),
+            *middle,
             "—" if r.coverage is None else f"{r.coverage:.0%}",
             "—" if r.elapsed_s is None else f"{r.elapsed_s:.1f}s",
         )

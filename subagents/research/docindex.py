@@ -161,16 +161,20 @@ class DocIndex:
         """The embedding model hybrid search uses, or None (lexical search)."""
         if self.semantic == "off":
             return None
-        from subagents.research.embedding import load_embedder
-
+        try:
+            from subagents.research.embedding import load_embedder
+        except ImportError:  # a tree without the semantic part: lexical
+            return None
         return load_embedder()
 
     def search_kind(self) -> str:
         """How this index searches: "semantic: MODEL" or "lexical: why"."""
         if self.semantic == "off":
             return "lexical: docs.semantic is off"
-        from subagents.research.embedding import semantic_unavailable_reason
-
+        try:
+            from subagents.research.embedding import semantic_unavailable_reason
+        except ImportError:
+            return "lexical: no semantic part in this installation"
         reason = semantic_unavailable_reason()
         if reason is not None:
             return f"lexical: {reason}"

@@ -6,7 +6,7 @@ from typing import Any
 
 from coordinator.lead.synthesis_prompt import SYSTEM, synthesis_prompt
 from coordinator.report import Answer, CoverageReport, Section, Source
-from coordinator.sources import cited_sources, number_sources
+from coordinator.sources import cited_sources, number_sources, renumbered
 from coordinator.views.html import render_html
 from coordinator.views.markdown import render_markdown
 from shared.envelope import Finding, ToolResult
@@ -84,3 +84,38 @@ def test_views_link_only_http_urls_and_escape_titles() -> None:
     md = render_markdown(report)
     assert "<img" not in md.replace("\\<", "") and "](javascript" not in md
     assert "<javascript" not in md  # not an autolink either
+
+
+def _run_sources() -> list[Source]:
+    sources, _ = number_sources([_section("web", [SEARCH]), _section("docs", [DOC, SIM]),
+                                 _section("recalls", [_finding("recall_db", {}, empty=True)])])
+    return sources  # 1, 2: web; 3, 4: docs; recalls found nothing: no source
+
+
+def test_an_answer_is_numbered_over_the_sources_it_cites_without_holes() -> None:
+    """The run numbers 1-4; an answer citing [4] then [2] shows [1] then [2], and lists
+    those two as 1 and 2: no [3] missing from the list."""
+    text, cited, new = renumbered("Sold well [4]. Cheap [2]. Sold well again [4].",
+                                  _run_sources(), ["web", "docs", "recalls"])
+    assert text == "Sold well [1]. Cheap [2]. Sold well again [1]."
+    assert [(s.n, s.tool) for s in cited] == [(1, "market_reports"), (2, "web.search")]
+    assert cited[1].url == "https://b.example/2" and new == {4: 1, 2: 2}
+
+
+def test_a_subtask_id_citation_becomes_its_sources_numbers() -> None:
+    """[docs] (what scripted leads write) is its subtask's sources; [recalls] has none and
+    goes with the space before it; ranges and lists are rewritten, runs of three as a–b."""
+    text, cited, _ = renumbered("A [docs]. B [recalls]. C [1-2; 4]. D [web, docs].",
+                                _run_sources(), ["web", "docs", "recalls"])
+    assert text == "A [1, 2]. B. C [2–4]. D [1–4]."
+    assert [s.n for s in cited] == [1, 2, 3, 4]
+    assert "[docs]" not in text and "[recalls]" not in text
+
+
+def test_what_names_no_source_stays_for_the_check_to_find() -> None:
+    """A number the run does not have stays as written (the citation check fails it); a
+    bracket that is not a citation ([sic]) is left alone."""
+    text, cited, _ = renumbered("It sold [9]. Quoted [sic]. Both [3, 9]. Odd [5-2].",
+                                _run_sources(), ["web", "docs"])
+    assert text == "It sold [9]. Quoted [sic]. Both [1, 9]. Odd [5-2]."
+    assert [s.n for s in cited] == [1] and cited[0].path == "notes/x.md"

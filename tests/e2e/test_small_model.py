@@ -96,7 +96,7 @@ async def test_a_plan_invalid_twice_degrades_and_no_request_is_refused(
     assert second[-2]["content"] == ""  # never null on this server
     reminder = llama.requests[3].json()["messages"][-1]
     assert reminder["role"] == "user" and "call one of your tools" in reminder["content"].lower()
-    assert report["answer"]["text"] == "They stand at samples [question]."
+    assert report["answer"]["text"] == "They stand at samples [1]."  # [question]: its source
 
 
 async def test_words_and_silence_are_never_coverage(llama: OpenAIServer) -> None:

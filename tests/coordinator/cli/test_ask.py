@@ -82,8 +82,9 @@ def test_ask_runs_end_to_end_on_mcp_tools_with_a_scripted_model(tmp_path: Path) 
     ]
     git_finding = report["answer"]["sections"][1]["findings"][0]
     assert git_finding["tool"] == "git.git_status"
-    assert report["answer"]["text"].startswith("The repository is clean [repo]")
-    assert [s["subtask"] for s in report["answer"]["sources"]] == ["clock", "repo"]
+    # The lead cited [repo] then [clock]: their sources, numbered as the answer cites them.
+    assert report["answer"]["text"].startswith("The repository is clean [1]")
+    assert [s["subtask"] for s in report["answer"]["sources"]] == ["repo", "clock"]
     runs = subprocess.run(
         [sys.executable, "-m", "coordinator.cli", "runs", "--json"],
         capture_output=True,

@@ -139,15 +139,18 @@ def _render(renderable: object, width: int) -> list[str]:
 def test_runs_and_trace_read_at_80_columns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """At 80 columns the run id, status and outcome stay whole in `runs`, and `trace`
-    keeps subtask, tool, outcome readable by dropping the trace id and session columns."""
+    """At 80 columns `runs` keeps each run on one line with its id, outcome, coverage and
+    time whole (the right-hand columns were cut off), and `trace` keeps subtask, tool,
+    outcome readable by dropping the trace id and session columns."""
     store = _stored_run(tmp_path)
     capsys.readouterr()
     rows = store.runs()
     lines = _render(runs_table(rows, width=80), 80)
     assert all(len(line) <= 80 for line in lines)
-    body = "\n".join(lines)
-    assert rows[0].id in body and "finished" in body and "partial" in body
+    [line] = [line for line in lines if rows[0].id in line]
+    assert "partial" in line and "50%" in line and line.rstrip().endswith("s │")
+    wide = "\n".join(_render(runs_table(rows, width=140), 140))
+    assert "finished" in wide and "started" in wide
     entries = trace_entries(store.events(rows[0].id))
     trace = "\n".join(_render(trace_table(rows[0].id, entries, width=80), 80))
     assert "trace id" not in trace and "permission: forbidden" in trace
@@ -192,6 +195,57 @@ def test_a_misspelled_option_is_exit_2_with_the_subcommands_usage(
     err = capsys.readouterr().err
     assert err.startswith(usage), err
     assert "unrecognized arguments" in err
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    pytest.param(["ask", "q?", "--doc", "papers"], "(did you mean --docs?)", id="ask-doc"),
+    pytest.param(["runs", "--jsno"], "(did you mean --json?)", id="runs-json"),
+    pytest.param(["serve", "--prot", "80"], "(did you mean --port?)", id="serve-port"),
+    pytest.param(["rnu", "job.yaml"], "(did you mean 'run'?)", id="command"),
+    pytest.param(["report", "--format", "htm"], "(did you mean 'html'?)", id="choice"),
+])
+def test_a_misspelled_option_or_command_is_told_the_nearest_one(
+    argv: list[str], hint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """difflib over the command's own options (or the choices argparse names) adds "did
+    you mean"; an option like none of them gets no guess."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(hint)
+    with pytest.raises(SystemExit):
+        main(["runs", "--zzzzzz"])
+    assert "did you mean" not in capsys.readouterr().err
+
+
+def test_the_hint_of_an_ask_without_a_model_fits_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fanout ask --docs DIR` without a model says so on stderr in lines of at most 78
+    columns (one 120-column line wrapped mid-word in an 80-column terminal)."""
+    code = main(["ask", "How much capacity do sodium-ion cells keep at -20 °C?", "--docs",
+                 str(ROOT / "examples" / "papers"), "--store", str(tmp_path / "runs.sqlite")])
+    assert code == 0
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if "model" in line]
+    assert said and all(len(line) <= 78 for line in said), said
+    assert any("--model PROVIDER:NAME" in line for line in said)
+
+
+def test_the_index_summary_reads_whole_at_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fanout index` in 80 columns: every heading of its summary whole (they were cut to
+    "unchan…", "passag…")."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["index", str(ROOT / "examples" / "papers"),
+                 "--store", str(tmp_path / "runs.sqlite")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    [head] = [line for line in lines if "added" in line]
+    assert head.split() == ["added", "updated", "removed", "unchanged", "skipped",
+                            "documents", "passages", "size"]
+    assert "…" not in "\n".join(lines)
 
 
 def test_fanout_version_prints_the_installed_version(

@@ -61,14 +61,15 @@ REPORT = _report([_section("makers", [TOOL]), _section("cold", [SEARCH, DOC], we
 def test_sentences_are_cited_the_heavier_subtask_first_and_quote_their_source() -> None:
     """The heavier subtask first; its sentence that holds the query's term leads (a
     heading joined to the sentence it introduces); a tool's data is key: value; every line
-    cites its [n]."""
+    cites its [n], numbered 1, 2 as the lines cite them."""
     text, sources = extractive_answer(REPORT)
     assert text is not None
     lines = text.split("\n")
-    assert lines[0] == "# Sodium-ion in the cold Cells keep 90% of capacity at -20 °C. [2]"
-    assert lines[-1] == "makers: CATL, BYD; gwh_2025: 10.5 [1]"
-    assert all(line.rstrip(":").endswith(("[1]", "[2]", "[3]")) for line in lines)
-    assert {s.n for s in sources} == {1, 2}
+    assert lines[0] == "# Sodium-ion in the cold Cells keep 90% of capacity at -20 °C. [1]"
+    assert lines[-1] == "makers: CATL, BYD; gwh_2025: 10.5 [2]"
+    assert all(line.rstrip(":").endswith(("[1]", "[2]")) for line in lines)
+    # Numbered as the lines cite them: no holes in the list.
+    assert [(s.n, s.path or s.tool) for s in sources] == [(1, "cold.md"), (2, "cell_db")]
 
 
 def test_a_sources_own_brackets_stay_as_written() -> None:
@@ -82,12 +83,17 @@ def test_a_sources_own_brackets_stay_as_written() -> None:
 def test_the_extractive_answer_passes_its_own_checks() -> None:
     """Every number of a passage is in the source it cites, and every [n] is a source."""
     report = _report([_section("makers", [TOOL]), _section("cold", [DOC], weight=2.0)])
-    text, _ = extractive_answer(report)
+    text, cited = extractive_answer(report)
     assert text is not None
     sections = report.answer.sections
     sources, _ = number_sources(sections)
-    checks = check_answer(text, stop_reason=None, sources=sources,
-                          texts=source_texts(sections), subtask_ids=["makers", "cold"])
+    # The run's numbers of the sources the answer numbered 1, 2, 3.
+    run_n = {s.n: next(o.n for o in sources if (o.path, o.tool, o.subtask)
+                       == (s.path, s.tool, s.subtask)) for s in cited}
+    texts = source_texts(sections)
+    checks = check_answer(text, stop_reason=None, sources=cited,
+                          texts={n: texts[old] for n, old in run_n.items()},
+                          subtask_ids=["makers", "cold"])
     assert checks.numbers.ok and checks.citations.ok and checks.cites_anything
     assert checks.not_prompt.ok
 
@@ -205,3 +211,5 @@ async def test_a_synthesis_that_passes_is_the_models_answer() -> None:
     assert answer.checks is not None and answer.checks.numbers.ok is False  # -20 is not there
     assert answer.checks.numbers.values == ["20"] and answer.rejected is None
     assert report.gaps == []
+
+

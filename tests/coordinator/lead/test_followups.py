@@ -22,7 +22,7 @@ from tests.coordinator.lead.test_lead import GOOD, JOB, FunctionModel, plan, sub
 pytestmark = pytest.mark.anyio
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
-FILLED = "patents — permission_denied → filled by patents_web (web_search)"
+FILLED = "patents — access denied → filled by patents_web (web_search)"
 
 
 def _replayed(name: str) -> CoverageReport:
@@ -174,7 +174,7 @@ def test_more_than_max_followups_is_refused() -> None:
 
 
 def test_every_view_names_the_follow_up_that_filled_a_gap() -> None:
-    """Terminal, Markdown and HTML say "patents — permission_denied → filled by
+    """Terminal, Markdown and HTML say "patents — access denied → filled by
     patents_web (web_search)"."""
     report = _replayed("followup_fills_gap.yaml")
     from rich.console import Console
@@ -190,7 +190,7 @@ def test_a_follow_up_without_evidence_leaves_its_gap_open_in_the_views() -> None
     """A follow-up that found no evidence is shown as such; the gap stays in missing."""
     report = _replayed("followup_fails_too.yaml")
     text = render_markdown(report.to_wire())
-    assert "patents — permission_denied → not filled (follow-up patents_web: gap)" in text
+    assert "patents — access denied → not filled (follow-up patents_web: gap)" in text
     assert [m.split(":")[0] for m in report.answer.missing] == ["patents", "patents_web"]
 
 

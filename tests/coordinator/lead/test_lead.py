@@ -122,8 +122,9 @@ async def test_a_bad_plan_is_corrected_and_the_second_request_names_what_was_wro
     assert any("duplicate" in e and "'market'" in e for e in errors)
     assert second.force_tool == "plan_subtasks"
     assert [s.id for s in report.subtasks] == ["market", "patents"]
-    assert report.answer.text == "[market] USD 9bn."
-    assert [s.subtask for s in report.answer.sources or []] == ["market"]  # cited by subtask id
+    # Cited by subtask id: shown as the number of that subtask's source.
+    assert report.answer.text == "[1] USD 9bn."
+    assert [(s.n, s.subtask) for s in report.answer.sources or []] == [(1, "market")]
 
 
 async def test_a_plan_that_never_becomes_valid_degrades_to_the_question() -> None:
@@ -181,7 +182,7 @@ async def test_the_synthesis_request_shows_every_gap_and_the_answer_is_the_model
     assert "[patents] permission / permission_denied" in prompt.text
     assert "request patents:read for role analyst" in prompt.text
     assert "USD 9bn by 2034" in prompt.text
-    assert report.answer.text == "Only the market is known [market]."
+    assert report.answer.text == "Only the market is known [1]."
     assert report.answer.missing and "patents" in report.answer.missing[0]
 
 

@@ -121,6 +121,10 @@ async def test_a_decomposed_job_over_the_wire(monkeypatch: pytest.MonkeyPatch) -
     synthesis = json.dumps(lead[-1]["messages"])
     assert "[patents] permission / permission_denied" in synthesis
     assert "request patents:read for role analyst" in synthesis
-    assert report.answer.text == ANSWER
-    assert [s.subtask for s in report.answer.sources or []] == ["market"]  # cited by subtask id
+    # Cited by subtask id: [market] is its source's number; [patents] (a gap without
+    # findings) cites nothing and goes.
+    assert report.answer.text == (
+        "USD 9bn by 2034 [1]. Not covered: patents (access denied)."
+    )
+    assert [(s.n, s.subtask) for s in report.answer.sources or []] == [(1, "market")]
     assert [g.subtask_id for g in report.gaps] == ["patents"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import random
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from coordinator import run_file, run_file_events
 from coordinator.engine.recording import recording
@@ -41,7 +43,12 @@ async def test_the_answer_streams_then_the_checked_answer_follows(tmp_path: Path
                             store=tmp_path / "runs.sqlite")
     deltas, final = _answer_events(events)
     assert len(deltas) >= 2 and all(d.subtask_id == "lead" for d in deltas)
-    assert "".join(d.text or "" for d in deltas) == report.answer.text == final.text
+    # The deltas are the model's words as written ([market]); the answer event carries the
+    # answer as checked and shown, its citations numbered ([1, 2]).
+    streamed = "".join(d.text or "" for d in deltas)
+    shown = final.text or ""
+    assert "[market]" in streamed and report.answer.text == shown
+    assert "[market]" not in shown and "[1, 2]" in shown
     assert (final.answer_kind, final.reason) == ("model", None)
 
 
@@ -59,11 +66,11 @@ async def test_a_rejected_answer_is_replaced_in_the_answer_event_with_the_reason
     assert final.reason is not None and "instructions" in final.reason
 
 
-async def test_the_event_stream_has_the_deltas_and_the_recording_the_final_text(
+async def test_the_event_stream_has_the_deltas_and_the_recording_the_models_text(
     tmp_path: Path,
 ) -> None:
     """The store keeps answer.delta events (the service's SSE frames them by kind); a
-    recording of the run keeps the final text only, and replays."""
+    recording of the run keeps the model's text once, as it wrote it, and no deltas."""
     store = tmp_path / "runs.sqlite"
     report = await run_file(LIBRARY / "research_lead.yaml", store=store)
     [row] = RunStore(store).runs()
@@ -73,7 +80,11 @@ async def test_the_event_stream_has_the_deltas_and_the_recording_the_final_text(
     delta = next(e for e in stored if e["kind"] == "answer.delta")
     assert frame(delta).startswith(f"id: {delta['seq']}\nevent: answer.delta\ndata: ".encode())
     written = recording(RunStore(store), row.id)
-    assert written["model"]["turns"]["lead"][-1]["text"] == report.answer.text
+    # The model's words as written ([market]), what a replay checks and renumbers again
+    # into the answer shown ([1, 2]).
+    recorded = written["model"]["turns"]["lead"][-1]["text"]
+    assert "".join(e["text"] for e in stored if e["kind"] == "answer.delta") == recorded
+    assert "[market]" in recorded and "[1, 2]" in (report.answer.text or "")
     assert "answer.delta" not in str(written)
 
 
@@ -162,8 +173,15 @@ def test_the_live_view_shows_the_answer_then_its_replacement() -> None:
     board(ProgressEvent("lead", "answer.delta", 1.0, text="You are the lead "))
     board(ProgressEvent("lead", "answer.delta", 1.0, text="of a research job."))
     assert board.answer == "You are the lead of a research job."
-    assert "being written" in str(board._answer_text())
+    assert "being written" in _shown(board)
     board(ProgressEvent("lead", "answer", 2.0, text="CATL says [1].", answer_kind="extractive",
                         reason="it repeats fanout's own instructions"))
-    shown = str(board._answer_text())
+    shown = _shown(board)
     assert "CATL says [1]." in shown and "rejected" in shown and "You are" not in shown
+
+
+def _shown(board: LiveBoard) -> str:
+    """What the board draws (the answer under its table), as plain text."""
+    console = Console(record=True, width=200, color_system=None, file=io.StringIO())
+    console.print(board)
+    return console.export_text()

@@ -287,3 +287,77 @@ def test_sources_and_urls_in_findings_are_links_only_for_http_and_escaped() -> N
     assert "javascript:alert(1)" in page and "javascript:alert(2)" in page  # shown as text
     assert all('target="_blank" rel="noopener noreferrer nofollow"' in a
                for a in re.findall(r"<a [^>]*>", page))
+
+
+def test_the_coverage_card_counts_what_the_header_counts() -> None:
+    """The demo's 90% sits beside "covered: 9 of 10 weight", the patents gap its follow-up
+    filled counted and named (it read "weighted share answered: 7 of 10 weight")."""
+    report, events = traced("research_lead")
+    page = render_html(report, events, RUN)
+    card = page.split('id="coverage"', 1)[1].split("</section>", 1)[0]
+    assert 'class="cov-pct">90%<' in card and "<b>90%</b> covered" in page
+    assert "covered: 9 of 10 weight" in card and "patents, whose gap a follow-up filled" in card
+    assert 'class="seg partial filled"' in card and "filled by patents_web" in card
+
+
+def test_findings_read_as_text_and_gaps_in_plain_words() -> None:
+    """Search results are a title, where, and a snippet (they were raw JSON); what is not
+    covered says "partial data", not "no category/incomplete_data"."""
+    report, events = traced("research_lead")
+    section = report["answer"]["sections"][0]
+    section["findings"][0].update(tool="docs.search", data={"results": [
+        {"path": "notes/cold.md", "title": "Cold cells", "heading": "Winter",
+         "snippet": "Cells keep 90% at -20 °C.", "score": 3.5}]})
+    page = render_html(report, events, RUN)
+    found = page.split('id="answer"', 1)[1]
+    assert "What each subtask found" in found
+    assert "<b>Cold cells</b> <code>notes/cold.md</code> · Winter" in found
+    assert '<div class="snippet">Cells keep 90% at -20 °C.</div>' in found
+    assert "&quot;snippet&quot;" not in found and '{"' not in found
+    synthesis = page.split('id="synthesis"', 1)[1].split("</section>", 1)[0]
+    assert "supply_chain: partial data — trade_data returned partial data" in synthesis
+    assert "incomplete_data" not in synthesis and "no category" not in synthesis
+    covered = synthesis.split("<h3>Covered by a follow-up</h3>", 1)[1]
+    assert "patents: access denied — filled by patents_web (web_search)" in covered
+    gaps = page.split('id="gaps"', 1)[1].split("</section>", 1)[0]
+    assert "<code>incomplete_data</code>" in gaps  # the gap table keeps the wire's word
+
+
+def _linked_report() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    report, events = _demo()
+    report["answer"].update(
+        text="Cells keep 90% [1], see https://example.org/cold?a=1&b=<2>. Notes agree [2].",
+        sources=[{"n": 1, "url": "https://example.org/cold", "title": "Cold <cells>",
+                  "subtask": "market", "tool": "web.fetch"},
+                 {"n": 2, "path": "notes/x.md", "title": "Notes", "subtask": "market",
+                  "tool": "docs.read"}])
+    return report, events
+
+
+def test_http_sources_and_urls_in_the_answer_are_links_paths_are_not() -> None:
+    """A web source and a URL in the answer's text are escaped links opening outside the
+    report (rel noopener noreferrer); a document's path stays text."""
+    report, events = _linked_report()
+    page = render_html(report, events, RUN)
+    synthesis = page.split('id="synthesis"', 1)[1].split("</section>", 1)[0]
+    anchors = re.findall(r"<a [^>]*>[^<]*</a>", synthesis)
+    assert re.findall(r'<a href="([^"]*)"', synthesis) == [
+        "https://example.org/cold?a=1&amp;b=", "https://example.org/cold"]
+    assert all('rel="noopener noreferrer nofollow"' in a for a in anchors)
+    assert ">Cold &lt;cells&gt;</a>" in synthesis
+    assert "Notes <code>notes/x.md</code>" in synthesis
+
+
+@pytest.mark.process
+def test_sources_are_links_in_a_real_browser(tmp_path: Path) -> None:
+    """In chromium the web source and the answer's URL are <a> elements with rel
+    noopener noreferrer; the path is not a link; nothing the report holds runs."""
+    report, events = _linked_report()
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report, events, RUN), encoding="utf-8")
+    dom = _run_chromium(_browser(), tmp_path / "profile", "--dump-dom", page.as_uri()).stdout
+    synthesis = dom.split('id="synthesis"', 1)[1].split("</section>", 1)[0]
+    hrefs = re.findall(r'<a href="([^"]*)"[^>]*rel="noopener noreferrer nofollow"', synthesis)
+    assert hrefs == ["https://example.org/cold?a=1&amp;b=", "https://example.org/cold"]
+    assert "notes/x.md" in synthesis and 'href="notes' not in synthesis
+    assert "Cold &lt;cells&gt;" in synthesis and "<cells>" not in synthesis

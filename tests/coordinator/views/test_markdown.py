@@ -44,7 +44,7 @@ def test_gap_report() -> None:
     gaps = _section(render_markdown(report), "## Coverage gaps (2)")
     patents = gaps.split("### patents", 1)[1].split("###", 1)[0]
     assert "- **Category:** permission" in patents
-    assert "- **Trigger:** `permission_denied`" in patents
+    assert "- **Trigger:** `permission_denied` (access denied)" in patents
     assert "- **Route:** `escalate`" in patents
     assert "- **Attempted query:** patent families on sulfide" in patents
     assert "- **Partial results:** 1" in patents
@@ -62,7 +62,7 @@ def test_escalations_and_answer() -> None:
     text = render_markdown(report)
     assert "## Escalations (1)" in text
     assert "- **patents**: permission / `permission_denied`" in text
-    answer = _section(text, "## Answer")
+    answer = _section(text, "## What each subtask found")
     for section in report["answer"]["sections"]:
         covered = "covered" if section["covered"] else "not covered"
         assert f"### {section['subtask_id']} — {section['status']}, {covered}" in answer
@@ -70,7 +70,8 @@ def test_escalations_and_answer() -> None:
     assert "  - cagr_pct: 71" in answer
     assert "- **recall_db** (empty: no matches)" in answer
     assert "- **trade_data** (partial data)" in answer
-    assert "> gap: patents: permission/permission_denied" in answer
+    # The gap in plain words (the gap report above keeps the wire's trigger).
+    assert "> gap: access denied → handed to a person: role analyst lacks" in answer
     assert "### Missing" in answer
 
 
@@ -126,3 +127,24 @@ def test_markup_is_escaped() -> None:
 def test_md_cell(raw: str, cell: str) -> None:
     """Cells are one line, with Markdown punctuation escaped and words left readable."""
     assert md_cell(raw) == cell
+
+
+def test_search_results_read_as_text_and_open_gaps_in_plain_words() -> None:
+    """A search result is its title, its link or path and its snippet (it was inline
+    JSON); Not covered says "partial data" where it said "no category/incomplete_data"."""
+    report = traced("research_lead")[0]
+    section = report["answer"]["sections"][0]
+    section["findings"][0].update(tool="web.search", data={"results": [
+        {"url": "https://example.org/cold", "title": "Cold cells", "snippet": "90% at -20 °C"},
+        {"path": "notes/x.md", "title": "Notes", "snippet": "agree"}]})
+    text = render_markdown(report)
+    found = _section(text, "## What each subtask found")
+    assert "    - Cold cells — <https://example.org/cold>: 90% at -20 °C" in found
+    assert "    - Notes — `notes/x.md`: agree" in found
+    assert '{"' not in found
+    answer = _section(text, "## The lead's answer")
+    assert "- supply_chain: partial data — trade_data returned partial data" in answer
+    assert "incomplete_data" not in answer and "no category" not in answer
+    covered = answer.split("**Covered by a follow-up**", 1)[1]
+    assert "- patents: access denied — filled by patents_web (web_search)" in covered
+    assert r"\[1, 2\]" in answer and "market\\]" not in answer

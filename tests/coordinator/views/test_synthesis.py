@@ -35,7 +35,7 @@ def test_the_terminal_shows_the_answer_before_the_subtasks() -> None:
     assert out.index("Answer") < out.index("Subtasks")
     # The scripted lead cites [market]: that subtask's sources, numbered, with their subtask.
     assert "Sources" in out and "[1] " in out and "(market)" in out
-    assert "patents: permission_denied" in out
+    assert "patents: access denied" in out  # plain words; --json keeps permission_denied
 
 
 def test_markdown_puts_the_answer_first_and_escapes_it() -> None:

@@ -38,9 +38,10 @@ class Endless:
         self.error: BaseException | None = None
         self.real = docsearch.search
 
-    def __call__(self, conn: sqlite3.Connection, query: str, limit: int) -> Any:
+    def __call__(self, conn: sqlite3.Connection, query: str, limit: int,
+                 dense: Any = None) -> Any:
         if query != "endless":
-            return self.real(conn, query, limit)
+            return self.real(conn, query, limit, dense)
         self.began.set()
         try:
             return conn.execute(ENDLESS).fetchone()
