@@ -79,7 +79,7 @@ async def test_every_python_block_runs_against_a_loopback_model(
             if result is not None:
                 await result
     out = capsys.readouterr().out
-    assert "90 percent of its room-temperature capacity at -20 °C [1]." in out
+    assert "90 percent of its room-temperature capacity at -20 °C. [1]" in out
     assert "[1] Sodium-ion cells in cold weather — sodium-ion-cold.md" in out
     # The lead cited its subtask, [cells]: shown as the number of that subtask's source.
     assert "Solid-state cells reach 800 cycles [1]." in out

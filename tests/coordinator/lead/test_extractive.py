@@ -77,7 +77,7 @@ def test_a_sources_own_brackets_stay_as_written() -> None:
     the sources are those fanout cited."""
     text, sources = extractive_answer(_report([_section("cold", [SEARCH])]))
     assert text is not None and "Cells keep 90% at -20 °C [4]. [1]" in text
-    assert [s.n for s in sources] == [1, 2]
+    assert [s.n for s in sources] == [1]
 
 
 def test_the_extractive_answer_passes_its_own_checks() -> None:
