@@ -12,7 +12,9 @@ names with the module each comes from instead::
     __getattr__ = lazy_exports(__name__, {"shared.budget": ("ContextDecision",)})
 
 ``shared.ContextDecision`` and ``from shared import ContextDecision`` work as before; the
-submodule is imported the first time one of its names is asked for.
+submodule is imported the first time one of its names is asked for. A name that is also
+a submodule's (``coordinator.lead.decompose``) is imported eagerly instead: importing the
+submodule binds the module to the package under that name, and a lazy name would lose.
 """
 
 from __future__ import annotations

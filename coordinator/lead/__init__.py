@@ -14,6 +14,9 @@ synthesizes the answer, around the fan-out of ``run_job``.
 
 from typing import TYPE_CHECKING
 
+# Bound now, not on first use: `decompose` is also the name of a submodule, and importing
+# it (any module of the lead does) binds the module to the package under that name.
+from coordinator.lead.decompose import decompose
 from shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -22,7 +25,6 @@ if TYPE_CHECKING:
         LEAD,
         QUESTION,
         LeadContext,
-        decompose,
         degraded_plan,
         failed_decomposition,
         lead_subtask,
@@ -75,7 +77,7 @@ __all__ = [
 __getattr__ = lazy_exports(__name__, {
     "coordinator.lead.checks": ("check_answer",),
     "coordinator.lead.decompose": (
-        "LEAD", "QUESTION", "LeadContext", "decompose", "degraded_plan", "failed_decomposition",
+        "LEAD", "QUESTION", "LeadContext", "degraded_plan", "failed_decomposition",
         "lead_subtask", "with_lead_gap",
     ),
     "coordinator.lead.extractive": ("extractive_answer", "with_extractive_answer"),
