@@ -151,6 +151,11 @@ REGISTRY: tuple[Entry, ...] = (
         full={"docs": 10_000, "queries": 1_000, "page_bytes": 2**20, "repeat": 5},
         quick={"docs": 60, "queries": 20, "page_bytes": 32_768, "repeat": 1},
     ),
+    Entry(
+        # The issue "a command that starts in a blink": each command a whole process.
+        "startup", "benchmarks.startup",
+        full={"repeat": 9}, quick={"repeat": 1, "docs_fillers": 4},
+    ),
 )
 """Every benchmark of ``make bench``, in the order of the table."""
 

@@ -106,7 +106,7 @@ anyio.run(main, int(sys.argv[1]))
 """
 
 
-def _process(command: list[str], *, cwd: Path, env: dict[str, str], what: str) -> Replayed:
+def timed_process(command: list[str], *, cwd: Path, env: dict[str, str], what: str) -> Replayed:
     """Run ``command`` to its end: its wall and CPU seconds (it must exit 0)."""
     with tempfile.TemporaryFile() as err:
         started = time.perf_counter()
@@ -132,13 +132,13 @@ def replay_once(file: Path, *, tree: Path = ROOT) -> Replayed:
     """
     env = {**os.environ, "PYTHONPATH": str(tree)}
     command = [sys.executable, "-m", "coordinator.cli", "replay", str(file), "--json"]
-    return _process(command, cwd=tree, env=env, what=f"replay of {file.name}")
+    return timed_process(command, cwd=tree, env=env, what=f"replay of {file.name}")
 
 
 def bare_once(n: int) -> Replayed:
     """The floor as a user times it: a bare anyio task group of ``n`` instant calls in a
     process of its own."""
-    return _process([sys.executable, "-c", _BARE_CHILD, str(n)], cwd=ROOT,
+    return timed_process([sys.executable, "-c", _BARE_CHILD, str(n)], cwd=ROOT,
                     env=dict(os.environ), what=f"the bare task group of {n}")
 
 

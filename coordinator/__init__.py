@@ -8,20 +8,25 @@ module: ``coordinator.jobfile``, ``coordinator.replay``, ``coordinator.store``,
 ``coordinator.views``, and so on.
 """
 
-from coordinator.api import (
-    JobEvents,
-    ask,
-    ask_events,
-    run_file,
-    run_file_events,
-)
-from coordinator.report import (
-    Answer,
-    CoverageReport,
-    Gap,
-    Section,
-    SubtaskOutcome,
-)
+from typing import TYPE_CHECKING
+
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from coordinator.api import (
+        JobEvents,
+        ask,
+        ask_events,
+        run_file,
+        run_file_events,
+    )
+    from coordinator.report import (
+        Answer,
+        CoverageReport,
+        Gap,
+        Section,
+        SubtaskOutcome,
+    )
 
 __all__ = [
     "Answer",
@@ -35,3 +40,10 @@ __all__ = [
     "run_file",
     "run_file_events",
 ]
+
+# Each name is imported from its module on first use (shared/lazy.py): importing one
+# part of the package, or the package, loads nothing else.
+__getattr__ = lazy_exports(__name__, {
+    "coordinator.api": ("JobEvents", "ask", "ask_events", "run_file", "run_file_events"),
+    "coordinator.report": ("Answer", "CoverageReport", "Gap", "Section", "SubtaskOutcome"),
+})

@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry.trace import TracerProvider
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.fanout import EscalationHandler
@@ -20,6 +19,9 @@ from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter
 from subagents.loop import ProgressObserver
 from subagents.simulated.tools import SimulatedTools
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 
 class ScenarioResult(BaseModel):

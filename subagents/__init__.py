@@ -1,35 +1,40 @@
 """Tools, their safe execution with local retry, planners, context, and the subagent loop."""
 
-from subagents.context import Context
-from subagents.executor import ExecEvent, ExecObserver, execute_tool_safely
-from subagents.loop import (
-    ProgressEvent,
-    ProgressObserver,
-    SubagentResult,
-    SubagentRun,
-    run_subagent,
-)
-from subagents.planners import (
-    Action,
-    CallAction,
-    EscalateAction,
-    FinishAction,
-    Observation,
-    Planner,
-    ScriptedPlanner,
-)
-from subagents.retry import RetryPolicy, run_with_retry
-from subagents.schema import SchemaViolation, params_to_schema, validate
-from subagents.simulated.tools import SimulatedTools
-from subagents.spec import (
-    CallStep,
-    EscalateStep,
-    FinishStep,
-    PlanStep,
-    SubtaskSettings,
-    SubtaskSpec,
-)
-from subagents.tool import CallContext, Tool, ToolOutput
+from typing import TYPE_CHECKING
+
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from subagents.context import Context
+    from subagents.executor import ExecEvent, ExecObserver, execute_tool_safely
+    from subagents.loop import (
+        ProgressEvent,
+        ProgressObserver,
+        SubagentResult,
+        SubagentRun,
+        run_subagent,
+    )
+    from subagents.planners import (
+        Action,
+        CallAction,
+        EscalateAction,
+        FinishAction,
+        Observation,
+        Planner,
+        ScriptedPlanner,
+    )
+    from subagents.retry import RetryPolicy, run_with_retry
+    from subagents.schema import SchemaViolation, params_to_schema, validate
+    from subagents.simulated.tools import SimulatedTools
+    from subagents.spec import (
+        CallStep,
+        EscalateStep,
+        FinishStep,
+        PlanStep,
+        SubtaskSettings,
+        SubtaskSpec,
+    )
+    from subagents.tool import CallContext, Tool, ToolOutput
 
 __all__ = [
     "Action",
@@ -64,3 +69,24 @@ __all__ = [
     "run_with_retry",
     "validate",
 ]
+
+# Each name is imported from its module on first use (shared/lazy.py): importing one
+# part of the package, or the package, loads nothing else.
+__getattr__ = lazy_exports(__name__, {
+    "subagents.context": ("Context",),
+    "subagents.executor": ("ExecEvent", "ExecObserver", "execute_tool_safely"),
+    "subagents.loop": (
+        "ProgressEvent", "ProgressObserver", "SubagentResult", "SubagentRun", "run_subagent",
+    ),
+    "subagents.planners": (
+        "Action", "CallAction", "EscalateAction", "FinishAction", "Observation", "Planner",
+        "ScriptedPlanner",
+    ),
+    "subagents.retry": ("RetryPolicy", "run_with_retry"),
+    "subagents.schema": ("SchemaViolation", "params_to_schema", "validate"),
+    "subagents.simulated.tools": ("SimulatedTools",),
+    "subagents.spec": (
+        "CallStep", "EscalateStep", "FinishStep", "PlanStep", "SubtaskSettings", "SubtaskSpec",
+    ),
+    "subagents.tool": ("CallContext", "Tool", "ToolOutput"),
+})

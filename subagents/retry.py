@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from tenacity import AsyncRetrying, RetryCallState
 
 from shared.clock import MAX_SECONDS, Clock
 from shared.envelope import ToolResult
 from subagents.jitter import Jitter
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 
 class RetryPolicy(BaseModel):
@@ -86,6 +88,10 @@ async def _retry(
     on_wait: WaitHook | None,
 ) -> tuple[ToolResult, int]:
     """Continue a logical call whose first attempt failed retryably (it is tenacity's first)."""
+    # Imported on the first retry: a process whose calls never fail retryably (most
+    # replays, `fanout --version`) does not load it.
+    from tenacity import AsyncRetrying
+
     jitter_rng: Jitter = rng if rng is not None else random.Random()
     count = 1
     pending: ToolResult | None = first

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -157,3 +159,30 @@ def test_every_wing_names_its_surface(name: str) -> None:
     assert wing.__all__, name
     for member in wing.__all__:
         assert hasattr(wing, member), f"{name}.{member}"
+
+
+def _shadowed_names() -> list[tuple[str, str]]:
+    """(package, name) for every name a package of the house exports that is also the name
+    of one of its submodules."""
+    root = Path(__file__).resolve().parents[1]
+    pairs = []
+    for init in sorted(p for top in ("shared", "subagents", "coordinator")
+                       for p in (root / top).rglob("__init__.py")):
+        folder = init.parent
+        package = ".".join(folder.relative_to(root).parts)
+        submodules = {p.stem for p in folder.glob("*.py")} | {
+            p.parent.name for p in folder.glob("*/__init__.py")}
+        exported = getattr(importlib.import_module(package), "__all__", [])
+        pairs += [(package, name) for name in exported if name in submodules]
+    return pairs
+
+
+@pytest.mark.parametrize(("package", "name"), _shadowed_names(),
+                         ids=lambda v: str(v))
+def test_a_name_that_is_also_a_submodule_stays_the_exported_object(
+    package: str, name: str
+) -> None:
+    """Importing the submodule of the same name does not replace the export with the module
+    (a lazily exported name would lose to it: such names are bound eagerly)."""
+    importlib.import_module(f"{package}.{name}")
+    assert not isinstance(getattr(importlib.import_module(package), name), ModuleType)

@@ -4,15 +4,20 @@ The pytest plugin for scenario files is :mod:`coordinator.api.pytest_plugin`, lo
 pytest through its entry point.
 """
 
-from coordinator.api.run import (
-    EscalationCallback,
-    EventCallback,
-    StoreLike,
-    ask,
-    run_file,
-)
-from coordinator.api.stream import JobEvents, ask_events, run_file_events
-from coordinator.api.tools import ToolLike, research_tools
+from typing import TYPE_CHECKING
+
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from coordinator.api.run import (
+        EscalationCallback,
+        EventCallback,
+        StoreLike,
+        ask,
+        run_file,
+    )
+    from coordinator.api.stream import JobEvents, ask_events, run_file_events
+    from coordinator.api.tools import ToolLike, research_tools
 
 __all__ = [
     "EscalationCallback",
@@ -26,3 +31,11 @@ __all__ = [
     "run_file",
     "run_file_events",
 ]
+
+# Each name is imported from its module on first use (shared/lazy.py): importing one
+# part of the package, or the package, loads nothing else.
+__getattr__ = lazy_exports(__name__, {
+    "coordinator.api.run": ("EscalationCallback", "EventCallback", "StoreLike", "ask", "run_file"),
+    "coordinator.api.stream": ("JobEvents", "ask_events", "run_file_events"),
+    "coordinator.api.tools": ("ToolLike", "research_tools"),
+})

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
-from coordinator.cli.common import EXIT_BAD_INPUT, add_private_fetch_option
+from coordinator.cli.common import EXIT_BAD_INPUT
 from coordinator.cli.run import run_live
-from coordinator.cli.temporal import add_run_options
 from coordinator.jobfile.ask import build_ask_job
 from subagents.models.spend import TokenBudget
 
@@ -30,59 +28,6 @@ NO_MODEL_HINT = (
     "for a model to plan and write the answer: --model PROVIDER:NAME",
 )
 """What ``fanout ask`` without a model says on stderr before it runs."""
-
-
-def add_ask_parser(sub: Any) -> None:
-    """Register ``fanout ask`` on the subcommand parser."""
-    p = sub.add_parser("ask", help="decompose a question, fan out, synthesize the answer")
-    p.add_argument("question", metavar="QUESTION")
-    p.add_argument(
-        "--tools",
-        metavar="FILE",
-        help="a tools file: tools (simulated), mcp_servers, research_tools, optionally a "
-        "model block",
-    )
-    p.add_argument(
-        "--docs", metavar="DIR", help="research your documents: docs.search and docs.read "
-        "over DIR (indexed first when new or changed)",
-    )
-    p.add_argument(
-        "--search", metavar="BACKEND", help="research the web: web.search and web.fetch "
-        "through searxng:URL, brave (BRAVE_API_KEY) or tavily (TAVILY_API_KEY); default "
-        "$FANOUT_SEARCH",
-    )
-    p.add_argument(
-        "--model", metavar="PROVIDER:NAME",
-        help="anthropic:NAME, openai:NAME, or scripted (with turns in --tools); without one, "
-        "a retrieval-only answer from --docs/--search",
-    )
-    p.add_argument(
-        "--base-url", metavar="URL",
-        help="another endpoint: a gateway, vLLM, llama.cpp, Ollama (…/v1); default "
-        "$OPENAI_BASE_URL for openai",
-    )
-    p.add_argument(
-        "--max-tokens", type=int, default=None, metavar="N",
-        help="the most tokens one model call may write (cut further to fit a small server's "
-        "context window)",
-    )
-    p.add_argument("--max-subtasks", type=int, default=6, metavar="N")
-    p.add_argument("--concurrency", type=int, default=4, metavar="N")
-    p.add_argument("--deadline", type=float, default=None, metavar="SECONDS")
-    p.add_argument(
-        "--budget",
-        metavar="TOKENS",
-        help="the job's token budget: N (input and output together) or IN:OUT "
-        "(either may be empty), e.g. 200000 or 150000:20000",
-    )
-    p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
-    p.add_argument("--json", action="store_true", help="print the report as JSON only")
-    p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
-    p.add_argument("--store", metavar="PATH|URL",
-                   help="the run store: a SQLite file or a postgresql:// URL")
-    add_private_fetch_option(p)
-    add_run_options(p)
-    p.set_defaults(func=cmd_ask)
 
 
 def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:

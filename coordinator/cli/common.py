@@ -8,21 +8,15 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from coordinator.jobfile.loader import load_scenario
-from coordinator.jobfile.scenario import Scenario
-from coordinator.replay import scenario_files
-from coordinator.report import CoverageReport
-from coordinator.store.runs import RunStore, store_path
-from coordinator.views.terminal import (
-    print_input_error,
-    report_view,
-)
-from shared.errors import InputFileError, InputFileErrors
-
+# What a helper needs is imported inside it: every command imports this module, and each
+# needs only some of them (`fanout replay` no store, `fanout runs` no scenario loader).
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from coordinator.jobfile.research import ResearchPolicy
+    from coordinator.jobfile.scenario import Scenario
+    from coordinator.report import CoverageReport
+    from coordinator.store.runs import RunStore
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 EXIT_FAILED = 3
@@ -35,22 +29,17 @@ def outcome_exit(report: CoverageReport) -> int:
     return EXIT_FAILED if report.outcome == "failed" else EXIT_OK
 
 
-def add_private_fetch_option(parser: argparse.ArgumentParser) -> None:
-    """``--allow-private-fetch``: the user's own permission for ``web.fetch`` to read
-    loopback and private addresses (a job or tools file cannot give it)."""
-    parser.add_argument(
-        "--allow-private-fetch", action="store_true",
-        help="let web.fetch read loopback, private and link-local addresses (a server on "
-        "this machine or network); a job or tools file cannot allow it",
-    )
-
-
 def dump(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False)
 
 
 def load_all(paths: Sequence[str], err: Console) -> list[Scenario] | None:
     """Load every file first: one bad file means nothing runs."""
+    from coordinator.jobfile.loader import load_scenario
+    from coordinator.replay import scenario_files
+    from coordinator.views.terminal import print_input_error
+    from shared.errors import InputFileError, InputFileErrors
+
     files = scenario_files(paths)
     if not files:
         err.print(f"[bold red]error:[/] no scenario files in {' '.join(paths)}")
@@ -76,6 +65,8 @@ def open_store(args: argparse.Namespace) -> RunStore:
     Raises:
         StoreError: a store argument fanout cannot open (exit 2).
     """
+    from coordinator.store.runs import RunStore, store_path
+
     return RunStore(store_path(args.store))
 
 
@@ -85,6 +76,8 @@ def check_store(target: str) -> None:
     Raises:
         StoreError: it cannot be opened, is not ours, or is unreachable.
     """
+    from coordinator.store.runs import RunStore
+
     store = RunStore(target)
     try:
         store.backend.migrate()
@@ -96,6 +89,8 @@ def print_report(report: CoverageReport, args: argparse.Namespace, out: Console)
     if args.json:
         sys.stdout.write(dump(report.to_wire()) + "\n")
     else:
+        from coordinator.views.terminal import report_view
+
         out.print()
         out.print(report_view(report))
 

@@ -24,19 +24,6 @@ from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, dump
 from coordinator.store.runs import store_path
 from coordinator.store.targets import open_backend
 
-DEFAULT_MAX_BYTES = 20_000_000
-
-
-def add_index_parser(sub: Any) -> None:
-    """Register ``fanout index`` on the subcommand parser."""
-    p = sub.add_parser("index", help="index a folder of documents for docs.search/docs.read")
-    p.add_argument("folder", metavar="DIR")
-    p.add_argument("--store", metavar="PATH", help="the run store; the index lives beside it")
-    p.add_argument("--max-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="BYTES",
-                   help="skip (and list) files larger than this (default 20,000,000)")
-    p.add_argument("--json", action="store_true", help="print the refresh's figures as JSON")
-    p.set_defaults(func=cmd_index)
-
 
 def cmd_index(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Refresh the index of ``args.folder``: changed files only."""

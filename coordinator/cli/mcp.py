@@ -12,50 +12,14 @@ import argparse
 import os
 import signal
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, check_store
-from coordinator.cli.serve import add_operator_options, ask_settings
-from coordinator.cli.temporal import add_executor_options
+from coordinator.cli.serve import ask_settings
 from coordinator.store.backend import redact
 from coordinator.store.runs import StoreError, store_path
-
-
-def add_mcp_parser(sub: Any) -> None:
-    """Add ``fanout mcp`` to the subcommands (``sub`` is argparse's subparsers action)."""
-    p = sub.add_parser("mcp", help="serve fanout to other agents over MCP (stdio, or --http)")
-    p.add_argument("--http", metavar="HOST:PORT",
-                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
-                   "(a HOST other than loopback needs a token)")
-    p.add_argument("--store", metavar="PATH|URL",
-                   help="the run store: a SQLite file or a postgresql:// URL (default "
-                   "$FANOUT_STORE or .fanout/runs.sqlite, under the working directory)")
-    add_operator_options(p, asks="ask", docs="ask and run_job may read with docs.* "
-                         "(repeatable; the first is ask's default); none: no documents")
-    p.add_argument("--token-file", metavar="F",
-                   help="--http's bearer token on the first line (default $FANOUT_TOKEN)")
-    p.add_argument("--max-runs", type=int, default=4, metavar="N",
-                   help="runs executing at once; the rest wait, queued (default 4)")
-    p.add_argument("--max-queued", type=int, default=256, metavar="N",
-                   help="runs waiting for a slot (default 256; then a tool error)")
-    p.add_argument("--max-connections", type=int, default=1024, metavar="N",
-                   help="--http connections open at once (default 1024; then 503)")
-    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
-                   help="--http: seconds for a request's head to arrive (default 10; then 408)")
-    p.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
-                   help="--http: seconds for a request's body to arrive (default 30; then 408)")
-    p.add_argument("--wait", type=float, default=None, metavar="SECONDS",
-                   help="how long ask and run_job wait for their run when the call gives "
-                   "no wait_s (default: until it ends); then they answer with the run id "
-                   "and the run goes on")
-    p.add_argument("--log-level", default="warning",
-                   choices=("critical", "error", "warning", "info", "debug"))
-    # `--executor temporal`: runs go to Temporal workers, which must reach the store.
-    add_executor_options(p)
-    p.set_defaults(func=cmd_mcp)
 
 
 def _host_port(value: str) -> tuple[str, int]:

@@ -5,77 +5,17 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
 from coordinator.cli.common import EXIT_BAD_INPUT, EXIT_OK, check_store
-from coordinator.cli.temporal import add_executor_options
 from coordinator.store.backend import redact
 from coordinator.store.runs import StoreError, store_path
 
 if TYPE_CHECKING:
     from coordinator.engine.executor import TemporalTarget
-
-
-def add_serve_parser(sub: Any) -> None:
-    """Add ``fanout serve`` to the subcommands (``sub`` is argparse's subparsers action)."""
-    p = sub.add_parser("serve", help="serve the HTTP API and the web page (runs execute here)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; others need a token)")
-    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free one)")
-    p.add_argument("--store", metavar="PATH|URL",
-                   help="the run store: a SQLite file or a postgresql://user@host:port/db URL "
-                   "(default $FANOUT_STORE or .fanout/runs.sqlite)")
-    p.add_argument("--max-runs", type=int, default=4, metavar="N",
-                   help="runs executing at once; the rest wait, queued (default 4)")
-    p.add_argument("--token-file", metavar="F",
-                   help="bearer token on the first line (default $FANOUT_TOKEN)")
-    p.add_argument("--max-streams", type=int, default=512, metavar="N",
-                   help="event streams open at once (default 512; then 503)")
-    p.add_argument("--max-queued", type=int, default=256, metavar="N",
-                   help="runs waiting for a slot (default 256; then 503 with Retry-After)")
-    p.add_argument("--max-connections", type=int, default=1024, metavar="N",
-                   help="connections open at once, streams included (default 1024; then 503)")
-    p.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds for a request's head to arrive (default 10; then 408)")
-    p.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
-                   help="seconds for a request's body to arrive (default 30; then 408)")
-    p.add_argument("--ping-interval", type=float, default=15.0, metavar="S",
-                   help="seconds between keep-alive comments on a quiet stream (default 15)")
-    p.add_argument("--allow-mcp", action="store_true",
-                   help="accept jobs that declare mcp_servers (commands this server starts)")
-    add_operator_options(p, asks="POST /ask", docs="jobs and asks may read with docs.* "
-                         "(repeatable; none: no documents); web.* never reaches private "
-                         "addresses from the service")
-    p.add_argument("--log-level", default="info",
-                   choices=("critical", "error", "warning", "info", "debug"))
-    # `--executor temporal`: submitted runs go to Temporal workers (which must reach the
-    # store); their events stream from the store.
-    add_executor_options(p)
-    p.set_defaults(func=cmd_serve)
-
-
-def add_operator_options(p: argparse.ArgumentParser, *, asks: str, docs: str) -> None:
-    """The operator's choices for the asks a server answers (``fanout serve``'s POST /ask,
-    ``fanout mcp``'s ask): ``--docs``, ``--search``, ``--model``, ``--base-url``,
-    ``--tools``. Requests never choose these."""
-    p.add_argument("--docs", metavar="DIR", action="append", default=[],
-                   help=f"a folder {docs}")
-    p.add_argument("--search", metavar="BACKEND",
-                   help=f"the web search of {asks}: searxng:URL, brave or tavily "
-                   "(default $FANOUT_SEARCH)")
-    p.add_argument("--model", metavar="PROVIDER:NAME",
-                   help=f"the model of {asks} when the request names none; without one (nor "
-                   "a model block in --tools), a retrieval-only answer")
-    p.add_argument("--base-url", metavar="URL",
-                   help="the endpoint of the server's openai models (a gateway, vLLM, "
-                   "llama.cpp, Ollama: …/v1); default $OPENAI_BASE_URL. Requests never "
-                   "name one")
-    p.add_argument("--tools", metavar="FILE",
-                   help=f"the tools file of {asks} when the request sends none (tools, "
-                   "research_tools, a model block)")
 
 
 def ask_settings(args: argparse.Namespace) -> str | None:

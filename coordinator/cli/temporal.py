@@ -1,9 +1,9 @@
 """`fanout temporal dev`, `fanout worker`, and `--executor temporal` of `fanout run` and
 `fanout ask` (DESIGN §9, §15): the run goes to the engine's TemporalExecutor.
 
-The parsers are built without importing the Temporal SDK (it is the optional
-``fanout[temporal]`` extra, and every other command would pay for loading it); the
-handlers import :mod:`coordinator.temporal` when they run.
+Their options are in :mod:`coordinator.cli.parser`, built without importing the Temporal
+SDK (it is the optional ``fanout[temporal]`` extra, and every other command would pay for
+loading it); the handlers import :mod:`coordinator.temporal` when they run.
 
 Who records what: ``fanout run --executor temporal`` registers the run in the store
 and starts the workflow; the workers record everything after that — each subagent
@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -47,58 +47,7 @@ if TYPE_CHECKING:
     from coordinator.report import CoverageReport
     from coordinator.temporal import JobHandle
 
-# The same defaults as coordinator.temporal.payloads, written out so that building the
-# parser does not import the SDK (a test pins that they agree).
-ADDRESS = "127.0.0.1:7233"
-NAMESPACE = "default"
-TASK_QUEUE = "fanout"
-DEV_PORT = 7233
-DEV_DB = str(Path(".fanout") / "temporal.sqlite")
-WORKER_CONCURRENCY = 100
-HEARTBEAT_TIMEOUT = 30.0
 EXIT_UNREACHABLE = 2
-
-
-def _server_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--address", default=ADDRESS, metavar="HOST:PORT",
-                   help=f"the Temporal frontend (default {ADDRESS})")
-    p.add_argument("--namespace", default=NAMESPACE, help=f"default {NAMESPACE}")
-    p.add_argument("--task-queue", default=TASK_QUEUE, help=f"default {TASK_QUEUE}")
-
-
-def add_temporal_commands(sub: Any) -> None:
-    """Add ``fanout temporal dev`` and ``fanout worker`` to the subcommands ``sub``."""
-    p = sub.add_parser("temporal", help="the Temporal dev server, for jobs on Temporal")
-    tsub = p.add_subparsers(dest="temporal_command", required=True, metavar="COMMAND")
-    d = tsub.add_parser("dev", help="start the Temporal dev server on loopback (offline)")
-    d.add_argument("--port", type=int, default=DEV_PORT, help=f"gRPC port (default {DEV_PORT})")
-    d.add_argument("--db-file", default=DEV_DB, metavar="PATH",
-                   help=f"where history is kept across restarts (default {DEV_DB})")
-    d.set_defaults(func=cmd_temporal_dev)
-
-    w = sub.add_parser("worker", help="run a Temporal worker for fanout jobs")
-    _server_options(w)
-    w.add_argument("--concurrency", type=int, default=WORKER_CONCURRENCY, metavar="N",
-                   help=f"subagent rounds this worker runs at once (default {WORKER_CONCURRENCY})")
-    w.set_defaults(func=cmd_worker)
-
-
-def add_executor_options(p: argparse.ArgumentParser) -> None:
-    """Add ``--executor local|temporal`` and where Temporal is to the parser ``p``."""
-    p.add_argument("--executor", choices=("local", "temporal"), default="local",
-                   help="run in this process (local, the default) or on Temporal workers")
-    _server_options(p)
-
-
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """Add ``--executor temporal`` and its options to the ``fanout run`` (and ``ask``)
-    parser ``p``."""
-    add_executor_options(p)
-    p.add_argument("--detach", action="store_true",
-                   help="with --executor temporal: print the run and workflow ids and return")
-    p.add_argument("--heartbeat-timeout", type=float, default=HEARTBEAT_TIMEOUT, metavar="S",
-                   help="with --executor temporal: a worker silent this long is lost and its "
-                   f"rounds resume on another (default {HEARTBEAT_TIMEOUT:g} s)")
 
 
 def cmd_temporal_dev(args: argparse.Namespace, out: Console, err: Console) -> int:

@@ -15,10 +15,20 @@ The job a question runs (``fanout ask``, ``POST /ask``, ``ask()``) is built by o
 module, :mod:`coordinator.jobfile.ask`, before any of this.
 """
 
-from coordinator.engine.executor import Executor, LocalExecutor, TemporalExecutor, TemporalTarget
-from coordinator.engine.recorded import drive
-from coordinator.engine.resume import Start, interrupted_report, restored_runs
-from coordinator.engine.run import Hooks, Run, RunRequest, open_run
+from typing import TYPE_CHECKING
+
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from coordinator.engine.executor import (
+        Executor,
+        LocalExecutor,
+        TemporalExecutor,
+        TemporalTarget,
+    )
+    from coordinator.engine.recorded import drive
+    from coordinator.engine.resume import Start, interrupted_report, restored_runs
+    from coordinator.engine.run import Hooks, Run, RunRequest, open_run
 
 __all__ = [
     "Executor",
@@ -34,3 +44,14 @@ __all__ = [
     "open_run",
     "restored_runs",
 ]
+
+# Each name is imported from its module on first use (shared/lazy.py): importing one
+# part of the package, or the package, loads nothing else.
+__getattr__ = lazy_exports(__name__, {
+    "coordinator.engine.executor": (
+        "Executor", "LocalExecutor", "TemporalExecutor", "TemporalTarget",
+    ),
+    "coordinator.engine.recorded": ("drive",),
+    "coordinator.engine.resume": ("Start", "interrupted_report", "restored_runs"),
+    "coordinator.engine.run": ("Hooks", "Run", "RunRequest", "open_run"),
+})

@@ -12,31 +12,38 @@ synthesizes the answer, around the fan-out of ``run_job``.
 - ``research``: :func:`run_research`, the whole job with its lead.
 """
 
-from coordinator.lead.checks import check_answer
-from coordinator.lead.decompose import (
-    LEAD,
-    QUESTION,
-    LeadContext,
-    decompose,
-    degraded_plan,
-    failed_decomposition,
-    lead_subtask,
-    with_lead_gap,
-)
-from coordinator.lead.extractive import extractive_answer, with_extractive_answer
-from coordinator.lead.followups import plan_followups, with_followups
-from coordinator.lead.planning import JobPlanning
-from coordinator.lead.research import (
-    FollowupHook,
-    PlanHook,
-    ResearchHooks,
-    Resumed,
-    catalogue,
-    planned_job,
-    run_research,
-    with_subtasks,
-)
-from coordinator.lead.synthesis import synthesize, with_model_answer
+from typing import TYPE_CHECKING
+
+# Bound now, not on first use: `decompose` is also the name of a submodule, and importing
+# it (any module of the lead does) binds the module to the package under that name.
+from coordinator.lead.decompose import decompose
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from coordinator.lead.checks import check_answer
+    from coordinator.lead.decompose import (
+        LEAD,
+        QUESTION,
+        LeadContext,
+        degraded_plan,
+        failed_decomposition,
+        lead_subtask,
+        with_lead_gap,
+    )
+    from coordinator.lead.extractive import extractive_answer, with_extractive_answer
+    from coordinator.lead.followups import plan_followups, with_followups
+    from coordinator.lead.planning import JobPlanning
+    from coordinator.lead.research import (
+        FollowupHook,
+        PlanHook,
+        ResearchHooks,
+        Resumed,
+        catalogue,
+        planned_job,
+        run_research,
+        with_subtasks,
+    )
+    from coordinator.lead.synthesis import synthesize, with_model_answer
 
 __all__ = [
     "LEAD",
@@ -64,3 +71,21 @@ __all__ = [
     "with_model_answer",
     "with_subtasks",
 ]
+
+# Each name is imported from its module on first use (shared/lazy.py): importing one
+# part of the package, or the package, loads nothing else.
+__getattr__ = lazy_exports(__name__, {
+    "coordinator.lead.checks": ("check_answer",),
+    "coordinator.lead.decompose": (
+        "LEAD", "QUESTION", "LeadContext", "degraded_plan", "failed_decomposition",
+        "lead_subtask", "with_lead_gap",
+    ),
+    "coordinator.lead.extractive": ("extractive_answer", "with_extractive_answer"),
+    "coordinator.lead.followups": ("plan_followups", "with_followups"),
+    "coordinator.lead.planning": ("JobPlanning",),
+    "coordinator.lead.research": (
+        "FollowupHook", "PlanHook", "ResearchHooks", "Resumed", "catalogue", "planned_job",
+        "run_research", "with_subtasks",
+    ),
+    "coordinator.lead.synthesis": ("synthesize", "with_model_answer"),
+})

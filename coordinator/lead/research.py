@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-from opentelemetry.trace import TracerProvider
 
 from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, cancelled_by, run_job
 from coordinator.job import JobSpec
@@ -50,6 +49,9 @@ from subagents.models.base import ToolSpec
 from subagents.planners.prompt import tool_specs
 from subagents.spec import SubtaskSpec
 from subagents.telemetry.run import instrumented_run
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 
 class PlanHook(Protocol):

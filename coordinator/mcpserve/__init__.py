@@ -5,11 +5,16 @@ Tools ``ask``, ``run_job``, ``get_report`` and ``list_runs``; resources
 ends; ``notifications/cancelled`` cancels the run, whose partial report is kept.
 """
 
-from coordinator.mcpserve.config import ArgumentRefused, DoorConfig
-from coordinator.mcpserve.door import Busy, Door
-from coordinator.mcpserve.render import RunAnswer
-from coordinator.mcpserve.server import build_server
-from coordinator.mcpserve.transport import serve_http, serve_stdio
+from typing import TYPE_CHECKING
+
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from coordinator.mcpserve.config import ArgumentRefused, DoorConfig
+    from coordinator.mcpserve.door import Busy, Door
+    from coordinator.mcpserve.render import RunAnswer
+    from coordinator.mcpserve.server import build_server
+    from coordinator.mcpserve.transport import serve_http, serve_stdio
 
 __all__ = [
     "ArgumentRefused",
@@ -21,3 +26,13 @@ __all__ = [
     "serve_http",
     "serve_stdio",
 ]
+
+# Each name is imported from its module on first use (shared/lazy.py): importing one
+# part of the package, or the package, loads nothing else.
+__getattr__ = lazy_exports(__name__, {
+    "coordinator.mcpserve.config": ("ArgumentRefused", "DoorConfig"),
+    "coordinator.mcpserve.door": ("Busy", "Door"),
+    "coordinator.mcpserve.render": ("RunAnswer",),
+    "coordinator.mcpserve.server": ("build_server",),
+    "coordinator.mcpserve.transport": ("serve_http", "serve_stdio"),
+})

@@ -9,46 +9,51 @@ run store. The job's decisions come from :mod:`coordinator.rules`, which the loc
 executor calls too.
 """
 
-from coordinator.temporal.activities import FanoutActivities
-from coordinator.temporal.client import (
-    JobHandle,
-    connect,
-    run_on_temporal,
-    start_job,
-    start_recorded,
-    workflow_id,
-    workflow_pollers,
-)
-from coordinator.temporal.dev import (
-    DevServer,
-    DevServerFailed,
-    TemporalUnavailable,
-    free_port,
-    start_dev_server,
-    temporal_binary,
-)
-from coordinator.temporal.payloads import (
-    DEFAULT_ADDRESS,
-    DEFAULT_NAMESPACE,
-    DEFAULT_TASK_QUEUE,
-    Decomposition,
-    DecompositionInput,
-    JobInput,
-    LeadPosition,
-    RoundInput,
-    RoundOutput,
-    TemporalSettings,
-)
-from coordinator.temporal.records import TemporalRunRef, register_run, temporal_run
-from coordinator.temporal.resources import (
-    ClientFactory,
-    ModelClients,
-    ModelPlanningUnavailable,
-    PlannerFactory,
-    WorkerResources,
-)
-from coordinator.temporal.worker import fanout_worker, serve_worker
-from coordinator.temporal.workflow import FanoutWorkflow
+from typing import TYPE_CHECKING
+
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from coordinator.temporal.activities import FanoutActivities
+    from coordinator.temporal.client import (
+        JobHandle,
+        connect,
+        run_on_temporal,
+        start_job,
+        start_recorded,
+        workflow_id,
+        workflow_pollers,
+    )
+    from coordinator.temporal.dev import (
+        DevServer,
+        DevServerFailed,
+        TemporalUnavailable,
+        free_port,
+        start_dev_server,
+        temporal_binary,
+    )
+    from coordinator.temporal.payloads import (
+        DEFAULT_ADDRESS,
+        DEFAULT_NAMESPACE,
+        DEFAULT_TASK_QUEUE,
+        Decomposition,
+        DecompositionInput,
+        JobInput,
+        LeadPosition,
+        RoundInput,
+        RoundOutput,
+        TemporalSettings,
+    )
+    from coordinator.temporal.records import TemporalRunRef, register_run, temporal_run
+    from coordinator.temporal.resources import (
+        ClientFactory,
+        ModelClients,
+        ModelPlanningUnavailable,
+        PlannerFactory,
+        WorkerResources,
+    )
+    from coordinator.temporal.worker import fanout_worker, serve_worker
+    from coordinator.temporal.workflow import FanoutWorkflow
 
 __all__ = [
     "DEFAULT_ADDRESS",
@@ -87,3 +92,29 @@ __all__ = [
     "workflow_id",
     "workflow_pollers",
 ]
+
+# Each name is imported from its module on first use (shared/lazy.py): importing one
+# part of the package, or the package, loads nothing else.
+__getattr__ = lazy_exports(__name__, {
+    "coordinator.temporal.activities": ("FanoutActivities",),
+    "coordinator.temporal.client": (
+        "JobHandle", "connect", "run_on_temporal", "start_job", "start_recorded", "workflow_id",
+        "workflow_pollers",
+    ),
+    "coordinator.temporal.dev": (
+        "DevServer", "DevServerFailed", "TemporalUnavailable", "free_port", "start_dev_server",
+        "temporal_binary",
+    ),
+    "coordinator.temporal.payloads": (
+        "DEFAULT_ADDRESS", "DEFAULT_NAMESPACE", "DEFAULT_TASK_QUEUE", "Decomposition",
+        "DecompositionInput", "JobInput", "LeadPosition", "RoundInput", "RoundOutput",
+        "TemporalSettings",
+    ),
+    "coordinator.temporal.records": ("TemporalRunRef", "register_run", "temporal_run"),
+    "coordinator.temporal.resources": (
+        "ClientFactory", "ModelClients", "ModelPlanningUnavailable", "PlannerFactory",
+        "WorkerResources",
+    ),
+    "coordinator.temporal.worker": ("fanout_worker", "serve_worker"),
+    "coordinator.temporal.workflow": ("FanoutWorkflow",),
+})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
@@ -11,14 +11,16 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from coordinator.replay import ReplaySummary
-from coordinator.report import CoverageReport, Gap
-from coordinator.store.runs import RunRow
 from coordinator.views.answer_marks import extractive_note, marked_lines, nothing_missing
 from coordinator.views.followups import followup_lines
 from coordinator.views.not_covered import filled_lines, missing_lines
 from coordinator.views.words import gap_words, route_words
-from shared.errors import InputFileError
+
+if TYPE_CHECKING:  # types only: showing a report loads neither the engine nor the store
+    from coordinator.replay import ReplaySummary
+    from coordinator.report import CoverageReport, Gap
+    from coordinator.store.runs import RunRow
+    from shared.errors import InputFileError
 
 STATUS_STYLE = {
     "complete": "green",

@@ -1,17 +1,22 @@
 """Planners: what proposes a subagent's next action (the protocol, the scripted plan)."""
 
-from subagents.planners.base import (
-    Action,
-    CallAction,
-    EscalateAction,
-    FinishAction,
-    Observation,
-    PlanEnv,
-    Planner,
-    PlannerState,
-    TurnPlanner,
-)
-from subagents.planners.scripted import ScriptedPlanner
+from typing import TYPE_CHECKING
+
+from shared.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from subagents.planners.base import (
+        Action,
+        CallAction,
+        EscalateAction,
+        FinishAction,
+        Observation,
+        PlanEnv,
+        Planner,
+        PlannerState,
+        TurnPlanner,
+    )
+    from subagents.planners.scripted import ScriptedPlanner
 
 __all__ = [
     "Action",
@@ -25,3 +30,13 @@ __all__ = [
     "ScriptedPlanner",
     "TurnPlanner",
 ]
+
+# Each name is imported from its module on first use (shared/lazy.py): importing one
+# part of the package, or the package, loads nothing else.
+__getattr__ = lazy_exports(__name__, {
+    "subagents.planners.base": (
+        "Action", "CallAction", "EscalateAction", "FinishAction", "Observation", "PlanEnv",
+        "Planner", "PlannerState", "TurnPlanner",
+    ),
+    "subagents.planners.scripted": ("ScriptedPlanner",),
+})

@@ -17,21 +17,23 @@ import threading
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio.to_thread
-import httpx
 from pydantic import Field
 
 from shared.errors import InputFileError
 from subagents.research.docindex import DocIndex
 from subagents.research.docs import DocsReader
 from subagents.research.errors import invalid
-from subagents.research.fetch import WebFetcher
-from subagents.research.guard import AddressGuard, Dialler, Resolver, guarded_transport
-from subagents.research.search import make_backend, run_search
 from subagents.research.spec import ResearchToolsSpec, resolve_docs_folder
 from subagents.tool import Tool, ToolOutput
+
+if TYPE_CHECKING:
+    import httpx
+
+    from subagents.research.fetch import WebFetcher
+    from subagents.research.guard import Dialler, Resolver
 
 __all__ = ["ResearchTools", "open_research_tools", "resolve_docs_folder"]
 
@@ -94,6 +96,14 @@ async def open_research_tools(
     async with AsyncExitStack() as stack:
         web = spec.web
         if web is not None:
+            # The web's tools load httpx and httpcore (a tenth of a second): a job that
+            # reads only documents (`fanout ask --docs DIR`) starts without them.
+            import httpx
+
+            from subagents.research.fetch import WebFetcher
+            from subagents.research.guard import AddressGuard, guarded_transport
+            from subagents.research.search import make_backend
+
             guard = AddressGuard(
                 allow_private=web.fetch.allow_private, resolver=resolver, dial=dial
             )
@@ -170,6 +180,8 @@ def _fetch_tool(fetcher: WebFetcher) -> Tool:
 
 
 def _search_tool(backend: Any, client: httpx.AsyncClient) -> Tool:
+    from subagents.research.search import run_search
+
     async def search(query: str, limit: Annotated[int, Field(ge=1, le=20)] = 5) -> Any:
         if not query.strip():
             raise invalid("web.search", "query", "a non-empty query", "the query is empty",

@@ -16,11 +16,10 @@ What other parts feed:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
-
-from opentelemetry import trace
 
 from subagents.result import ProgressEvent
 from subagents.telemetry.semconv import tool_kind
@@ -135,8 +134,11 @@ def record_limiter_wait(endpoint: str, seconds: float) -> None:
     URL or provider name): feeds ``fanout_limiter_wait_seconds``, and adds a
     ``fanout.limiter_wait`` event to the current span (the model attempt that waited, when
     the run is traced). Cheap when neither is on; call it for every wait, zero included."""
-    span = trace.get_current_span()
-    if span.is_recording():
+    # Looked up, not imported: without the API imported no span can be recording, and
+    # importing it costs a process that traces nothing (a replay) a scan of entry points.
+    trace = sys.modules.get("opentelemetry.trace")
+    span = trace.get_current_span() if trace is not None else None
+    if span is not None and span.is_recording():
         span.add_event("fanout.limiter_wait", {"fanout.endpoint": endpoint,
                                                "fanout.wait_s": max(0.0, seconds)})
     m = _METRICS

@@ -6,19 +6,38 @@ and result hook it gets back; everything else about telemetry stays in this wing
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from opentelemetry.trace import TracerProvider
-
-from subagents.models.spec import ModelSpec
 from subagents.result import ProgressEvent, ProgressObserver, SubagentResult
 from subagents.telemetry.metrics import RunMetrics, current_metrics
 from subagents.telemetry.semconv import capture_content_from_env
-from subagents.telemetry.spans import RouteOf, RunTracer, tracer_of, tracing_enabled
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+    from subagents.models.spec import ModelSpec
+    from subagents.telemetry.spans import RouteOf, RunTracer
 
 ResultHook = Callable[[SubagentResult], Awaitable[None]]
+
+
+def _tracing(provider: TracerProvider | None) -> bool:
+    """Whether spans would go anywhere (:func:`~subagents.telemetry.spans.tracing_enabled`),
+    without importing OpenTelemetry where they cannot: with no provider given, a global
+    one exists only once the API is imported (an application set it) or named in
+    ``OTEL_PYTHON_TRACER_PROVIDER``. A run that traces nothing (a replay) spares the
+    API's import and its scan of entry points."""
+    if (provider is None and "opentelemetry.trace" not in sys.modules
+            and not os.environ.get("OTEL_PYTHON_TRACER_PROVIDER")):
+        return False
+    from subagents.telemetry.spans import tracing_enabled
+
+    return tracing_enabled(provider)
 
 
 @dataclass
@@ -64,7 +83,9 @@ def instrumented_run(
             its activity's span instead).
     """
     tracer: RunTracer | None = None
-    if tracing_enabled(tracer_provider):
+    if _tracing(tracer_provider):
+        from subagents.telemetry.spans import RunTracer, tracer_of
+
         tracer = RunTracer(
             tracer_of(tracer_provider),
             run_id=run_id,
@@ -116,8 +137,10 @@ def activity_tracer(
     """Spans for a part of a run that runs elsewhere (a Temporal activity): they hang
     under the current span (the activity's, which continues the run's trace); None when
     nothing is traced."""
-    if not tracing_enabled(tracer_provider):
+    if not _tracing(tracer_provider):
         return None
+    from subagents.telemetry.spans import RunTracer, tracer_of
+
     return RunTracer(tracer_of(tracer_provider), run_id=run_id, model=model,
                      capture_content=capture_content_from_env(), route=route)
 

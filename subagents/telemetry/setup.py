@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import trace
-
 from shared.errors import InputFileError
 
 FLUSH_TIMEOUT_S = 5.0
@@ -136,6 +134,8 @@ def configure_from_env(
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     if set_global:
+        from opentelemetry import trace
+
         trace.set_tracer_provider(provider)
     timeout = FLUSH_TIMEOUT_S
     raw = env.get("OTEL_BSP_EXPORT_TIMEOUT", "").strip()

@@ -14,7 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 import coordinator.temporal as wing
 from coordinator.cli import main
-from coordinator.cli import temporal as cli
+from coordinator.cli import parser as cli
 from coordinator.cli.main import build_parser
 from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import scenario_files
