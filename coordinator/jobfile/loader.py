@@ -27,13 +27,13 @@ from coordinator.jobfile.model_block import (
 )
 from coordinator.jobfile.scenario import Scenario, scenario_json_schema
 from coordinator.jobfile.yamlpos import (
+    FieldPath,
     ParsedYaml,
     collector_paused,
     format_path,
     parse_yaml,
     show,
 )
-from coordinator.jobfile.yamlpos import Path as FieldPath
 from shared.errors import InputFileError, InputFileErrors
 from subagents.mcp.spec import SERVER_NAME_PATTERN
 from subagents.spec import SubtaskSettings

@@ -12,8 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from coordinator.jobfile.yamlpos import ParsedYaml, format_path
-from coordinator.jobfile.yamlpos import Path as FieldPath
+from coordinator.jobfile.yamlpos import FieldPath, ParsedYaml, format_path
 from shared.errors import InputFileError
 
 # Field names that would hold a secret, not name one.

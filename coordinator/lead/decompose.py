@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.job import JobSpec
-from coordinator.report import CoverageReport, assemble_report
-from coordinator.report_edits import prepend_rows
+from coordinator.report import CoverageReport, assemble_report, prepend_rows
 from coordinator.rules import LEAD as LEAD
 from shared.clock import Clock
 from shared.envelope import ToolResult

@@ -28,8 +28,7 @@ from coordinator.lead.decompose import (
     LeadContext,
     planned_subtasks,
 )
-from coordinator.report import CoverageReport, Gap
-from coordinator.report_edits import combine
+from coordinator.report import CoverageReport, Gap, combine
 from coordinator.rules import open_gaps
 from subagents.models.base import (
     AssistantMessage,

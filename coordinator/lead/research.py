@@ -24,8 +24,7 @@ from coordinator.lead.extractive import with_extractive_answer
 from coordinator.lead.followups import plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.synthesis import synthesize
-from coordinator.report import CoverageReport
-from coordinator.report_edits import with_tokens
+from coordinator.report import CoverageReport, with_tokens
 from coordinator.routing import RoutingTable
 from coordinator.rules import asks_for_followups, follows_up, followup_job
 from shared.clock import Clock, JobClock

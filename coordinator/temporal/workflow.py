@@ -54,8 +54,7 @@ with workflow.unsafe.imports_passed_through():
         with_lead_gap,
     )
     from coordinator.lead.extractive import with_extractive_answer
-    from coordinator.report import CoverageReport, assemble_report
-    from coordinator.report_edits import with_tokens
+    from coordinator.report import CoverageReport, assemble_report, with_tokens
     from coordinator.routing import RoutingTable
     from coordinator.rules import (
         LEAD,
