@@ -24,16 +24,10 @@ from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
 from shared.ids import RandomTraceIds, TraceIds
 from shared.tokens import TokenCounter
-from subagents.loop import (
-    ProgressEvent,
-    ProgressObserver,
-    SubagentResult,
-    SubagentRun,
-    SubagentState,
-    crashed,
-    run_subagent,
-)
+from subagents.loop import run_subagent
 from subagents.planners import Planner
+from subagents.result import ProgressEvent, ProgressObserver, SubagentResult, SubagentState
+from subagents.run import SubagentRun, crashed
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
 

@@ -23,8 +23,8 @@ from shared.envelope import Finding
 from shared.escalation import Escalation
 from shared.trusted import Prevalidated
 from subagents.alternatives import alternatives_for
-from subagents.loop import SubagentResult
 from subagents.models.spend import TokenBudget, TokenMeter
+from subagents.result import SubagentResult
 from subagents.spec import SubtaskSpec
 
 SubtaskStatus = Literal["complete", "empty", "partial", "gap"]

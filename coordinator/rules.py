@@ -34,8 +34,8 @@ from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Gap
 from coordinator.routing import RoutingTable
 from shared.escalation import Escalation
-from subagents.loop import SubagentRun, cut_by_deadline
 from subagents.models.spend import Spent, budget_shares
+from subagents.run import SubagentRun, cut_by_deadline
 from subagents.spec import SubtaskSpec
 
 __all__ = [

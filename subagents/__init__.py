@@ -2,13 +2,7 @@
 
 from subagents.context import Context
 from subagents.executor import ExecEvent, ExecObserver, execute_tool_safely
-from subagents.loop import (
-    ProgressEvent,
-    ProgressObserver,
-    SubagentResult,
-    SubagentRun,
-    run_subagent,
-)
+from subagents.loop import run_subagent
 from subagents.planners import (
     Action,
     CallAction,
@@ -18,7 +12,9 @@ from subagents.planners import (
     Planner,
     ScriptedPlanner,
 )
+from subagents.result import ProgressEvent, ProgressObserver, SubagentResult
 from subagents.retry import RetryPolicy, run_with_retry
+from subagents.run import SubagentRun
 from subagents.schema import SchemaViolation, params_to_schema, validate
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import (

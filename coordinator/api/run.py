@@ -39,7 +39,7 @@ from coordinator.store.runs import RunStore, store_path
 from shared.clock import AnyioClock
 from shared.escalation import Escalation
 from shared.tokens import TokenCounter
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 from subagents.tool import Tool
 
 __all__ = [

@@ -22,7 +22,8 @@ from coordinator.store.events import event_data, followups_data, plan_data
 from coordinator.store.recorder import RunRecorder
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import snapshot_run
-from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, SubagentRun
+from subagents.result import ProgressEvent, ProgressObserver, SubagentResult
+from subagents.run import SubagentRun
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 

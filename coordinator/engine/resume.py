@@ -31,8 +31,9 @@ from coordinator.store.runs import RunStore
 from shared.clock import Clock
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import restore_run
-from subagents.loop import SubagentResult, SubagentRun
 from subagents.planners.model import Seekable
+from subagents.result import SubagentResult
+from subagents.run import SubagentRun
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 

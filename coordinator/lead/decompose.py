@@ -32,7 +32,6 @@ from shared.clock import Clock
 from shared.envelope import ToolResult
 from shared.ids import TraceIds
 from subagents.executor import ExecObserver
-from subagents.loop import ProgressObserver, SubagentResult, SubagentRun
 from subagents.models.base import (
     AssistantMessage,
     ModelClient,
@@ -49,6 +48,8 @@ from subagents.models.spec import ModelSpec
 from subagents.models.spend import TokenMeter
 from subagents.planners.failures import model_failure
 from subagents.planners.search import probe_endpoint_of
+from subagents.result import ProgressObserver, SubagentResult
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 QUESTION = "question"

@@ -39,8 +39,8 @@ from coordinator.job import JobSpec
 from coordinator.lead.decompose import LEAD
 from coordinator.report import CoverageReport, Section, Source, prepend_rows
 from coordinator.sources import Evidence, evidence, number_sources
-from subagents.loop import SubagentRun
 from subagents.research.relevance import Segment, Terms, segments
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 A :class:`JobPlanning` holds the job's model client, opened once per job (the key read
 from the environment then, never stored), and makes each subtask's planner and its
-fresh or restored :class:`~subagents.loop.SubagentRun`.
+fresh or restored :class:`~subagents.run.SubagentRun`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import Any
 from coordinator.jobfile.scenario import Scenario
 from shared.clock import Clock
 from subagents.checkpoint import restore_run
-from subagents.loop import SubagentRun
 from subagents.models.base import ModelClient
 from subagents.models.factory import build_client
 from subagents.models.scripted import ScriptedModel
 from subagents.models.spend import TokenMeter
 from subagents.planners import Planner, ScriptedPlanner
 from subagents.planners.model import ModelPlanner
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 

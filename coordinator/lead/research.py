@@ -30,15 +30,10 @@ from coordinator.rules import asks_for_followups, follows_up, followup_job
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
 from subagents.executor import ExecEvent
-from subagents.loop import (
-    ProgressEvent,
-    ProgressObserver,
-    SubagentResult,
-    SubagentRun,
-    SubagentState,
-)
 from subagents.models.base import ToolSpec
 from subagents.planners.prompt import tool_specs
+from subagents.result import ProgressEvent, ProgressObserver, SubagentResult, SubagentState
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 from subagents.telemetry.run import instrumented_run
 

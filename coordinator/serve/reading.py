@@ -16,7 +16,7 @@ from coordinator.serve.records import ServiceRecords
 from coordinator.serve.schemas import Progress, SubtaskInfo
 from coordinator.store.runs import RunRow, RunStore
 from shared.errors import InputFileError
-from subagents.loop import SubagentResult
+from subagents.result import SubagentResult
 
 # Every other state (running, retrying, thinking: waiting on its model) is at work.
 _COUNTED = frozenset({"queued", "done", "escalated"})

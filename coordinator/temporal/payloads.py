@@ -20,9 +20,9 @@ from coordinator.lead import JobPlanning
 from coordinator.report import CoverageReport
 from coordinator.temporal.budget import Allowance
 from shared.categories import ErrorCategory
-from subagents.loop import SubagentResult
 from subagents.models.spend import Spent, TokenBudget
 from subagents.research.spec import resolve_docs_folder
+from subagents.result import SubagentResult
 from subagents.spec import SubtaskSpec
 
 DEFAULT_ADDRESS: Final = "127.0.0.1:7233"

@@ -15,7 +15,7 @@ from coordinator.job import JobSpec
 from coordinator.lead import LEAD
 from coordinator.views.terminal import STATUS_STYLE, coverage_bar
 from shared.envelope import ToolResult
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 from subagents.spec import SubtaskSpec
 
 

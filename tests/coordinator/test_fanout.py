@@ -13,8 +13,8 @@ from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Gap, SubtaskOutcome
 from shared import AnyioClock, SeededTraceIds
 from subagents import RetryPolicy, Tool
-from subagents.loop import ProgressEvent
 from subagents.planners import Action, Observation, PlanEnv, Planner, ScriptedPlanner
+from subagents.result import ProgressEvent
 from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import CallStep, PlanStep, SubtaskSpec

@@ -26,8 +26,8 @@ from coordinator.rules import (
     time_left,
 )
 from shared.categories import ErrorCategory
-from subagents.loop import SubagentRun
 from subagents.models.spend import TokenBudget, TokenMeter
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 CATEGORIES: list[ErrorCategory] = ["transient", "validation", "business", "permission",

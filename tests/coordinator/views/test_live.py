@@ -10,7 +10,7 @@ from coordinator.lead import LEAD, JobPlanning, ResearchHooks, run_research
 from coordinator.views.live import LiveBoard
 from shared.clock import AnyioClock, run_in_virtual_time
 from shared.ids import SeededTraceIds
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 
