@@ -30,10 +30,7 @@ from subagents.result import ProgressEvent, ProgressObserver, SubagentResult, Su
 from subagents.run import SubagentRun, crashed
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
-
-# Where a subagent's tools come from now lives beside them; named here too, as before.
-from subagents.toolsource import StaticTools as StaticTools
-from subagents.toolsource import ToolSource as ToolSource
+from subagents.toolsource import StaticTools, ToolSource
 
 
 class EscalationHandler(Protocol):

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from opentelemetry.trace import TracerProvider
 
-from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, run_job
+from coordinator.fanout import EscalationHandler, ResultHook, run_job
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead.decompose import LEAD, LeadContext, decompose, with_lead_gap
@@ -36,6 +36,7 @@ from subagents.result import ProgressEvent, ProgressObserver, SubagentResult, Su
 from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 from subagents.telemetry.run import instrumented_run
+from subagents.toolsource import ToolSource
 
 
 class PlanHook(Protocol):

@@ -13,7 +13,6 @@ from coordinator.temporal.activities import FanoutActivities
 from coordinator.temporal.client import (
     JobHandle,
     connect,
-    run_on_temporal,
     start_job,
     start_recorded,
     workflow_id,
@@ -77,7 +76,6 @@ __all__ = [
     "fanout_worker",
     "free_port",
     "register_run",
-    "run_on_temporal",
     "serve_worker",
     "start_dev_server",
     "start_job",

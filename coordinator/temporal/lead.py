@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.fanout import StaticTools
 from coordinator.job import JobSpec
 from coordinator.lead import (
     LEAD,
@@ -50,6 +49,7 @@ from subagents.models.spec import ModelSpec
 from subagents.models.spend import TokenMeter
 from subagents.planners.model import Seekable
 from subagents.telemetry.run import activity_tracer
+from subagents.toolsource import StaticTools
 
 Beat = dict[str, Any]
 """The decomposition's heartbeat: ``{}``, or ``{"decided": Decomposition as JSON}``."""
