@@ -24,7 +24,7 @@ from shared.escalation import Escalation
 from shared.trusted import Prevalidated
 from subagents.alternatives import alternatives_for
 from subagents.models.spend import TokenBudget, TokenMeter
-from subagents.result import SubagentResult
+from subagents.result import LEAD, SubagentResult
 from subagents.spec import SubtaskSpec
 
 SubtaskStatus = Literal["complete", "empty", "partial", "gap"]
@@ -530,7 +530,7 @@ def with_tokens(report: CoverageReport, meter: TokenMeter) -> CoverageReport:
         else row.model_copy(update={"tokens": TokenCount()})
         for row in report.subtasks
     ]
-    lead = spent.get("lead")
+    lead = spent.get(LEAD)
     total = TokenSpend(
         input_tokens=meter.input_tokens,
         output_tokens=meter.output_tokens,

@@ -49,6 +49,10 @@ class ProgressEvent:
 
 ProgressObserver = Callable[[ProgressEvent], None]
 
+LEAD = "lead"
+"""The lead agent's subtask id: its progress events, trace, checkpoint, model turns and
+gap go by it (it is no subtask of the job)."""
+
 
 class SubagentResult(BaseModel):
     """What one subagent hands the coordinator: findings, escalation, counters."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from coordinator.engine.run import Hooks, Run
 from coordinator.job import JobSpec
-from coordinator.lead import LEAD, ResearchHooks, run_research
+from coordinator.lead import ResearchHooks, run_research
 from coordinator.report import CoverageReport
 from coordinator.routing import RoutingTable
 from coordinator.rules import lead_position
@@ -22,7 +22,7 @@ from coordinator.store.events import event_data, followups_data, plan_data
 from coordinator.store.recorder import RunRecorder
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import snapshot_run
-from subagents.result import ProgressEvent, ProgressObserver, SubagentResult
+from subagents.result import LEAD, ProgressEvent, ProgressObserver, SubagentResult
 from subagents.run import SubagentRun
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec

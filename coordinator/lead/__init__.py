@@ -14,7 +14,6 @@ synthesizes the answer, around the fan-out of ``run_job``.
 
 from coordinator.lead.checks import check_answer
 from coordinator.lead.decompose import (
-    LEAD,
     QUESTION,
     LeadContext,
     decompose,
@@ -39,7 +38,6 @@ from coordinator.lead.research import (
 from coordinator.lead.synthesis import synthesize, with_model_answer
 
 __all__ = [
-    "LEAD",
     "QUESTION",
     "FollowupHook",
     "JobPlanning",

@@ -27,7 +27,6 @@ from typing import Any
 
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, assemble_report, prepend_rows
-from coordinator.rules import LEAD as LEAD
 from shared.clock import Clock
 from shared.envelope import ToolResult
 from shared.ids import TraceIds
@@ -48,7 +47,7 @@ from subagents.models.spec import ModelSpec
 from subagents.models.spend import TokenMeter
 from subagents.planners.failures import model_failure
 from subagents.planners.search import probe_endpoint_of
-from subagents.result import ProgressObserver, SubagentResult
+from subagents.result import LEAD, ProgressObserver, SubagentResult
 from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 

@@ -19,7 +19,7 @@ from opentelemetry.trace import TracerProvider
 from coordinator.fanout import EscalationHandler, ResultHook, run_job
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead.decompose import LEAD, LeadContext, decompose, with_lead_gap
+from coordinator.lead.decompose import LeadContext, decompose, with_lead_gap
 from coordinator.lead.extractive import with_extractive_answer
 from coordinator.lead.followups import plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
@@ -32,7 +32,7 @@ from shared.ids import TraceIds
 from subagents.executor import ExecEvent
 from subagents.models.base import ToolSpec
 from subagents.planners.prompt import tool_specs
-from subagents.result import ProgressEvent, ProgressObserver, SubagentResult, SubagentState
+from subagents.result import LEAD, ProgressEvent, ProgressObserver, SubagentResult, SubagentState
 from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 from subagents.telemetry.run import instrumented_run

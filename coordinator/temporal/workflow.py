@@ -57,7 +57,6 @@ with workflow.unsafe.imports_passed_through():
     from coordinator.report import CoverageReport, assemble_report, with_tokens
     from coordinator.routing import RoutingTable
     from coordinator.rules import (
-        LEAD,
         asks_for_followups,
         follows_up,
         followup_job,
@@ -86,6 +85,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from coordinator.temporal.rounds import failure, last_beat
     from subagents import SubagentResult
+    from subagents.result import LEAD
     from subagents.spec import SubtaskSpec
 
 

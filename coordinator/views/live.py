@@ -12,10 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from coordinator.job import JobSpec
-from coordinator.lead import LEAD
 from coordinator.views.terminal import STATUS_STYLE, coverage_bar
 from shared.envelope import ToolResult
-from subagents.result import ProgressEvent
+from subagents.result import LEAD, ProgressEvent
 from subagents.spec import SubtaskSpec
 
 

@@ -12,7 +12,6 @@ from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.routing import RoutingTable
 from coordinator.rules import (
-    LEAD,
     asks_for_followups,
     budget_shares,
     cut,
@@ -27,6 +26,7 @@ from coordinator.rules import (
 )
 from shared.categories import ErrorCategory
 from subagents.models.spend import TokenBudget, TokenMeter
+from subagents.result import LEAD
 from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import LEAD, JobPlanning, ResearchHooks, run_research
+from coordinator.lead import JobPlanning, ResearchHooks, run_research
 from coordinator.views.live import LiveBoard
 from shared.clock import AnyioClock, run_in_virtual_time
 from shared.ids import SeededTraceIds
-from subagents.result import ProgressEvent
+from subagents.result import LEAD, ProgressEvent
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 
