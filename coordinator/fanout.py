@@ -18,7 +18,6 @@ import anyio
 
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Decision, ReportBuilder
-from coordinator.routing import RoutingTable
 from coordinator.rules import cut, next_round_starts, retried_later, time_left
 from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
@@ -117,7 +116,7 @@ async def run_job(
     source: ToolSource = StaticTools(tools) if isinstance(tools, Mapping) else tools
     trace_ids = trace_ids or RandomTraceIds()
     handler = handler or RecordingHandler()
-    table = RoutingTable(job.routing)
+    table = job.routes
     deadline = job.deadline_s
     # Subagent states exist only while they matter: a fresh one is made when its subtask
     # starts, and dropped once its result is counted unless the retry round needs it.

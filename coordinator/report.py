@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.answer_checks import AnswerChecks, AnswerKind
-from coordinator.job import JobSpec, Route
-from coordinator.routing import RoutingTable
+from coordinator.job import JobSpec
+from coordinator.routing import Route, RoutingTable
 from shared.categories import ErrorCategory, Trigger
 from shared.envelope import Finding
 from shared.escalation import Escalation
@@ -298,7 +298,7 @@ class ReportBuilder:
 
     def __init__(self, job: JobSpec, *, route_overrides: Mapping[str, Route] | None = None):
         self.job = job
-        self._table = RoutingTable(job.routing)
+        self._table = job.routes
         self._overrides = route_overrides or {}
         self._specs = {spec.id: spec for spec in job.subtasks}
         self._rows: dict[str, _Rows] = {}

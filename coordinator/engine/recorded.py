@@ -16,7 +16,6 @@ from coordinator.engine.run import Hooks, Run
 from coordinator.job import JobSpec
 from coordinator.lead import ResearchHooks, run_research
 from coordinator.report import CoverageReport
-from coordinator.routing import RoutingTable
 from coordinator.rules import lead_position
 from coordinator.store.events import event_data, followups_data, plan_data
 from coordinator.store.recorder import RunRecorder
@@ -142,7 +141,7 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
                             on_result=wiring.on_result, on_plan=planned, on_followups=followed,
                             checkpoint=wiring.checkpoint, tracer_provider=hooks.tracer_provider),
     )
-    table = RoutingTable(run.scenario.job.routing)
+    table = run.scenario.job.routes
     escalations = [
         (e.subtask_id, table.route(e).route, e.model_dump_json(by_alias=True))
         for e in report.escalations

@@ -25,7 +25,6 @@ from coordinator.lead.followups import plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.synthesis import synthesize
 from coordinator.report import CoverageReport, with_tokens
-from coordinator.routing import RoutingTable
 from coordinator.rules import asks_for_followups, follows_up, followup_job
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
@@ -126,7 +125,7 @@ async def run_research(
     that stopped (:class:`Resumed`); ``run_id`` names the recorded run in its spans.
     ``run_job_options`` go to :func:`coordinator.fanout.run_job` (``cancel``, ...).
     """
-    table = RoutingTable(scenario.job.routing)
+    table = scenario.job.routes
     with instrumented_run(
         job=scenario.scenario,
         query=scenario.job.query,
