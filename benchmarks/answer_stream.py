@@ -21,10 +21,10 @@ import anyio
 from benchmarks.stats import BenchResult, Figure, Stats, Target
 from coordinator.lead.streaming import AnswerStream
 from shared.clock import AnyioClock
-from subagents.loop import ProgressEvent
 from subagents.models import AnthropicClient, ModelRequest, OpenAIClient, UserMessage
 from subagents.models.call import call_model
 from subagents.models.spec import ModelSpec
+from subagents.result import ProgressEvent
 from tests.loopback import AnthropicServer, OpenAIServer
 from tests.loopback._server import RecordedRequest, Reply
 from tests.loopback.anthropic_server import message

@@ -39,11 +39,13 @@ from benchmarks.stats import BenchResult, Figure, Stats, Target, ratios
 from coordinator.store.events import event_data
 from shared.clock import AnyioClock, JobClock
 from shared.ids import SeededTraceIds
-from subagents.loop import ProgressEvent, SubagentRun, run_subagent
+from subagents.loop import run_subagent
 from subagents.models.openai import OpenAIClient
 from subagents.models.spec import ModelSpec
 from subagents.planners.model import ModelPlanner
+from subagents.result import ProgressEvent
 from subagents.retry import RetryPolicy
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
 from tests.loopback import OpenAIServer, RecordedRequest, Reply

@@ -19,10 +19,11 @@ import anyio
 from benchmarks.stats import BenchResult, Figure, Stats, Target
 from shared.clock import AnyioClock
 from shared.ids import SeededTraceIds
-from subagents.loop import SubagentRun, run_subagent
+from subagents.loop import run_subagent
 from subagents.models.base import ModelRequest, ModelTurn, ToolCall
 from subagents.models.spec import ModelSpec
 from subagents.planners.model import ModelPlanner
+from subagents.run import SubagentRun
 from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec

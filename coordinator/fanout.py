@@ -18,28 +18,18 @@ import anyio
 
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Decision, ReportBuilder
-from coordinator.routing import RoutingTable
 from coordinator.rules import cut, next_round_starts, retried_later, time_left
 from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
 from shared.ids import RandomTraceIds, TraceIds
 from shared.tokens import TokenCounter
-from subagents.loop import (
-    ProgressEvent,
-    ProgressObserver,
-    SubagentResult,
-    SubagentRun,
-    SubagentState,
-    crashed,
-    run_subagent,
-)
+from subagents.loop import run_subagent
 from subagents.planners import Planner
+from subagents.result import ProgressEvent, ProgressObserver, SubagentResult, SubagentState
+from subagents.run import SubagentRun, crashed
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
-
-# Where a subagent's tools come from now lives beside them; named here too, as before.
-from subagents.toolsource import StaticTools as StaticTools
-from subagents.toolsource import ToolSource as ToolSource
+from subagents.toolsource import StaticTools, ToolSource
 
 
 class EscalationHandler(Protocol):
@@ -127,7 +117,7 @@ async def run_job(
     source: ToolSource = StaticTools(tools) if isinstance(tools, Mapping) else tools
     trace_ids = trace_ids or RandomTraceIds()
     handler = handler or RecordingHandler()
-    table = RoutingTable(job.routing)
+    table = job.routes
     deadline = job.deadline_s
     # Subagent states exist only while they matter: a fresh one is made when its subtask
     # starts, and dropped once its result is counted unless the retry round needs it.

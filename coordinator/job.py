@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from coordinator.routing import Route, RoutingTable
 from shared.categories import ErrorCategory
 from shared.clock import MAX_SECONDS
 from subagents.models.spend import TokenBudget
 from subagents.spec import SubtaskSettings, SubtaskSpec
-
-Route = Literal["retry_later", "gap", "escalate"]
 
 
 class JobSpec(BaseModel):
@@ -60,6 +60,12 @@ class JobSpec(BaseModel):
     def followup_rounds(self) -> int:
         """Rounds of follow-ups this job runs (0 or 1; a file's subtasks default to 0)."""
         return 0 if self.followups is None else self.followups
+
+    @cached_property
+    def routes(self) -> RoutingTable:
+        """The job's routing table, built once per job. A ``model_copy`` shares it: give
+        a job other routes by building a new JobSpec, never by updating ``routing``."""
+        return RoutingTable(self.routing)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JobSpec:

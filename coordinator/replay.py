@@ -17,7 +17,7 @@ from coordinator.report import CoverageReport
 from shared.clock import AnyioClock, Clock, run_in_virtual_time
 from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter
-from subagents.loop import ProgressObserver
+from subagents.result import ProgressObserver
 from subagents.simulated.tools import SimulatedTools
 
 if TYPE_CHECKING:

@@ -1,7 +1,10 @@
 """The coverage report: a pure function of the subagents' results (DESIGN §4, §7).
 
 Nothing here does I/O or looks at a clock, so another executor (a Temporal workflow)
-can assemble the same report from the same subagent results.
+can assemble the same report from the same subagent results. A finished report is
+changed only by what the lead knows besides those results, here too: its own failed
+plan's rows (:func:`prepend_rows`), a follow-up round's rows (:func:`combine`) and the
+job's token meter (:func:`with_tokens`).
 """
 
 from __future__ import annotations
@@ -13,15 +16,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.answer_checks import AnswerChecks, AnswerKind
-from coordinator.job import JobSpec, Route
-from coordinator.routing import RoutingTable
+from coordinator.job import JobSpec
+from coordinator.routing import Route, RoutingTable
 from shared.categories import ErrorCategory, Trigger
 from shared.envelope import Finding
 from shared.escalation import Escalation
 from shared.trusted import Prevalidated
 from subagents.alternatives import alternatives_for
-from subagents.loop import SubagentResult
-from subagents.models.spend import TokenBudget
+from subagents.models.spend import TokenBudget, TokenMeter
+from subagents.result import LEAD, SubagentResult
 from subagents.spec import SubtaskSpec
 
 SubtaskStatus = Literal["complete", "empty", "partial", "gap"]
@@ -285,7 +288,7 @@ class ReportBuilder:
 
     def __init__(self, job: JobSpec, *, route_overrides: Mapping[str, Route] | None = None):
         self.job = job
-        self._table = RoutingTable(job.routing)
+        self._table = job.routes
         self._overrides = route_overrides or {}
         self._specs = {spec.id: spec for spec in job.subtasks}
         self._rows: dict[str, _Rows] = {}
@@ -447,3 +450,81 @@ def summary_of(outcomes: Sequence[SubtaskOutcome], coverage: float, gaps: Sequen
     if open_gaps:
         text += f"; missing: {', '.join(open_gaps)}"
     return text
+
+
+# --- changes to a finished report -----------------------------------------------------
+
+
+def prepend_rows(
+    report: CoverageReport,
+    job: JobSpec,
+    results: Sequence[SubagentResult],
+    *,
+    route_overrides: Mapping[str, Route] | None = None,
+) -> CoverageReport:
+    """``report`` with the rows of ``job``'s subtasks (built from ``results``) first.
+
+    For rows outside the fan-out (the lead's failed plan): coverage stays the report's
+    when they weigh 0; the summary, ``missing`` and the outcome are recomputed.
+    """
+    extra = assemble_report(
+        job, results, elapsed_s=report.elapsed_s, route_overrides=route_overrides
+    )
+    return combine(report, extra, report, [*extra.gaps, *report.gaps])
+
+
+def combine(
+    base: CoverageReport,
+    first: CoverageReport,
+    second: CoverageReport,
+    gaps: Sequence[Gap],
+    **update: Any,
+) -> CoverageReport:
+    """``base`` with the rows of ``first`` then ``second`` and ``gaps``; coverage, the
+    outcome, the summary and ``missing`` recomputed from them (``update``: other fields)."""
+    outcomes = [*first.subtasks, *second.subtasks]
+    coverage, outcome = coverage_of(outcomes, gaps)
+    answer = base.answer.model_copy(
+        update={
+            "coverage": coverage,
+            "summary": summary_of(outcomes, coverage, gaps),
+            "sections": [*first.answer.sections, *second.answer.sections],
+            "missing": missing_of(gaps),
+        }
+    )
+    return base.model_copy(
+        update={
+            "outcome": outcome,
+            "coverage": coverage,
+            "subtasks": outcomes,
+            "gaps": list(gaps),
+            "escalations": [*first.escalations, *second.escalations],
+            "answer": answer,
+            **update,
+        }
+    )
+
+
+def with_tokens(report: CoverageReport, meter: TokenMeter) -> CoverageReport:
+    """The report with the tokens spent per subtask and in all (DESIGN §13, job.budget).
+
+    Unchanged when nothing was counted and there is no budget: a job whose model
+    reports no usage keeps its report byte for byte.
+    """
+    if not meter.calls and meter.budget is None:
+        return report
+    spent = meter.by_subtask
+    rows = [
+        row.model_copy(update={"tokens": TokenCount(input_tokens=c[0], output_tokens=c[1])})
+        if (c := spent.get(row.id)) is not None
+        else row.model_copy(update={"tokens": TokenCount()})
+        for row in report.subtasks
+    ]
+    lead = spent.get(LEAD)
+    total = TokenSpend(
+        input_tokens=meter.input_tokens,
+        output_tokens=meter.output_tokens,
+        lead=None if lead is None else TokenCount(input_tokens=lead[0], output_tokens=lead[1]),
+        budget=meter.budget,
+    )
+    return report.model_copy(update={"subtasks": rows, "tokens": total})

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from coordinator.job import Route
 from shared.categories import ErrorCategory, Trigger
 from shared.escalation import Escalation
+
+Route = Literal["retry_later", "gap", "escalate"]
 
 DEFAULT_ROUTES: Final[Mapping[ErrorCategory, Route]] = {
     "transient": "retry_later",

@@ -28,18 +28,18 @@ random number or does I/O, so the workflow's sandbox may import it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Gap
 from coordinator.routing import RoutingTable
 from shared.escalation import Escalation
-from subagents.loop import SubagentRun, cut_by_deadline
 from subagents.models.spend import Spent, budget_shares
+from subagents.result import LEAD
+from subagents.run import SubagentRun, cut_by_deadline
 from subagents.spec import SubtaskSpec
 
 __all__ = [
-    "LEAD",
     "CutTrigger",
     "asks_for_followups",
     "budget_shares",
@@ -53,9 +53,6 @@ __all__ = [
     "retried_later",
     "time_left",
 ]
-
-LEAD: Final = "lead"
-"""The lead agent's subtask id: its trace, checkpoint and gap go by it."""
 
 CutTrigger = Literal["deadline", "cancelled"]
 

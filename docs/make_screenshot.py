@@ -16,7 +16,7 @@ from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import run_scenario
 from coordinator.views.html import render_html
 from shared.clock import run_in_virtual_time
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -7,13 +7,7 @@ from shared.lazy import lazy_exports
 if TYPE_CHECKING:
     from subagents.context import Context
     from subagents.executor import ExecEvent, ExecObserver, execute_tool_safely
-    from subagents.loop import (
-        ProgressEvent,
-        ProgressObserver,
-        SubagentResult,
-        SubagentRun,
-        run_subagent,
-    )
+    from subagents.loop import run_subagent
     from subagents.planners import (
         Action,
         CallAction,
@@ -23,7 +17,9 @@ if TYPE_CHECKING:
         Planner,
         ScriptedPlanner,
     )
+    from subagents.result import ProgressEvent, ProgressObserver, SubagentResult
     from subagents.retry import RetryPolicy, run_with_retry
+    from subagents.run import SubagentRun
     from subagents.schema import SchemaViolation, params_to_schema, validate
     from subagents.simulated.tools import SimulatedTools
     from subagents.spec import (
@@ -75,9 +71,9 @@ __all__ = [
 __getattr__ = lazy_exports(__name__, {
     "subagents.context": ("Context",),
     "subagents.executor": ("ExecEvent", "ExecObserver", "execute_tool_safely"),
-    "subagents.loop": (
-        "ProgressEvent", "ProgressObserver", "SubagentResult", "SubagentRun", "run_subagent",
-    ),
+    "subagents.loop": ("run_subagent",),
+    "subagents.result": ("ProgressEvent", "ProgressObserver", "SubagentResult"),
+    "subagents.run": ("SubagentRun",),
     "subagents.planners": (
         "Action", "CallAction", "EscalateAction", "FinishAction", "Observation", "Planner",
         "ScriptedPlanner",

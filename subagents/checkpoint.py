@@ -13,8 +13,8 @@ from shared.envelope import Finding, ToolError, ToolResult
 from shared.escalation import Escalation
 from subagents.context import Context, Message
 from subagents.jitter import DeferredRandom
-from subagents.loop import SubagentRun
 from subagents.planners import CallAction, Observation, Planner, ScriptedPlanner
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 CHECKPOINT_VERSION = 1

@@ -17,16 +17,19 @@ SubagentState = Literal[
     "queued", "running", "thinking", "throttled", "retrying", "done", "escalated"
 ]
 
+# "answer.delta": a piece of the lead's answer as it is written (``text``, in order;
+# ``restart`` when a retried call writes it again from the start); "answer": the
+# checked answer (``text``; ``answer_kind`` model or extractive; ``reason`` why the
+# model's was rejected), which replaces the streamed text (DESIGN §8, "Streaming").
+ProgressKind = Literal["state", "call", "start", "attempt", "wait", "answer.delta", "answer"]
+
+
 @dataclass(frozen=True, slots=True)
 class ProgressEvent:
     """What a live display or a trace hears from a subagent."""
 
     subtask_id: str
-    # "answer.delta": a piece of the lead's answer as it is written (``text``, in order;
-    # ``restart`` when a retried call writes it again from the start); "answer": the
-    # checked answer (``text``; ``answer_kind`` model or extractive; ``reason`` why the
-    # model's was rejected), which replaces the streamed text (DESIGN §8, "Streaming").
-    kind: Literal["state", "call", "start", "attempt", "wait", "answer.delta", "answer"]
+    kind: ProgressKind
     at: float
     state: SubagentState | None = None
     tool: str | None = None
@@ -45,6 +48,10 @@ class ProgressEvent:
 
 
 ProgressObserver = Callable[[ProgressEvent], None]
+
+LEAD = "lead"
+"""The lead agent's subtask id: its progress events, trace, checkpoint, model turns and
+gap go by it (it is no subtask of the job)."""
 
 
 class SubagentResult(BaseModel):

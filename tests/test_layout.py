@@ -1,4 +1,8 @@
-"""The house rules of DESIGN §1: imports flow one way, and no module or folder outgrows itself."""
+"""The house rules of DESIGN §1: imports flow one way, between packages and down the layers.
+
+A module is a concept, however long, and a folder holds what its concept needs: there is
+no cap on lines or modules (a cap splits a concept at a number, not at a seam).
+"""
 
 from __future__ import annotations
 
@@ -15,8 +19,6 @@ ALLOWED = {
     "subagents": {"shared", "subagents"},
     "coordinator": {"shared", "subagents", "coordinator"},
 }
-MAX_MODULE_LINES = 450
-MAX_FOLDER_MODULES = 12
 
 
 def imported_packages(source: str) -> set[str]:
@@ -43,21 +45,6 @@ def test_imports_flow_one_way(path: Path) -> None:
     """shared imports neither other package, and subagents never imports coordinator."""
     package = path.relative_to(ROOT).parts[0]
     assert not forbidden_imports(package, path.read_text(encoding="utf-8")), path
-
-
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_module_passes_the_line_limit(path: Path) -> None:
-    """A module over 450 lines is asking to be split into a wing of its own."""
-    lines = path.read_text(encoding="utf-8").count("\n")
-    assert lines <= MAX_MODULE_LINES, f"{path.relative_to(ROOT)} has {lines} lines"
-
-
-def test_no_folder_holds_too_many_modules() -> None:
-    """A folder of more than 12 modules (its __init__ aside) wants wings."""
-    folders = {p.parent for p in modules()}
-    for folder in folders:
-        count = sum(1 for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
-        assert count <= MAX_FOLDER_MODULES, f"{folder.relative_to(ROOT)} has {count} modules"
 
 
 @pytest.mark.parametrize(

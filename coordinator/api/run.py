@@ -31,7 +31,7 @@ from coordinator.engine.executor import Executor, LocalExecutor
 from coordinator.engine.resume import Start
 from coordinator.engine.run import Hooks, RunRequest
 from coordinator.fanout import EscalationHandler
-from coordinator.jobfile.ask_python import compose_ask_job
+from coordinator.jobfile.ask import compose_ask_job
 from coordinator.jobfile.loader import load_scenario
 from coordinator.jobfile.scenario import Scenario
 from coordinator.report import CoverageReport
@@ -39,8 +39,8 @@ from coordinator.store.runs import RunStore, store_path
 from shared.clock import AnyioClock
 from shared.escalation import Escalation
 from shared.tokens import TokenCounter
-from subagents.loop import ProgressEvent
 from subagents.models.factory import MissingModelKey
+from subagents.result import ProgressEvent
 from subagents.tool import Tool
 
 __all__ = [

@@ -38,8 +38,8 @@ from coordinator.api.run import (
     prepare_file,
 )
 from coordinator.report import CoverageReport
-from subagents.loop import ProgressEvent
 from subagents.models.factory import MissingModelKey
+from subagents.result import ProgressEvent
 
 __all__ = ["JobEvents", "ask_events", "run_file_events"]
 

@@ -15,10 +15,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from coordinator.lead import LEAD, FollowupHook, PlanHook
+from coordinator.lead import FollowupHook, PlanHook
 from coordinator.store.runs import RunStore
 from shared.envelope import ToolResult
-from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult
+from subagents.result import LEAD, ProgressEvent, ProgressObserver, SubagentResult
 from subagents.spec import SubtaskSpec
 
 __all__ = ["NO_WORKER_HINT_S", "StoreTail", "no_worker_hint", "progress_event"]

@@ -14,15 +14,15 @@ from typing import Any
 
 from coordinator.engine.run import Hooks, Run
 from coordinator.job import JobSpec
-from coordinator.lead import LEAD, ResearchHooks, run_research
+from coordinator.lead import ResearchHooks, run_research
 from coordinator.report import CoverageReport
-from coordinator.routing import RoutingTable
 from coordinator.rules import lead_position
 from coordinator.store.events import event_data, followups_data, plan_data
 from coordinator.store.recorder import RunRecorder
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import snapshot_run
-from subagents.loop import ProgressEvent, ProgressObserver, SubagentResult, SubagentRun
+from subagents.result import LEAD, ProgressEvent, ProgressObserver, SubagentResult
+from subagents.run import SubagentRun
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 
@@ -141,7 +141,7 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
                             on_result=wiring.on_result, on_plan=planned, on_followups=followed,
                             checkpoint=wiring.checkpoint, tracer_provider=hooks.tracer_provider),
     )
-    table = RoutingTable(run.scenario.job.routing)
+    table = run.scenario.job.routes
     escalations = [
         (e.subtask_id, table.route(e).route, e.model_dump_json(by_alias=True))
         for e in report.escalations

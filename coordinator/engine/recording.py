@@ -30,9 +30,9 @@ import yaml
 from coordinator.engine.resume import planned_scenario, recorded_lead_gap
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import LEAD
 from coordinator.store.runs import RunStore
 from subagents.models.scripted import FOLLOWUP_TOOL, PLAN_TOOL
+from subagents.result import LEAD
 from subagents.spec import PARALLEL_CALLS
 
 # Error types of envelopes made before a call ran: they used no response.

@@ -18,21 +18,15 @@ from typing import Any
 
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import (
-    LEAD,
-    JobPlanning,
-    Resumed,
-    with_followups,
-    with_lead_gap,
-    with_subtasks,
-)
+from coordinator.lead import JobPlanning, Resumed, with_followups, with_lead_gap, with_subtasks
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.store.runs import RunStore
 from shared.clock import Clock
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import restore_run
-from subagents.loop import SubagentResult, SubagentRun
 from subagents.planners.model import Seekable
+from subagents.result import LEAD, SubagentResult
+from subagents.run import SubagentRun
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 

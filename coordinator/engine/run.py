@@ -36,7 +36,7 @@ from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
 from shared.clock import Clock
 from shared.ids import SeededTraceIds
-from subagents.loop import ProgressObserver
+from subagents.result import ProgressObserver
 from subagents.tool import Tool
 from subagents.toolsource import ToolSource, combine
 

@@ -27,15 +27,16 @@ from coordinator.jobfile.model_block import (
 )
 from coordinator.jobfile.scenario import Scenario, scenario_json_schema
 from coordinator.jobfile.yamlpos import (
+    FieldPath,
     ParsedYaml,
     collector_paused,
     format_path,
     parse_yaml,
     show,
 )
-from coordinator.jobfile.yamlpos import Path as FieldPath
 from shared.errors import InputFileError, InputFileErrors
 from subagents.mcp.spec import SERVER_NAME_PATTERN
+from subagents.result import LEAD
 from subagents.spec import SubtaskSettings
 
 __all__ = ["load_scenario", "load_scenario_text", "scenario_json_schema"]
@@ -339,7 +340,7 @@ def _check_references(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
         planned = sorted(followup_ids(data.get("model")) - set(ids))
         more = {f: len(ids) + i for i, f in enumerate(planned)}
         # A job with a model may report a row for its lead: a rejected answer (DESIGN §7).
-        if data.get("model") is not None and "lead" not in ids:
-            more["lead"] = len(ids) + len(more)
+        if data.get("model") is not None and LEAD not in ids:
+            more[LEAD] = len(ids) + len(more)
         checker.expect(data.get("expect"), {**ids, **more})
     return checker.problems

@@ -23,8 +23,7 @@ from rich.text import Text
 
 from coordinator.jobfile.errors import suggest
 from coordinator.jobfile.scenario import Scenario
-from coordinator.jobfile.yamlpos import Path as FieldPath
-from coordinator.jobfile.yamlpos import format_path, parse_yaml
+from coordinator.jobfile.yamlpos import FieldPath, format_path, parse_yaml
 from shared.errors import InputFileError, InputFileErrors
 from subagents.mcp.tools import McpToolSource, open_mcp_tools, tool_flags
 from subagents.spec import CallStep

@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from coordinator.jobfile.yamlpos import ParsedYaml, format_path
-from coordinator.jobfile.yamlpos import Path as FieldPath
+from coordinator.jobfile.yamlpos import FieldPath, ParsedYaml, format_path
 from shared.errors import InputFileError
+from subagents.result import LEAD
 
 # Field names that would hold a secret, not name one.
 _KEY_FIELDS = frozenset(
@@ -25,7 +25,6 @@ _KEY_SHAPES = re.compile(
     r"^(?:sk-ant-[A-Za-z0-9_-]{8,}|sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{20,}|Bearer\s+\S{8,})$"
 )
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_LEAD = "lead"
 
 
 def _strings(root: Any) -> Iterator[tuple[FieldPath, str]]:
@@ -109,12 +108,12 @@ def check_model_block(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
     if isinstance(model, dict) and isinstance(model.get("turns"), dict) and ids:
         ids |= followup_ids(model)
         for key in model["turns"]:
-            if str(key) != _LEAD and str(key) not in ids:
+            if str(key) != LEAD and str(key) not in ids:
                 shown = sorted(ids)[:10]
                 more = f", … {len(ids) - 10} more" if len(ids) > 10 else ""
                 add(
                     ("model", "turns", str(key)),
-                    f"a subtask id or {_LEAD!r} (one of {', '.join(shown)}{more}, {_LEAD})",
+                    f"a subtask id or {LEAD!r} (one of {', '.join(shown)}{more}, {LEAD})",
                     got=repr(key),
                 )
     return problems
@@ -124,7 +123,7 @@ def followup_ids(model: Any) -> set[str]:
     """The ids of the follow-ups a scripted lead plans (its ``followups`` turns, §11):
     they run as subtasks too, so their turns and expectations name them."""
     turns = model.get("turns") if isinstance(model, dict) else None
-    lead = turns.get(_LEAD) if isinstance(turns, dict) else None
+    lead = turns.get(LEAD) if isinstance(turns, dict) else None
     out: set[str] = set()
     for turn in lead if isinstance(lead, list) else ():
         items = turn.get("followups") if isinstance(turn, dict) else None

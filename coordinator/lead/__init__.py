@@ -22,7 +22,6 @@ from shared.lazy import lazy_exports
 if TYPE_CHECKING:
     from coordinator.lead.checks import check_answer
     from coordinator.lead.decompose import (
-        LEAD,
         QUESTION,
         LeadContext,
         degraded_plan,
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
     from coordinator.lead.synthesis import synthesize, with_model_answer
 
 __all__ = [
-    "LEAD",
     "QUESTION",
     "FollowupHook",
     "JobPlanning",
@@ -77,7 +75,7 @@ __all__ = [
 __getattr__ = lazy_exports(__name__, {
     "coordinator.lead.checks": ("check_answer",),
     "coordinator.lead.decompose": (
-        "LEAD", "QUESTION", "LeadContext", "degraded_plan", "failed_decomposition",
+        "QUESTION", "LeadContext", "degraded_plan", "failed_decomposition",
         "lead_subtask", "with_lead_gap",
     ),
     "coordinator.lead.extractive": ("extractive_answer", "with_extractive_answer"),

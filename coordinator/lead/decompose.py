@@ -26,14 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.job import JobSpec
-from coordinator.report import CoverageReport, assemble_report
-from coordinator.report_edits import prepend_rows
-from coordinator.rules import LEAD as LEAD
+from coordinator.report import CoverageReport, assemble_report, prepend_rows
 from shared.clock import Clock
 from shared.envelope import ToolResult
 from shared.ids import TraceIds
 from subagents.executor import ExecObserver
-from subagents.loop import ProgressObserver, SubagentResult, SubagentRun
 from subagents.models.base import (
     AssistantMessage,
     ModelClient,
@@ -50,6 +47,8 @@ from subagents.models.spec import ModelSpec
 from subagents.models.spend import TokenMeter
 from subagents.planners.failures import model_failure
 from subagents.planners.search import probe_endpoint_of
+from subagents.result import LEAD, ProgressObserver, SubagentResult
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 QUESTION = "question"

@@ -37,12 +37,11 @@ import textwrap
 from typing import Any
 
 from coordinator.job import JobSpec
-from coordinator.lead.decompose import LEAD
-from coordinator.report import CoverageReport, Section, Source
-from coordinator.report_edits import prepend_rows
+from coordinator.report import CoverageReport, Section, Source, prepend_rows
 from coordinator.sources import Evidence, evidence, number_sources
-from subagents.loop import SubagentRun
 from subagents.research.relevance import Segment, Terms, segments
+from subagents.result import LEAD
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 __all__ = [

@@ -21,15 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from coordinator.job import JobSpec
-from coordinator.lead.decompose import (
-    _ID,
-    LEAD,
-    QUESTION,
-    LeadContext,
-    planned_subtasks,
-)
-from coordinator.report import CoverageReport, Gap
-from coordinator.report_edits import combine
+from coordinator.lead.decompose import _ID, QUESTION, LeadContext, planned_subtasks
+from coordinator.report import CoverageReport, Gap, combine
 from coordinator.rules import open_gaps
 from subagents.models.base import (
     AssistantMessage,
@@ -39,6 +32,7 @@ from subagents.models.base import (
     UserMessage,
 )
 from subagents.models.scripted import FOLLOWUP_TOOL
+from subagents.result import LEAD
 from subagents.spec import SubtaskSpec
 
 _PARTIAL_CHARS = 600  # of one gap's partial results, as the lead is shown them

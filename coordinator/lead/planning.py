@@ -2,7 +2,7 @@
 
 A :class:`JobPlanning` holds the job's model client, opened once per job (the key read
 from the environment then, never stored), and makes each subtask's planner and its
-fresh or restored :class:`~subagents.loop.SubagentRun`.
+fresh or restored :class:`~subagents.run.SubagentRun`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from typing import Any
 from coordinator.jobfile.scenario import Scenario
 from shared.clock import Clock
 from subagents.checkpoint import restore_run
-from subagents.loop import SubagentRun
 from subagents.models.base import ModelClient
 from subagents.models.factory import build_client
 from subagents.models.scripted import ScriptedModel
 from subagents.models.spend import TokenMeter
 from subagents.planners import Planner, ScriptedPlanner
 from subagents.planners.model import ModelPlanner
+from subagents.result import LEAD
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 
@@ -66,7 +67,7 @@ class JobPlanning:
             if self._client is not None
             else model.provider == "scripted"
         )
-        return not scripted or "lead" in model.turns
+        return not scripted or LEAD in model.turns
 
     @property
     def plans_followups(self) -> bool:
@@ -80,7 +81,7 @@ class JobPlanning:
             return False
         if not self._scripted():
             return True
-        return any(t.followups is not None for t in model.turns.get("lead", []))
+        return any(t.followups is not None for t in model.turns.get(LEAD, []))
 
     def _scripted(self) -> bool:
         model = self.scenario.model

@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from coordinator.fanout import EscalationHandler, ResultHook, ToolSource, cancelled_by, run_job
+from coordinator.fanout import EscalationHandler, ResultHook, cancelled_by, run_job
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead.decompose import (
-    LEAD,
     LeadContext,
     cancelled_planning,
     decompose,
@@ -31,24 +30,18 @@ from coordinator.lead.extractive import with_extractive_answer
 from coordinator.lead.followups import plan_followups, with_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.synthesis import synthesize
-from coordinator.report import CoverageReport
-from coordinator.report_edits import with_tokens
-from coordinator.routing import RoutingTable
+from coordinator.report import CoverageReport, with_tokens
 from coordinator.rules import asks_for_followups, follows_up, followup_job
 from shared.clock import Clock, JobClock
 from shared.ids import TraceIds
 from subagents.executor import ExecEvent
-from subagents.loop import (
-    ProgressEvent,
-    ProgressObserver,
-    SubagentResult,
-    SubagentRun,
-    SubagentState,
-)
 from subagents.models.base import ToolSpec
 from subagents.planners.prompt import tool_specs
+from subagents.result import LEAD, ProgressEvent, ProgressObserver, SubagentResult, SubagentState
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 from subagents.telemetry.run import instrumented_run
+from subagents.toolsource import ToolSource
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -141,7 +134,7 @@ async def run_research(
     that stopped (:class:`Resumed`); ``run_id`` names the recorded run in its spans.
     ``run_job_options`` go to :func:`coordinator.fanout.run_job` (``cancel``, ...).
     """
-    table = RoutingTable(scenario.job.routing)
+    table = scenario.job.routes
     with instrumented_run(
         job=scenario.scenario,
         query=scenario.job.query,

@@ -20,9 +20,8 @@ Decisions where the contract is silent:
 
 from __future__ import annotations
 
-from coordinator.rules import LEAD
 from shared.clock import Clock
-from subagents.result import ProgressEvent, ProgressObserver
+from subagents.result import LEAD, ProgressEvent, ProgressObserver
 
 COALESCE_CHARS = 32
 """An ``answer.delta`` goes out once this many characters have gathered..."""

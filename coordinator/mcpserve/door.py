@@ -25,10 +25,9 @@ from coordinator.api.run import ExecutorName, Prepared, execute
 from coordinator.report import CoverageReport
 from coordinator.store import RunRecorder, RunStore
 from shared.errors import FanoutError
-from subagents.result import ProgressEvent
+from subagents.result import LEAD, ProgressEvent
 
 log = logging.getLogger("fanout.mcp")
-LEAD = "lead"  # the lead agent's subtask id in progress events: not a subtask of the job
 _ENDED = frozenset({"done", "escalated"})
 
 

@@ -24,7 +24,7 @@ from coordinator.serve.schemas import Progress, SubtaskInfo
 from coordinator.store.runs import RunRow, RunStore, insert_run
 from coordinator.store.writer import Tx, now_iso
 from shared.errors import InputFileError
-from subagents.loop import SubagentResult
+from subagents.result import SubagentResult
 
 # The format of coordinator.store.runs.new_run_id (UTC time and eight hex digits; four
 # in runs made before, which stay readable). A path segment that is not one is a

@@ -23,21 +23,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from coordinator.store.schema import APP_ID, StoreError, statements
 
-__all__ = ["Backend", "Conn", "Cursor", "redact"]
+__all__ = ["Backend", "Conn", "redact"]
 
 EVENTS_CHANNEL = "fanout_events"
 CANCELS_CHANNEL = "fanout_cancels"
-
-
-class Cursor(Protocol):
-    """What a statement's result offers, on both drivers."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
 
 
 class Conn(Protocol):

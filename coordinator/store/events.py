@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from subagents.loop import ProgressEvent, SubagentResult
+from subagents.result import ProgressEvent, SubagentResult
 from subagents.spec import SubtaskSpec
 
 __all__ = ["event_data", "followups_data", "plan_data"]

@@ -15,15 +15,10 @@ from pathlib import Path
 from coordinator.store.backend import Backend, redact
 from coordinator.store.schema import StoreError
 
-__all__ = ["is_url", "open_backend"]
+__all__ = ["open_backend"]
 
 # "scheme://…" or "scheme:…" with a scheme of two letters or more (C:\ is a path).
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(//)?")
-
-
-def is_url(target: str) -> bool:
-    """True when ``target`` is written as a URL (``scheme:`` or ``scheme://``)."""
-    return _URL.match(target) is not None
 
 
 def open_backend(target: str) -> Backend:

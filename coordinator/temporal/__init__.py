@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from coordinator.temporal.client import (
         JobHandle,
         connect,
-        run_on_temporal,
         start_job,
         start_recorded,
         workflow_id,
@@ -82,7 +81,6 @@ __all__ = [
     "fanout_worker",
     "free_port",
     "register_run",
-    "run_on_temporal",
     "serve_worker",
     "start_dev_server",
     "start_job",
@@ -98,7 +96,7 @@ __all__ = [
 __getattr__ = lazy_exports(__name__, {
     "coordinator.temporal.activities": ("FanoutActivities",),
     "coordinator.temporal.client": (
-        "JobHandle", "connect", "run_on_temporal", "start_job", "start_recorded", "workflow_id",
+        "JobHandle", "connect", "start_job", "start_recorded", "workflow_id",
         "workflow_pollers",
     ),
     "coordinator.temporal.dev": (

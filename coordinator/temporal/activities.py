@@ -202,7 +202,7 @@ class FanoutActivities:
         After a decomposition the lead continues at ``inp.lead``: its next model turn.
         """
         from coordinator.lead import synthesize
-        from coordinator.report_edits import with_tokens
+        from coordinator.report import with_tokens
 
         clock = job_clock(inp.speed, inp.started_at)
 

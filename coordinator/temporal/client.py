@@ -82,14 +82,6 @@ async def start_job(
     )
 
 
-async def run_on_temporal(
-    client: Client, inp: JobInput, *, task_queue: str = DEFAULT_TASK_QUEUE
-) -> CoverageReport:
-    """Start the job and wait for its report."""
-    handle = await start_job(client, inp, task_queue=task_queue)
-    return await handle.result()
-
-
 async def start_recorded(
     client: Client,
     scenario: Scenario,

@@ -21,16 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.fanout import StaticTools
 from coordinator.job import JobSpec
-from coordinator.lead import (
-    LEAD,
-    LeadContext,
-    catalogue,
-    decompose,
-    lead_subtask,
-    plan_followups,
-)
+from coordinator.lead import LeadContext, catalogue, decompose, lead_subtask, plan_followups
 from coordinator.rules import lead_position
 from coordinator.store.events import event_data, followups_data, plan_data
 from coordinator.temporal.payloads import (
@@ -49,7 +41,9 @@ from subagents.executor import ExecEvent
 from subagents.models.spec import ModelSpec
 from subagents.models.spend import TokenMeter
 from subagents.planners.model import Seekable
+from subagents.result import LEAD
 from subagents.telemetry.run import activity_tracer
+from subagents.toolsource import StaticTools
 
 Beat = dict[str, Any]
 """The decomposition's heartbeat: ``{}``, or ``{"decided": Decomposition as JSON}``."""

@@ -13,16 +13,17 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
-from coordinator.job import JobSpec, Route
+from coordinator.job import JobSpec
 from coordinator.jobfile.research import ResearchPolicy, placed_research_tools
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import JobPlanning
 from coordinator.report import CoverageReport
+from coordinator.routing import Route
 from coordinator.temporal.budget import Allowance
 from shared.categories import ErrorCategory
-from subagents.loop import SubagentResult
 from subagents.models.spend import Spent, TokenBudget
 from subagents.research.spec import resolve_docs_folder
+from subagents.result import SubagentResult
 from subagents.spec import SubtaskSpec
 
 DEFAULT_ADDRESS: Final = "127.0.0.1:7233"

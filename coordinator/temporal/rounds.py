@@ -37,10 +37,10 @@ from shared.clock import AnyioClock, JobClock, PacedClock
 from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentRun, run_subagent
 from subagents.checkpoint import restore_run, snapshot_run
-from subagents.loop import crashed
 from subagents.models.spec import ModelSpec
 from subagents.planners import Planner
 from subagents.planners.model import ModelPlanner
+from subagents.run import crashed
 from subagents.simulated.spec import SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec

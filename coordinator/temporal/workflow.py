@@ -54,11 +54,8 @@ with workflow.unsafe.imports_passed_through():
         with_lead_gap,
     )
     from coordinator.lead.extractive import with_extractive_answer
-    from coordinator.report import CoverageReport, assemble_report
-    from coordinator.report_edits import with_tokens
-    from coordinator.routing import RoutingTable
+    from coordinator.report import CoverageReport, assemble_report, with_tokens
     from coordinator.rules import (
-        LEAD,
         asks_for_followups,
         follows_up,
         followup_job,
@@ -87,6 +84,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from coordinator.temporal.rounds import failure, last_beat
     from subagents import SubagentResult
+    from subagents.result import LEAD
     from subagents.spec import SubtaskSpec
 
 
@@ -117,7 +115,6 @@ class FanoutWorkflow:
         and record the report."""
         self._inp = inp
         self._started = workflow.now().timestamp()
-        self._table = RoutingTable(inp.job.routing)
         self._job = job = inp.job
         # The job's token meter: every round and lead activity brings back its spend.
         self._budget = WorkflowBudget(job.budget)
@@ -283,7 +280,7 @@ class FanoutWorkflow:
         retry = [
             s for s in batch
             if (r := self._results.get(s.id)) is not None
-            and retried_later(r.escalation, r.rounds, self._table)
+            and retried_later(r.escalation, r.rounds, self._job.routes)
             and s.id in self._states
         ]
         if retry and not self._past_deadline():

@@ -19,11 +19,10 @@ from rich.table import Table
 from rich.text import Text
 
 from coordinator.job import JobSpec
-from coordinator.lead import LEAD
 from coordinator.views.terminal import STATUS_STYLE, coverage_bar
 from coordinator.views.words import failure_words, model_words, trigger_words
 from shared.envelope import ToolResult
-from subagents.loop import ProgressEvent
+from subagents.result import LEAD, ProgressEvent
 from subagents.spec import SubtaskSpec
 
 

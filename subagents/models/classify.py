@@ -26,11 +26,7 @@ import openai
 
 from shared.categories import ErrorCategory
 from shared.classify import parse_retry_after
-from subagents.models.base import (
-    ModelCallFailed,
-    ModelFailureKind,
-    model_failure_error,  # noqa: F401  # re-exported
-)
+from subagents.models.base import ModelCallFailed, ModelFailureKind
 from subagents.models.ratelimit_headers import read_rate_headers
 
 # Statuses whose kind and category the status alone decides (DESIGN §7's table).

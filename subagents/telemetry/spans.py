@@ -39,15 +39,13 @@ from opentelemetry.util.types import AttributeValue
 from shared.envelope import ToolResult
 from shared.escalation import Escalation
 from subagents.models.spec import ModelSpec
-from subagents.result import ProgressEvent, SubagentResult
+from subagents.result import LEAD, ProgressEvent, SubagentResult
 from subagents.telemetry import semconv as sc
 from subagents.telemetry.content import clip as _clip
 from subagents.telemetry.content import model_response as _model_response
 from subagents.telemetry.content import output_messages as _output_messages
 from subagents.telemetry.content import server_of as _server
 from subagents.telemetry.content import to_json as _json
-
-LEAD = "lead"  # the lead agent's subtask id in progress events (coordinator.lead.LEAD)
 
 RouteOf = Callable[[Escalation], str]
 _log = logging.getLogger(__name__)

@@ -24,27 +24,62 @@ order the model asked. What stays exact, and how:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from shared.budget import ContextDecision
 from shared.categories import ErrorCategory, Trigger
 from shared.clock import Clock
-from shared.envelope import Finding, ToolError, ToolResult
+from shared.envelope import ToolError, ToolResult
+from shared.escalation import Escalation
 from shared.ids import TraceIds
+from subagents.context import Context
 from subagents.executor import ExecEvent, execute_tool_safely, rejected
-from subagents.jitter import DeferredRandom
-from subagents.planners import CallAction, Observation, PlanEnv, TurnPlanner
+from subagents.jitter import DeferredRandom, Jitter
+from subagents.planners import CallAction, Observation, PlanEnv, Planner, TurnPlanner
+from subagents.result import ProgressKind
 from subagents.spec import SubtaskSpec
 from subagents.tool import Tool
 from subagents.turns.ordering import Post, run_together
 
-if TYPE_CHECKING:
-    from subagents.loop import SubagentRun
+
+class CallLedger(Protocol):
+    """What a subagent's calls read of its run, and what they record on it as they go
+    (:class:`subagents.run.SubagentRun` is the one)."""
+
+    @property
+    def spec(self) -> SubtaskSpec: ...
+    @property
+    def planner(self) -> Planner: ...
+    @property
+    def context(self) -> Context:
+        """The transcript: each call and its result join it, in the order asked."""
+    @property
+    def rng(self) -> Jitter:
+        """The subagent's jitter stream (a lone call's waits draw from it)."""
+    @property
+    def jitter_key(self) -> str:
+        """Names the stream a call of a batch draws from, beside its step."""
+    in_flight: CallAction | None
+    """The call under way: a side effect a checkpoint must know may have happened."""
+    last_call: CallAction | None
+
+    def count_call(self, trace_id: str) -> int:
+        """Count a logical call, with its trace id: its step number."""
+    def found(self, action: CallAction, result: ToolResult) -> None:
+        """Keep an ok result as a finding (partial data marks the subtask incomplete)."""
+    def escalate(self, trigger: Trigger, message: str, *, result: ToolResult | None = None,
+                 call: CallAction | None = None) -> Escalation:
+        """Record the subagent's escalation: a failure its calls cannot fix."""
+
 
 OnExec = Callable[[ExecEvent, float | None], None]
 """The loop's handler of an executor event, given the job-clock time it happened."""
-Emit = Callable[..., None]
-"""The loop's ``emit(kind, at=None, **fields)``."""
+
+
+class Emit(Protocol):
+    """The loop's ``emit``: a progress event of ``kind``, at ``at`` (None: now)."""
+
+    def __call__(self, kind: ProgressKind, at: float | None = None, **fields: Any) -> None: ...
 
 
 _TRIGGER_BY_CATEGORY: Mapping[ErrorCategory, Trigger] = {
@@ -63,7 +98,7 @@ def trigger_for(result: ToolResult) -> Trigger:
     return _TRIGGER_BY_CATEGORY.get(result.category or "internal", "internal_error")
 
 
-def room_for(run: SubagentRun, calls: int) -> tuple[int, ContextDecision | None]:
+def room_for(run: CallLedger, calls: int) -> tuple[int, ContextDecision | None]:
     """How many of a turn's next ``calls`` may start together, and the gate's decision.
 
     The gate runs once for calls that start together, with room for all their results
@@ -83,13 +118,13 @@ def room_for(run: SubagentRun, calls: int) -> tuple[int, ContextDecision | None]
 
 
 async def take_together(
-    run: SubagentRun,
+    run: CallLedger,
     batch: list[CallAction],
     tools: Mapping[str, Tool],
     clock: Clock,
     trace_ids: TraceIds,
-    on_exec: Callable[..., None],
-    emit: Callable[..., None],
+    on_exec: OnExec,
+    emit: Emit,
     env: PlanEnv,
 ) -> Observation | None:
     """Run a turn's calls together and take their results in the order asked.
@@ -111,7 +146,7 @@ async def take_together(
             # calls that did answer found is kept, in call order, as a lone call's would be.
             for action, result in zip(batch, done, strict=True):
                 if result is not None and result.ok:
-                    _found(run, action, result)
+                    run.found(action, result)
     goes_on = [r.ok or r.category == "validation" for r in results]
     fatal: Observation | None = None
     last: Observation | None = None
@@ -121,7 +156,7 @@ async def take_together(
         run.last_call = action
         observation = Observation(action, result)
         if result.ok:
-            _found(run, action, result)
+            run.found(action, result)
         if not goes_on[i]:
             fatal = fatal or observation
         elif all(goes_on) and i == len(batch) - 1:
@@ -136,13 +171,6 @@ async def take_together(
                      call=fatal.action)
         return None
     return last
-
-
-def _found(run: SubagentRun, action: CallAction, result: ToolResult) -> None:
-    """Keep an ok result as a finding (partial data marks the subtask incomplete)."""
-    run.findings.append(Finding.from_result(result, action.args))
-    if not result.complete and run.incomplete_tool is None:
-        run.incomplete_tool = action.tool
 
 
 def refusal(name: str, tool: Tool | None, spec: SubtaskSpec) -> ToolError | None:
@@ -176,21 +204,21 @@ def may_lead(action: CallAction, tools: Mapping[str, Tool], spec: SubtaskSpec) -
 
 
 async def call_one(
-    run: SubagentRun,
+    run: CallLedger,
     action: CallAction,
     tools: Mapping[str, Tool],
     clock: Clock,
     trace_ids: TraceIds,
     on_exec: OnExec,
     emit: Emit,
-    checkpoint: Callable[[SubagentRun], None] | None = None,
+    checkpoint: Callable[[], None] | None = None,
 ) -> ToolResult:
-    """Make one logical call; its call and final envelope join the context."""
+    """Make one logical call; its call and final envelope join the context
+    (``checkpoint`` saves the run before a call whose effect may not happen twice)."""
     spec = run.spec
-    run.steps += 1
     run.context.add_call(action.tool, action.args)
     trace_id = trace_ids.next(spec.id)
-    run.trace_ids.append(trace_id)
+    step = run.count_call(trace_id)
     run.in_flight = action
     emit("call", tool=action.tool, step=action.step, args=action.args)
 
@@ -209,7 +237,7 @@ async def call_one(
             # The effect may happen from here on: checkpoint the call (in_flight) first,
             # so a run killed during it resumes to unknown_state instead of sending it
             # twice. The store makes this one checkpoint durable before returning.
-            checkpoint(run)
+            checkpoint()
         result = await execute_tool_safely(
             tool,
             action.args,
@@ -218,7 +246,7 @@ async def call_one(
             trace_id=trace_id,
             clock=clock,
             rng=run.rng,
-            idempotency_key=f"{spec.id}/{run.steps}",
+            idempotency_key=f"{spec.id}/{step}",
             scope=spec.id,
             observer=observer,
         )
@@ -229,7 +257,7 @@ async def call_one(
 
 
 async def call_together(
-    run: SubagentRun,
+    run: CallLedger,
     batch: Sequence[CallAction],
     tools: Mapping[str, Tool],
     clock: Clock,
@@ -247,10 +275,8 @@ async def call_together(
     spec = run.spec
     launched: list[tuple[CallAction, str, int]] = []
     for action in batch:
-        run.steps += 1
         trace_id = trace_ids.next(spec.id)
-        run.trace_ids.append(trace_id)
-        launched.append((action, trace_id, run.steps))
+        launched.append((action, trace_id, run.count_call(trace_id)))
 
     async def one(i: int, own_clock: Clock, post: Post) -> ToolResult:
         action, trace_id, step = launched[i]

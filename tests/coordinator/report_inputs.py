@@ -10,7 +10,7 @@ from typing import Any
 from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import run_scenario
 from shared.clock import run_in_virtual_time
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 HOSTILE = '<script>alert(1)</script> "quotes" & ampersands'

@@ -8,16 +8,17 @@ from typing import Any
 
 import pytest
 
-from coordinator.fanout import RecordingHandler, StaticTools, run_job
+from coordinator.fanout import RecordingHandler, run_job
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Gap, SubtaskOutcome
 from shared import AnyioClock, SeededTraceIds
 from subagents import RetryPolicy, Tool
-from subagents.loop import ProgressEvent
 from subagents.planners import Action, Observation, PlanEnv, Planner, ScriptedPlanner
+from subagents.result import ProgressEvent
 from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import CallStep, PlanStep, SubtaskSpec
+from subagents.toolsource import StaticTools
 
 pytestmark = pytest.mark.anyio
 

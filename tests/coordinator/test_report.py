@@ -9,7 +9,7 @@ import pytest
 from coordinator.job import JobSpec
 from coordinator.report import assemble_report, subtask_status
 from shared import Escalation, Finding
-from subagents.loop import SubagentResult
+from subagents.result import SubagentResult
 from subagents.spec import SubtaskSpec
 
 FOUND = Finding(tool="web_search", data={"results": ["x"]})
@@ -241,7 +241,7 @@ def test_a_subtask_without_a_result_is_a_gap_not_covered() -> None:
     """An executor that reports no result for a subtask leaves a gap; coverage never rises."""
     from coordinator.job import JobSpec
     from coordinator.report import assemble_report
-    from subagents.loop import SubagentResult
+    from subagents.result import SubagentResult
     from subagents.spec import SubtaskSpec
 
     job = JobSpec(

@@ -7,7 +7,7 @@ import pytest
 from coordinator.job import JobSpec
 from coordinator.report import ReportBuilder, SubtaskOutcome, assemble_report
 from shared import Escalation, Finding
-from subagents.loop import SubagentResult
+from subagents.result import SubagentResult
 from subagents.spec import SubtaskSpec
 
 FOUND = Finding(tool="web_search", data={"results": ["x"]})

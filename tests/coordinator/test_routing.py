@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.job import Route
-from coordinator.routing import DEFAULT_ROUTES, RoutingTable
+from coordinator.routing import DEFAULT_ROUTES, Route, RoutingTable
 from shared import ERROR_CATEGORIES, Escalation
 
 

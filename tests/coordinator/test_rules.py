@@ -12,7 +12,6 @@ from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.routing import RoutingTable
 from coordinator.rules import (
-    LEAD,
     asks_for_followups,
     budget_shares,
     cut,
@@ -26,8 +25,9 @@ from coordinator.rules import (
     time_left,
 )
 from shared.categories import ErrorCategory
-from subagents.loop import SubagentRun
 from subagents.models.spend import TokenBudget, TokenMeter
+from subagents.result import LEAD
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 CATEGORIES: list[ErrorCategory] = ["transient", "validation", "business", "permission",

@@ -18,7 +18,7 @@ from coordinator.lead import JobPlanning, ResearchHooks, run_research
 from shared.clock import AnyioClock
 from shared.envelope import ToolResult
 from shared.ids import SeededTraceIds
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 from subagents.simulated.tools import SimulatedTools
 from tests.e2e.wire import KEY_ENV, Wire
 from tests.loopback import LoopbackServer, RecordedRequest

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import LEAD
 from coordinator.replay import replay
 from coordinator.store.runs import RunStore, wait_for
+from subagents.result import LEAD
 from tests.coordinator.store.test_store import committed, normalized
 
 # The CLI, as a subprocess.

@@ -22,7 +22,7 @@ from coordinator.lead import JobPlanning
 from coordinator.store.recorder import RunRecorder
 from shared.clock import AnyioClock, run_in_virtual_time
 from shared.ids import SeededTraceIds
-from subagents.loop import SubagentRun
+from subagents.run import SubagentRun
 from tests.reliability import jobs
 from tests.reliability.counts import count
 from tests.reliability.invariants import EFFECT_MAY_HAVE_HAPPENED

@@ -21,7 +21,7 @@ from coordinator.replay import run_scenario
 from coordinator.report import CoverageReport
 from shared.clock import AnyioClock, run_in_virtual_time
 from shared.envelope import ToolResult
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 from subagents.simulated.spec import ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.tool import CallContext, Tool

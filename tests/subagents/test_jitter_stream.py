@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from subagents.loop import SubagentRun
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 SPEC = SubtaskSpec(id="market", query="q")

@@ -11,8 +11,10 @@ import pytest
 from shared import AnyioClock, SeededTraceIds
 from subagents import RetryPolicy, Tool
 from subagents.context import Context
-from subagents.loop import SubagentResult, SubagentRun, run_subagent
+from subagents.loop import run_subagent
 from subagents.planners import Action, CallAction, FinishAction, Observation, PlanEnv
+from subagents.result import SubagentResult
+from subagents.run import SubagentRun
 from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import CallStep, EscalateStep, FinishStep, PlanStep, SubtaskSpec

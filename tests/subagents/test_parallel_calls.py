@@ -11,17 +11,13 @@ import pytest
 from shared import AnyioClock, SeededTraceIds
 from subagents.checkpoint import restore_run, snapshot_run
 from subagents.context import Context
-from subagents.loop import (
-    ProgressEvent,
-    SubagentResult,
-    SubagentRun,
-    cut_by_deadline,
-    run_subagent,
-)
+from subagents.loop import run_subagent
 from subagents.models.base import ModelRequest, ModelTurn, ToolCall, ToolResultMessage
 from subagents.models.spec import ModelSpec
 from subagents.planners.model import ModelPlanner
+from subagents.result import ProgressEvent, SubagentResult
 from subagents.retry import RetryPolicy
+from subagents.run import SubagentRun, cut_by_deadline
 from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec

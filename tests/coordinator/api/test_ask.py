@@ -18,7 +18,7 @@ from shared.errors import (
     TransientToolError,
 )
 from shared.escalation import Escalation
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 
 pytestmark = pytest.mark.anyio
 

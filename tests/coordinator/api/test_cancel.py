@@ -10,7 +10,7 @@ import pytest
 
 from coordinator import ask, ask_events
 from coordinator.store.runs import RunStore
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,8 @@ from coordinator import ask, run_file, run_file_events
 from coordinator.jobfile.loader import load_scenario
 from coordinator.store.runs import RunStore, StoreError
 from shared.errors import InputFileErrors
-from subagents.loop import ProgressEvent
 from subagents.models.factory import MissingModelKey
+from subagents.result import ProgressEvent
 
 pytestmark = pytest.mark.anyio
 

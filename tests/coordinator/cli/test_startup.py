@@ -103,8 +103,8 @@ def test_a_retrieval_only_ask_on_documents_loads_no_model_sdk_or_web_client(
         "# Replay\n\nA replay runs a scenario in virtual time: the clock jumps ahead.\n")
     (docs / "serve.md").write_text("# Serve\n\nThe service answers over HTTP.\n")
     store = str(tmp_path / "runs.sqlite")
-    modules, done = _imported_by("ask", "how does a replay run in virtual time", "--docs", str(docs),
-                                 "--store", store, "--json", cwd=tmp_path)
+    modules, done = _imported_by("ask", "how does a replay run in virtual time", "--docs",
+                                 str(docs), "--store", store, "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["outcome"] == "complete"
     heavy = _heavy(modules)

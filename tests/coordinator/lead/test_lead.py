@@ -13,7 +13,6 @@ from coordinator.lead import JobPlanning
 from coordinator.replay import run_scenario
 from coordinator.report import CoverageReport
 from shared import AnyioClock
-from subagents.loop import ProgressEvent
 from subagents.models.base import (
     ModelCallFailed,
     ModelRequest,
@@ -22,6 +21,7 @@ from subagents.models.base import (
     ToolResultMessage,
     UserMessage,
 )
+from subagents.result import ProgressEvent
 
 pytestmark = pytest.mark.anyio
 

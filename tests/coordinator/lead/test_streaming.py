@@ -17,10 +17,10 @@ from coordinator.serve.events import frame
 from coordinator.store.runs import RunStore
 from coordinator.views.live import LiveBoard
 from shared.clock import AnyioClock
-from subagents.loop import ProgressEvent
 from subagents.models.base import ModelCallFailed, ModelRequest, ModelTurn, TextSink, UserMessage
 from subagents.models.call import call_model
 from subagents.models.spec import ModelSpec
+from subagents.result import ProgressEvent
 from subagents.retry import RetryPolicy
 
 pytestmark = pytest.mark.anyio

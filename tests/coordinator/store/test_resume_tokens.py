@@ -8,10 +8,11 @@ from typing import Any
 
 from coordinator.engine.resume import restored_runs
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import LEAD, JobPlanning
+from coordinator.lead import JobPlanning
 from shared.clock import AnyioClock
 from shared.ids import SeededTraceIds
 from subagents.checkpoint import snapshot_run
+from subagents.result import LEAD
 from subagents.simulated.tools import SimulatedTools
 
 LIBRARY = Path(__file__).resolve().parents[3] / "scenarios"

@@ -11,13 +11,14 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from coordinator.engine.resume import planned_scenario
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import LEAD, synthesize
+from coordinator.lead import synthesize
 from coordinator.replay import replay
 from coordinator.report import CoverageReport
 from coordinator.store.runs import RunStore
 from coordinator.temporal import Decomposition, DecompositionInput, JobInput, WorkerResources
 from coordinator.temporal.lead import Lead, decompose_job
 from coordinator.temporal.rounds import job_clock
+from subagents.result import LEAD
 from tests.coordinator.temporal.conftest import ROOT
 
 DECOMPOSES = ROOT / "scenarios" / "lead_decomposes.yaml"

@@ -13,10 +13,10 @@ import pytest
 from coordinator.cli import main
 from coordinator.engine.resume import planned_scenario
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import LEAD
 from coordinator.replay import replay, scenario_files
 from coordinator.store.runs import RunStore
 from coordinator.temporal.dev import DevServer
+from subagents.result import LEAD
 from tests.coordinator.temporal.conftest import ROOT, Workers, normalized, submit
 
 LIBRARY = ROOT / "scenarios"

@@ -11,12 +11,12 @@ import pytest
 from rich.console import Console
 
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import LEAD, JobPlanning, ResearchHooks, run_research
+from coordinator.lead import JobPlanning, ResearchHooks, run_research
 from coordinator.report import CoverageReport
 from coordinator.views.live import BoardLive, LiveBoard
 from shared.clock import AnyioClock, run_in_virtual_time
 from shared.ids import SeededTraceIds
-from subagents.loop import ProgressEvent
+from subagents.result import LEAD, ProgressEvent
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
 

@@ -11,7 +11,7 @@ from coordinator.replay import run_scenario
 from coordinator.report import CoverageReport
 from coordinator.views.live import LiveBoard
 from shared.clock import run_in_virtual_time
-from subagents.loop import ProgressEvent
+from subagents.result import ProgressEvent
 
 SCENARIO = Path(__file__).resolve().parents[3] / "scenarios" / "model_rate_limits.yaml"
 

@@ -10,7 +10,7 @@ import pytest
 
 from shared import AnyioClock, SeededTraceIds
 from subagents.checkpoint import restore_run, snapshot_run
-from subagents.loop import SubagentResult, SubagentRun, run_subagent
+from subagents.loop import run_subagent
 from subagents.models.base import (
     ModelRequest,
     ModelTurn,
@@ -20,7 +20,9 @@ from subagents.models.base import (
 )
 from subagents.models.spec import ModelSpec
 from subagents.planners.model import ModelPlanner
+from subagents.result import SubagentResult
 from subagents.retry import RetryPolicy
+from subagents.run import SubagentRun
 from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import SubtaskSpec
