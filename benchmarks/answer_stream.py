@@ -1,4 +1,4 @@
-"""The answer streams (DESIGN §8): time to the first words vs time to the whole answer.
+"""The answer streams (docs/design.md §8): time to the first words vs time to the whole answer.
 
 The lead's synthesis path as it runs live: ``call_model`` with the lead's
 :class:`~coordinator.lead.streaming.AnswerStream`, through the official SDK, against

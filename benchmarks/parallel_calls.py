@@ -1,4 +1,5 @@
-"""Parallel calls (DESIGN §7): one model turn of three tool calls, one after another vs together.
+"""Parallel calls (docs/design.md §7): one model turn of three tool calls, one after another vs
+together.
 
 A model-planned subagent whose model asks, in one turn, for three searches that each take
 ``latency_s`` of real time (a simulated tool on the real clock, asyncio, no virtual

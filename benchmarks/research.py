@@ -1,4 +1,5 @@
-"""Benchmark: the built-in research tools (DESIGN §10) — the document index and page extraction.
+"""Benchmark: the built-in research tools (docs/design.md §10) — the document index and page
+extraction.
 
 Three figures the issue asks for: indexing 10,000 generated documents into SQLite FTS5
 (time, and the index's size on disk; a refresh with nothing changed, which is what

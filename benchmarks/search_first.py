@@ -1,4 +1,4 @@
-"""Search first (DESIGN §7): model turns per subtask and coverage, before and after.
+"""Search first (docs/design.md §7): model turns per subtask and coverage, before and after.
 
 Two models stand in for the real ones, each a function of the transcript (as pydantic-ai's
 ``FunctionModel``), so the figures are about fanout, not about a model's luck:

@@ -1,4 +1,4 @@
-"""fanout's coordinator: the user's Python API (DESIGN §14).
+"""fanout's coordinator: the user's Python API (docs/design.md §14).
 
 ``ask`` and ``run_file`` run a job and return its :class:`CoverageReport`;
 ``ask_events`` and ``run_file_events`` yield its progress events as it runs

@@ -1,4 +1,4 @@
-"""The answer's checks as a report carries them (DESIGN §7 "Answer checks"), and the
+"""The answer's checks as a report carries them (docs/design.md §7 "Answer checks"), and the
 sentences they name.
 
 ``answer.checks`` holds, for the text a model wrote, four checks with counts and the
@@ -186,7 +186,7 @@ def rejection_reason(checks: Mapping[str, Any] | None, *, has_sources: bool) -> 
     complete = checks.get("complete") or {}
     if complete.get("ok") is False:
         reasons.append("it was cut off by model.max_tokens")
-    # Decision (DESIGN §7 names checks 1, 2 and citing nothing; issue #30 asks that a
+    # Decision (docs/design.md §7 names checks 1, 2 and citing nothing; issue #30 asks that a
     # shown answer pass checks 1-3): a ``[n]`` that names no source of this run is a
     # citation the reader cannot follow, as unverifiable as none, so it rejects too.
     citations = checks.get("citations") or {}

@@ -58,7 +58,8 @@ PlannerFactory = Callable[[SubtaskSpec], Planner]
 
 @asynccontextmanager
 async def cancelled_by(event: anyio.Event | None) -> AsyncIterator[None]:
-    """A scope whose body ends once ``event`` is set: a person cancelled the run (§8).
+    """A scope whose body ends once ``event`` is set: a person cancelled the run
+    (docs/design.md §8).
     The fan-out's rounds run in one, and so does the lead's planning before them."""
     if event is None:
         yield

@@ -24,7 +24,7 @@ class JobSpec(BaseModel):
     deadline_s: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
     routing: dict[ErrorCategory, Route | None] = Field(default_factory=dict)
     defaults: SubtaskSettings = Field(default_factory=SubtaskSettings)
-    # Empty only in a file whose model decomposes the query (the lead agent, DESIGN §7);
+    # Empty only in a file whose model decomposes the query (the lead agent, docs/design.md §7);
     # the loader refuses an empty list otherwise.
     subtasks: list[SubtaskSpec] = Field(default_factory=list)
     max_subtasks: int = Field(
@@ -34,7 +34,7 @@ class JobSpec(BaseModel):
         default=None,
         description="The most tokens the job's model calls may spend (subagents and lead).",
     )
-    # Follow-ups (DESIGN §11): rounds of follow-ups the lead may plan from the gaps. None
+    # Follow-ups (docs/design.md §11): rounds of follow-ups the lead may plan from the gaps. None
     # is the default, decided when the lead plans: 1 for a job it decomposed, else 0.
     followups: int | None = Field(default=None, ge=0, le=1)
     max_followups: int = Field(
@@ -53,7 +53,7 @@ class JobSpec(BaseModel):
         description=(
             "auto: a model-planned subtask that may call a search (docs.search, web.search, "
             "a tool declared search: true) starts by searching its own query; off: the "
-            "model's first turn decides (DESIGN §7)."
+            "model's first turn decides (docs/design.md §7)."
         ),
     )
 

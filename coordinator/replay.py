@@ -60,7 +60,7 @@ async def run_scenario(
     """Run a scenario's job on its simulated tools with its seed (any clock).
 
     Subtasks without a plan are planned by the scenario's model (scripted in replays).
-    Its spans go to ``tracer_provider`` (the global provider by default, DESIGN §13).
+    Its spans go to ``tracer_provider`` (the global provider by default, docs/design.md §13).
     """
     clock = clock or AnyioClock()
     sim = tools or SimulatedTools(scenario.tools, clock)

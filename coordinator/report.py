@@ -1,4 +1,4 @@
-"""The coverage report: a pure function of the subagents' results (DESIGN §4, §7).
+"""The coverage report: a pure function of the subagents' results (docs/design.md §4, §7).
 
 Nothing here does I/O or looks at a clock, so another executor (a Temporal workflow)
 can assemble the same report from the same subagent results. A finished report is
@@ -68,7 +68,7 @@ class SubtaskOutcome(BaseModel):
     # The tokens of this subtask's model calls; left out of the wire for a job whose
     # model reported no usage and that has no budget, so such reports stay as they were.
     tokens: TokenCount | None = Field(default=None, exclude_if=lambda v: v is None)
-    # A follow-up's row names the gap it was planned for (DESIGN §11).
+    # A follow-up's row names the gap it was planned for (docs/design.md §11).
     followup_of: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
@@ -86,7 +86,7 @@ class Gap(BaseModel):
     alternatives: list[str] = Field(default_factory=list)
     message: str
     original_trigger: Trigger | None = None
-    # The follow-ups that covered this gap, with evidence (DESIGN §11): the gap stays
+    # The follow-ups that covered this gap, with evidence (docs/design.md §11): the gap stays
     # listed, its subtask's weight counts as covered.
     filled_by: list[str] | None = Field(default=None, exclude_if=lambda v: v is None)
 
@@ -128,14 +128,14 @@ class Answer(BaseModel):
     summary: str
     sections: list[Section]
     missing: list[str]
-    # The lead agent's synthesis (DESIGN §7), for jobs with a model. Left out of the wire
+    # The lead agent's synthesis (docs/design.md §7), for jobs with a model. Left out of the wire
     # when absent, so a job without a model reports exactly as before.
     text: str | None = Field(default=None, exclude_if=lambda v: v is None)
     # The sources the text cites by number ([n]), as the synthesis numbered them.
     sources: list[Source] | None = Field(default=None, exclude_if=lambda v: v is None)
     synthesis_error: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)
     # Who wrote ``text`` (a model, or extractive: quoted from the findings), the model's
-    # text when it was rejected, and its checks (DESIGN §7 "Answer checks"); each left
+    # text when it was rejected, and its checks (docs/design.md §7 "Answer checks"); each left
     # out of the wire when absent, so a report without a written answer stays as it was.
     kind: AnswerKind | None = Field(default=None, exclude_if=lambda v: v is None)
     rejected: str | None = Field(default=None, exclude_if=lambda v: v is None)
@@ -384,7 +384,7 @@ def coverage_of(
     outcomes: Sequence[SubtaskOutcome], gaps: Sequence[Gap] = ()
 ) -> tuple[float, Outcome]:
     """Coverage (the weighted share of complete and empty subtasks, and of gaps a
-    follow-up filled with evidence, DESIGN §11) and the outcome."""
+    follow-up filled with evidence, docs/design.md §11) and the outcome."""
     filled = {g.subtask_id for g in gaps if g.filled_by}
 
     def covered(o: SubtaskOutcome) -> bool:
@@ -506,7 +506,7 @@ def combine(
 
 
 def with_tokens(report: CoverageReport, meter: TokenMeter) -> CoverageReport:
-    """The report with the tokens spent per subtask and in all (DESIGN §13, job.budget).
+    """The report with the tokens spent per subtask and in all (docs/design.md §13, job.budget).
 
     Unchanged when nothing was counted and there is no budget: a job whose model
     reports no usage keeps its report byte for byte.

@@ -55,7 +55,7 @@ class RoutingTable:
         self.routes = routes
 
     def route(self, escalation: Escalation) -> RoutingDecision:
-        """Route ``escalation``: by category, else by trigger (DESIGN §4)."""
+        """Route ``escalation``: by category, else by trigger (docs/design.md §4)."""
         trigger = escalation.trigger
         if trigger == "unknown_state":
             # The world may have changed: never retried automatically, a person decides.

@@ -1,4 +1,4 @@
-"""A job's decisions, as pure functions both executors call (DESIGN §15, "One engine").
+"""A job's decisions, as pure functions both executors call (docs/design.md §15, "One engine").
 
 The local executor (:func:`coordinator.fanout.run_job`, :func:`coordinator.lead.run_research`,
 the run store's record of the lead) and the Temporal workflow
@@ -91,7 +91,7 @@ def next_round_starts(deadline_s: float | None, now: float, *, cancelled: bool) 
 
 def cut(run: SubagentRun, now: float, *, cancelled: bool = False) -> CutTrigger:
     """Hand up what a subagent still running when the job was cut has found, the attempt
-    under way counted; a person's cancel (DESIGN §8) says ``cancelled``, else the
+    under way counted; a person's cancel (docs/design.md §8) says ``cancelled``, else the
     deadline cut it. Returns the trigger."""
     if cancelled:
         run.ended_s = now
@@ -102,7 +102,7 @@ def cut(run: SubagentRun, now: float, *, cancelled: bool = False) -> CutTrigger:
     return "deadline"
 
 
-# -- follow-ups (DESIGN §11) ----------------------------------------------------------
+# -- follow-ups (docs/design.md §11) ----------------------------------------------------------
 
 
 def open_gaps(report: CoverageReport) -> list[Gap]:

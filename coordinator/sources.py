@@ -1,7 +1,7 @@
 """The answer's sources: every page, document and tool result behind the findings, numbered.
 
 The synthesis shows the lead model each source with its number and asks it to cite
-``[n]`` after each claim (DESIGN §10); ``answer.sources`` are the sources its text cites.
+``[n]`` after each claim (docs/design.md §10); ``answer.sources`` are the sources its text cites.
 A page (``web.fetch``) or a document (``docs.read``) is a source by its URL or path; a
 search result (``web.search``, ``docs.search``) is one too, by the URL or path it names;
 any other tool's result (simulated, MCP) is a source named by its tool and subtask. The
@@ -241,7 +241,7 @@ def evidence(sections: Sequence[Section]) -> list[Evidence]:
 def source_texts(sections: Sequence[Section]) -> dict[int, list[str]]:
     """Per source number, the texts its findings hold: a search result's title and
     snippet, a page's or document's title and text, a tool's data as JSON. What the
-    answer's numbers are checked against (DESIGN §7, check 4)."""
+    answer's numbers are checked against (docs/design.md §7, check 4)."""
     texts: dict[int, list[str]] = {}
     for item in evidence(sections):
         body = item.body

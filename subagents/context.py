@@ -191,7 +191,7 @@ class Context:
         self._append(kind, text, pinned=kind == "system")
 
     def calibrate(self, measured: int) -> None:
-        """Take the provider's count of everything so far as the truth (DESIGN §7).
+        """Take the provider's count of everything so far as the truth (docs/design.md §7).
 
         What is added later is counted with cl100k on top; compaction frees what it
         frees from that total.
@@ -233,7 +233,7 @@ class Context:
     def fit(self, window: int, active_tool_budget: int) -> None:
         """Shrink the window and the tool budget to a model endpoint's (never grow them).
 
-        A local server's window is learned at run time (DESIGN §7): the gate then holds
+        A local server's window is learned at run time (docs/design.md §7): the gate then holds
         the transcript to what the endpoint can take beside its answer.
         """
         window, budget = min(window, self.window), min(active_tool_budget, self.active_tool_budget)
@@ -255,7 +255,7 @@ class Context:
         """True when the byte bounds alone prove the gate would say ``continue``.
 
         ``calls`` is how many calls are about to start together (one model turn's,
-        DESIGN §7 "Parallel calls"): each may bring back a result as large as the active
+        docs/design.md §7 "Parallel calls"): each may bring back a result as large as the active
         tool budget, so the gate keeps room for all of them (see :meth:`gate`).
         False means "not proven": run :meth:`ensure_room` for the exact decision.
         """
@@ -268,7 +268,7 @@ class Context:
         return self.counter.total + self._pending_bound <= below
 
     def gate(self, calls: int = 1) -> ContextDecision:
-        """The budget rule of DESIGN §2 on the current (exact) count.
+        """The budget rule of docs/design.md §2 on the current (exact) count.
 
         For ``calls`` calls that start together the rule keeps room for all their
         results: the margin is max(15% of the window, ``calls`` × active tool budget),

@@ -65,7 +65,7 @@ def rejected(tool: str, error: ToolError, *, trace_id: str) -> ToolResult:
 
 def unknown_effect(tool: str, *, trace_id: str) -> ToolResult:
     """The envelope of a non-idempotent call its process died during: the effect may or
-    may not have happened, so it is not retried (DESIGN §2, unknown state)."""
+    may not have happened, so it is not retried (docs/design.md §2, unknown state)."""
     error = ToolError.of(
         "transient",
         "interrupted",

@@ -119,7 +119,8 @@ async def run_subagent(
     )
     set_state("running")
     if interrupted is not None:
-        # Its effect may have happened before the process died: never sent again (§2).
+        # Its effect may have happened before the process died: never sent again
+        # (docs/design.md §2).
         # The attempt under way then counts, as one cut by a deadline does.
         trace_id = run.trace_ids[-1] if run.trace_ids else ""
         result = unknown_effect(interrupted.tool, trace_id=trace_id)
@@ -134,7 +135,7 @@ async def run_subagent(
             if isinstance(action, FinishAction):
                 _finish(run, action)
             if last is not None and last.result.category == "validation":
-                # Giving up on a refused call is no correction (DESIGN §3); ending quietly
+                # Giving up on a refused call is no correction (docs/design.md §3); ending quietly
                 # would report a failure as "nothing there".
                 run.escalate(
                     "no_progress",

@@ -12,7 +12,7 @@ from shared.envelope import Finding, ToolResult
 from shared.escalation import Escalation
 
 # "thinking": waiting on its model (a model-driven planner deciding the next step);
-# "throttled": waiting for the model endpoint's rate limit (DESIGN §13), not an attempt.
+# "throttled": waiting for the model endpoint's rate limit (docs/design.md §13), not an attempt.
 SubagentState = Literal[
     "queued", "running", "thinking", "throttled", "retrying", "done", "escalated"
 ]
@@ -20,7 +20,7 @@ SubagentState = Literal[
 # "answer.delta": a piece of the lead's answer as it is written (``text``, in order;
 # ``restart`` when a retried call writes it again from the start); "answer": the
 # checked answer (``text``; ``answer_kind`` model or extractive; ``reason`` why the
-# model's was rejected), which replaces the streamed text (DESIGN §8, "Streaming").
+# model's was rejected), which replaces the streamed text (docs/design.md §8, "Streaming").
 ProgressKind = Literal["state", "call", "start", "attempt", "wait", "answer.delta", "answer"]
 
 
@@ -38,7 +38,7 @@ class ProgressEvent:
     result: ToolResult | None = None
     step: int | None = None
     trigger: str | None = None
-    # A call's arguments (``call`` events): for traces that capture content (DESIGN §13);
+    # A call's arguments (``call`` events): for traces that capture content (docs/design.md §13);
     # the run store does not keep them here (the findings do).
     args: Mapping[str, Any] | None = None
     text: str | None = None

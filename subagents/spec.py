@@ -61,7 +61,7 @@ class SubtaskSettings(SharesFieldsSet):
     active_tool_budget: int = Field(default=2000, ge=0)
     tool_timeout_s: float = Field(default=30.0, gt=0, le=MAX_SECONDS)
     retry: RetryPolicy = Field(default_factory=lambda: _DEFAULT_RETRY)
-    # How many calls of one model turn run at once (DESIGN §7, "Parallel calls"); 1 runs
+    # How many calls of one model turn run at once (docs/design.md §7, "Parallel calls"); 1 runs
     # them one after another. Left out of dumps at its default, so stored specs and
     # recordings written before it stay as they were.
     parallel_calls: int = Field(
@@ -79,9 +79,9 @@ class SubtaskSpec(SubtaskSettings):
     tools: list[str] = Field(default_factory=list)
     plan: list[PlanStep] = Field(default_factory=list)
     # Who plans the subtask: its ``plan`` (scripted), or the job's model. The loader sets
-    # it from whether the file gives a plan (DESIGN §7: a subtask without plan is planned
+    # it from whether the file gives a plan (docs/design.md §7: a subtask without plan is planned
     # by the job's model).
     planner: Literal["scripted", "model"] = "scripted"
-    # The gap a lead's follow-up was planned for (DESIGN §11); left out of dumps when
+    # The gap a lead's follow-up was planned for (docs/design.md §11); left out of dumps when
     # absent, so plans and recordings without follow-ups stay as they were.
     followup_of: str | None = Field(default=None, exclude_if=lambda v: v is None)

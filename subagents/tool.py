@@ -58,7 +58,7 @@ class Tool:
     # A real tool (MCP, a built-in, a Python function, a provider's model) keeps its real
     # timeouts and waits under --speed; only simulated tools run on scaled time.
     real_time: bool = True
-    # A search (DESIGN §7, "Search first"): a model-planned subtask that may call it starts
+    # A search (docs/design.md §7, "Search first"): a model-planned subtask that may call it starts
     # by calling it on its own query. docs.search and web.search are searches by name.
     search: bool = False
     _model: type[pydantic.BaseModel] | None = field(default=None, repr=False, compare=False)

@@ -131,7 +131,7 @@ def test_the_issue_two_contract_is_exported() -> None:
 
 
 def test_the_coordinator_exports_only_the_users_api() -> None:
-    """The package is the Python API (DESIGN §14): ask, run_file, their event streams and
+    """The package is the Python API (docs/design.md §14): ask, run_file, their event streams and
     the report's types; the engine's internals are imported from their own modules."""
     assert set(coordinator.__all__) == {
         "ask", "run_file", "ask_events", "run_file_events", "JobEvents",
@@ -140,7 +140,7 @@ def test_the_coordinator_exports_only_the_users_api() -> None:
 
 
 def test_the_python_api_is_exported() -> None:
-    """ask, run_file and their event streams are what a Python user imports (DESIGN §14)."""
+    """ask, run_file and their event streams are what a Python user imports (docs/design.md §14)."""
     assert {"ask", "run_file", "ask_events", "run_file_events", "JobEvents"} <= set(
         coordinator.__all__
     )

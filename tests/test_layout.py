@@ -1,4 +1,4 @@
-"""The house rules of DESIGN §1: imports flow one way, between packages and down the layers.
+"""The house rules of docs/design.md §1: imports flow one way, between packages and down the layers.
 
 A module is a concept, however long, and a folder holds what its concept needs: there is
 no cap on lines or modules (a cap splits a concept at a number, not at a seam).
@@ -83,13 +83,14 @@ def test_the_import_rule_catches_a_violation(package: str, source: str, bad: set
 README = ROOT / "README.md"
 
 
-def layer_table() -> dict[str, tuple[int, set[str]]]:
+def layer_table(document: Path = README) -> dict[str, tuple[int, set[str]]]:
     """Each part of ``coordinator/`` (a wing, or a top-level module) → (its layer, the
     parts of its own layer it may import), read from the README's table of layers."""
-    text = README.read_text(encoding="utf-8")
+    text = document.read_text(encoding="utf-8")
     start = text.index("| layer | parts of `coordinator/` |")
     table: dict[str, tuple[int, set[str]]] = {}
     for line in text[start:].splitlines()[2:]:
+        line = line.strip()
         if not line.startswith("|"):
             break
         layer, parts, beside = (cell.strip() for cell in line.strip("|").split("|")[:3])
@@ -155,6 +156,12 @@ def test_the_coordinator_imports_down_its_layers(path: Path) -> None:
     part = path.relative_to(ROOT / "coordinator").parts[0].removesuffix(".py")
     imports = part_imports(path.read_text(encoding="utf-8"))
     assert not layer_violations(part, imports, table), path
+
+
+def test_the_architecture_document_shows_the_same_layers() -> None:
+    """docs/architecture.md's copy of the table of layers says what the README's does, the
+    one the import check reads: the design the code cites stays true."""
+    assert layer_table(ROOT / "docs" / "architecture.md") == layer_table()
 
 
 def test_the_layer_rule_catches_a_violation() -> None:

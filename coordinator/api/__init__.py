@@ -1,4 +1,4 @@
-"""Fanout from Python: ``ask()``, ``run_file()``, their event streams (DESIGN §14).
+"""Fanout from Python: ``ask()``, ``run_file()``, their event streams (docs/design.md §14).
 
 The pytest plugin for scenario files is :mod:`coordinator.api.pytest_plugin`, loaded by
 pytest through its entry point.

@@ -1,4 +1,4 @@
-"""Running a job from Python: ``ask()`` and ``run_file()`` (DESIGN §14).
+"""Running a job from Python: ``ask()`` and ``run_file()`` (docs/design.md §14).
 
 Both end in :func:`execute`: the job's MCP servers are started, its Python tools served
 beside its simulated ones, every progress event handed to ``on_event`` in order, every
@@ -64,7 +64,7 @@ EscalationCallback = Callable[[Escalation], Awaitable[str | None] | str | None]
 StoreLike = str | PathLike[str] | RunStore
 """``store``: a run store path (SQLite), or an open :class:`RunStore`."""
 ExecutorName = Literal["local", "temporal"]
-"""``executor``: run in this process, or on Temporal workers (DESIGN §15)."""
+"""``executor``: run in this process, or on Temporal workers (docs/design.md §15)."""
 
 
 class CallbackHandler:
@@ -318,7 +318,7 @@ async def ask(
             ``{"mcp": {"command": [...]}}`` server specs, ``"web"``, ``"docs:DIR"``.
         model: ``"PROVIDER:NAME"`` (anthropic, openai, scripted) or a model block as a
             dict, validated as a job file's (``{"provider": "scripted", "turns": ...}``);
-            None: retrieval only (DESIGN §7), the question searched with the ``"docs:DIR"``
+            None: retrieval only (docs/design.md §7), the question searched with the ``"docs:DIR"``
             and ``"web"`` tools and answered with the best passages, each cited.
         base_url: another endpoint for the model (a gateway, vLLM, Ollama).
         subtasks: the job's subtasks as dicts, as in a job file; None: the lead plans.

@@ -1,4 +1,4 @@
-"""What ``ask(tools=[...])`` accepts, sorted into Python tools and MCP servers (DESIGN §14).
+"""What ``ask(tools=[...])`` accepts, sorted into Python tools and MCP servers (docs/design.md §14).
 
 A tool is a Python function (sync or async: its type hints become the schema, its
 docstring the description), a :class:`~subagents.tool.Tool`, an MCP server spec
@@ -33,12 +33,12 @@ class ToolSet:
 
     tools: dict[str, Tool] = field(default_factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # The built-in research tools (DESIGN §10) as a job's `research_tools` block.
+    # The built-in research tools (docs/design.md §10) as a job's `research_tools` block.
     research: dict[str, Any] = field(default_factory=dict)
 
 
 def research_tools(spec: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The ``research_tools`` block a string names (DESIGN §10).
+    """The ``research_tools`` block a string names (docs/design.md §10).
 
     ``"web"`` searches with ``FANOUT_SEARCH`` (``searxng:URL``, ``brave`` or ``tavily``),
     ``"web:BACKEND"`` with the one named (``"web:searxng:http://127.0.0.1:8888"``);

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
 EXIT_FAILED = 3
-"""``fanout run``/``ask``/``resume``: the run's outcome is ``failed`` (DESIGN §7, "Exit
+"""``fanout run``/``ask``/``resume``: the run's outcome is ``failed`` (docs/design.md §7, "Exit
 codes"); ``complete`` and ``partial`` are 0, and ``--json`` prints the report either way."""
 
 

@@ -1,4 +1,4 @@
-"""`fanout index DIR`: build or refresh the document index of a folder (DESIGN §10).
+"""`fanout index DIR`: build or refresh the document index of a folder (docs/design.md §10).
 
 The index lives beside the run store (``--store``'s folder, ``docs/``); only files added
 or changed since the last refresh are read again, and files gone from the folder leave

@@ -60,7 +60,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         if args.whole_process and args.command in TRACED_COMMANDS:
             # Only as the process itself may fanout set the global tracer provider: called
-            # from Python, main() leaves that to the application (DESIGN §13).
+            # from Python, main() leaves that to the application (docs/design.md §13).
             try:
                 telemetry = configure_from_env()
             except TelemetryUnavailable as exc:

@@ -1,4 +1,4 @@
-"""`fanout mcp`: fanout as an MCP server for other agents (DESIGN §16).
+"""`fanout mcp`: fanout as an MCP server for other agents (docs/design.md §16).
 
 Over stdio by default (the client starts it; stdout is the protocol's, so everything for
 people goes to stderr), or streamable HTTP at ``http://HOST:PORT/mcp`` with ``--http``.

@@ -1,4 +1,4 @@
-"""`fanout serve`: the HTTP API and the web page over the run store (DESIGN §8)."""
+"""`fanout serve`: the HTTP API and the web page over the run store (docs/design.md §8)."""
 
 from __future__ import annotations
 

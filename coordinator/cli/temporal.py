@@ -1,5 +1,5 @@
 """`fanout temporal dev`, `fanout worker`, and `--executor temporal` of `fanout run` and
-`fanout ask` (DESIGN §9, §15): the run goes to the engine's TemporalExecutor.
+`fanout ask` (docs/design.md §9, §15): the run goes to the engine's TemporalExecutor.
 
 Their options are in :mod:`coordinator.cli.parser`, built without importing the Temporal
 SDK (it is the optional ``fanout[temporal]`` extra, and every other command would pay for

@@ -1,4 +1,4 @@
-"""One engine (DESIGN §15): a run opened in one place, run by either executor.
+"""One engine (docs/design.md §15): a run opened in one place, run by either executor.
 
 - ``run``: :class:`RunRequest` (what a door parsed), :func:`open_run` (the job's tools,
   recorder and trace ids) and the frozen :class:`Run` it yields; :class:`Hooks`, what

@@ -88,7 +88,7 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
     ``hooks.on_plan`` hears it too (a live display). A lead that could not plan records
     its gap with the degraded plan; a resumed run gets it back from its ``start``. The
     lead's follow-ups are recorded like its plan (a ``followups`` event of ``lead``).
-    ``hooks.cancel``, once set, ends the run early with its report (DESIGN §8).
+    ``hooks.cancel``, once set, ends the run early with its report (docs/design.md §8).
     """
     hooks = hooks or Hooks()
     start = run.start

@@ -1,4 +1,4 @@
-"""A stored run written out as a scenario that replays it offline (DESIGN §7, recording).
+"""A stored run written out as a scenario that replays it offline (docs/design.md §7, recording).
 
 ``fanout run JOB --record OUT.yaml`` (and ``fanout ask --record``) turn a live run into a
 scenario file: the job as it ran (the lead's plan as ``subtasks``), every model call as
@@ -122,7 +122,7 @@ def model_turn(envelope: dict[str, Any], *, decomposition: bool) -> dict[str, An
         plan = next((c for c in calls if c.get("name") == PLAN_TOOL), None)
         if plan is not None and isinstance(plan.get("arguments"), dict):
             return {"subtasks": plan["arguments"].get("subtasks"), "latency_s": latency}
-    # The lead's follow-up plan (DESIGN §11) replays as a followups turn.
+    # The lead's follow-up plan (docs/design.md §11) replays as a followups turn.
     planned = next((c for c in calls if c.get("name") == FOLLOWUP_TOOL), None)
     if planned is not None and isinstance(planned.get("arguments"), dict):
         return {"followups": planned["arguments"].get("followups"), "latency_s": latency}
@@ -204,7 +204,7 @@ def recording(store: RunStore, run_id: str) -> dict[str, Any]:
         raise NotReplayable(row.id, reason or "it has not finished")
     written = load_scenario_text(row.spec_text, row.file)
     events = store.events(run_id)
-    # A lead that could not plan degraded the job (DESIGN §7): the job is written to
+    # A lead that could not plan degraded the job (docs/design.md §7): the job is written to
     # decompose, with the lead's failed plans as its turns, so the replay degrades the
     # same way and its report has the lead's row. Otherwise the plan is written as the
     # job's subtasks and the replay does not decompose.
@@ -241,7 +241,7 @@ def recording(store: RunStore, run_id: str) -> dict[str, Any]:
     for tool, per_subtask in began.items():
         for sid, seen in per_subtask.items():
             # A subtask takes a tool's responses in the order its attempts started. The
-            # trace lists a turn's calls that ran together call by call (DESIGN §7,
+            # trace lists a turn's calls that ran together call by call (docs/design.md §7,
             # "Parallel calls"), so a retry of the first may come after the second's
             # attempt in the trace and before it in time: sorted by start (stable: in
             # the trace's order at one instant, which is call order, as in a replay).
@@ -353,7 +353,7 @@ def _expect(report: dict[str, Any]) -> dict[str, Any]:
             for g in report["gaps"]
         },
         "escalations": len(report["escalations"]),
-        # The answer's kind and checks: a replay recomputes them and must agree (DESIGN §7).
+        # The answer's kind and checks: a replay recomputes them and must agree (docs/design.md §7).
         **(
             {"answer": {k: answer[k] for k in ("kind", "checks") if k in answer}}
             if "kind" in (answer := report.get("answer") or {})

@@ -1,4 +1,4 @@
-"""A run opened in one place (DESIGN §15): the job, its tools, its recorder, its trace.
+"""A run opened in one place (docs/design.md §15): the job, its tools, its recorder, its trace.
 
 Every door — ``fanout run``/``resume``/``ask``, ``POST /runs`` and ``POST /ask``,
 ``ask()``/``run_file()`` — parses its input into a :class:`RunRequest` and hands it to

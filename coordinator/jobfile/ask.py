@@ -13,7 +13,7 @@ way (:func:`retrieval_job`).
 Tools come from ``--docs DIR`` (your documents, ``docs.*``), ``--search BACKEND`` or
 ``FANOUT_SEARCH`` (the web, ``web.*``) and a tools file (``--tools``: ``tools``
 (simulated), ``mcp_servers``, ``research_tools`` and optionally a ``model`` block). With
-no tool at all, nothing runs: the error says how to give it some (DESIGN §7). The file is
+no tool at all, nothing runs: the error says how to give it some (docs/design.md §7). The file is
 validated as written (every error names its own line), then the question, the flags'
 research tools and ``--model`` / ``--base-url`` are added. The composed job is kept as
 YAML text, so the run store can resume it and ``--record`` can replay it.
@@ -137,7 +137,7 @@ SCRIPTED_WITHOUT_TURNS = (
 
 
 def search_tools(research: dict[str, Any], simulated: Any) -> list[str]:
-    """The searches a retrieval-only ask runs (DESIGN §7): the built-in ones its research
+    """The searches a retrieval-only ask runs (docs/design.md §7): the built-in ones its research
     tools give, and the simulated tools declared ``search: true``."""
     built_in = (("docs", "docs.search"), ("web", "web.search"))
     names = [name for key, name in built_in if research.get(key)]
@@ -288,7 +288,7 @@ def build_ask_job(
     if "model" not in data and provider is not None:
         extra["model"] = {"provider": provider}
     if model is None and "model" not in data:
-        # No model at all (DESIGN §7): retrieval only. The question is one subtask that
+        # No model at all (docs/design.md §7): retrieval only. The question is one subtask that
         # runs its searches, and the answer is built from the best passages, cited.
         if base_url is not None:
             raise InputFileErrors(
@@ -346,7 +346,7 @@ def build_ask_job(
 
 
 def retrieval_job(job: dict[str, Any], question: str, searches: Sequence[str]) -> None:
-    """Make ``job`` a retrieval-only ask (DESIGN §7): the question is one subtask that runs
+    """Make ``job`` a retrieval-only ask (docs/design.md §7): the question is one subtask that runs
     ``searches`` on it, and the answer is built from the best passages, each cited."""
     job["subtasks"] = [{
         "id": QUESTION_ID, "query": question, "tools": list(searches),
@@ -463,7 +463,7 @@ def compose_ask_job(
 def _retrieval_only(
     job: dict[str, Any], question: str, research: Mapping[str, Any], base_url: str | None
 ) -> None:
-    """``ask()`` without a model (DESIGN §7), as ``fanout ask`` without ``--model``: the
+    """``ask()`` without a model (docs/design.md §7), as ``fanout ask`` without ``--model``: the
     question is one subtask that runs its searches (``"docs:DIR"``, ``"web"``), and the
     answer is built from the best passages, cited.
 

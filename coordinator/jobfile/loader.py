@@ -154,7 +154,7 @@ def _merge_defaults(job: Any) -> Any:
 
 
 def declared_research_tools(block: Any) -> list[str]:
-    """The tool names a raw ``research_tools`` block declares (DESIGN §10)."""
+    """The tool names a raw ``research_tools`` block declares (docs/design.md §10)."""
     if not isinstance(block, dict):
         return []
     names: list[str] = []
@@ -336,10 +336,10 @@ def _check_references(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
     subtasks = job.get("subtasks") if isinstance(job, dict) else None
     if isinstance(subtasks, list):
         ids = checker.subtasks(subtasks)
-        # The scripted lead's follow-ups (DESIGN §11) are subtasks of the report too.
+        # The scripted lead's follow-ups (docs/design.md §11) are subtasks of the report too.
         planned = sorted(followup_ids(data.get("model")) - set(ids))
         more = {f: len(ids) + i for i, f in enumerate(planned)}
-        # A job with a model may report a row for its lead: a rejected answer (DESIGN §7).
+        # A job with a model may report a row for its lead: a rejected answer (docs/design.md §7).
         if data.get("model") is not None and LEAD not in ids:
             more[LEAD] = len(ids) + len(more)
         checker.expect(data.get("expect"), {**ids, **more})

@@ -1,4 +1,4 @@
-"""Checks of a file's ``model`` block and of who plans each subtask (DESIGN §7).
+"""Checks of a file's ``model`` block and of who plans each subtask (docs/design.md §7).
 
 A subtask without ``plan`` is planned by the job's model; without a ``model`` block that
 is a load error, as is a job without subtasks and no model to decompose its query. A key
@@ -120,7 +120,8 @@ def check_model_block(data: dict[Any, Any], parsed: ParsedYaml, file: str) -> li
 
 
 def followup_ids(model: Any) -> set[str]:
-    """The ids of the follow-ups a scripted lead plans (its ``followups`` turns, §11):
+    """The ids of the follow-ups a scripted lead plans (its ``followups`` turns,
+    docs/design.md §11):
     they run as subtasks too, so their turns and expectations name them."""
     turns = model.get("turns") if isinstance(model, dict) else None
     lead = turns.get(LEAD) if isinstance(turns, dict) else None

@@ -1,4 +1,5 @@
-"""A scenario file: a job, its simulated tools and the outcome a replay must show (DESIGN §5).
+"""A scenario file: a job, its simulated tools and the outcome a replay must show
+(docs/design.md §5).
 
 The models here describe the *loaded* scenario, with every subtask's settings merged
 from the job's defaults; :mod:`coordinator.jobfile.loader` reads files into them and
@@ -79,7 +80,7 @@ class Scenario(BaseModel):
     research_tools: ResearchToolsSpec | None = Field(
         default=None,
         description=(
-            "The built-in research tools (DESIGN §10): web.search and web.fetch under web, "
+            "The built-in research tools (docs/design.md §10): web.search and web.fetch under web, "
             "docs.search and docs.read over a local folder under docs."
         ),
     )
@@ -87,7 +88,7 @@ class Scenario(BaseModel):
         default=None,
         description=(
             "The model that plans every subtask without a plan (and, without subtasks, "
-            "decomposes the query); provider scripted replays its turns (DESIGN §7)."
+            "decomposes the query); provider scripted replays its turns (docs/design.md §7)."
         ),
     )
     source: str = Field(default="", exclude=True)

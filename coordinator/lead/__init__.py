@@ -1,4 +1,4 @@
-"""The lead agent (DESIGN §7, §11): it decomposes a question, follows up on the gaps and
+"""The lead agent (docs/design.md §7, §11): it decomposes a question, follows up on the gaps and
 synthesizes the answer, around the fan-out of ``run_job``.
 
 - ``decompose``: the planning tool ``plan_subtasks``, a checked plan, the degraded plan.

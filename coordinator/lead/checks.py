@@ -1,4 +1,4 @@
-"""The answer checks itself (DESIGN §7 "Answer checks"): pure functions, no I/O.
+"""The answer checks itself (docs/design.md §7 "Answer checks"): pure functions, no I/O.
 
 :func:`check_answer` computes ``answer.checks`` from the model's text, its stop reason,
 the run's numbered sources and their texts, so a replay of a recorded run gives the same

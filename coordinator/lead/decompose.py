@@ -1,4 +1,5 @@
-"""The lead agent: decompose a question into subtasks, and synthesize the answer (DESIGN §7).
+"""The lead agent: decompose a question into subtasks, and synthesize the answer
+(docs/design.md §7).
 
 Decomposition (a job without subtasks): the lead model gets the query and the tool
 catalogue and answers through the planning tool ``plan_subtasks``. The plan is checked
@@ -52,7 +53,7 @@ from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 QUESTION = "question"
-"""The one subtask a job runs when its lead could not plan it (DESIGN §7)."""
+"""The one subtask a job runs when its lead could not plan it (docs/design.md §7)."""
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -196,7 +197,7 @@ class LeadContext:
     # What the job's model calls spent, against its budget (the lead's calls count too).
     meter: TokenMeter | None = None
     # Told of the lead's answer as it is written (answer.delta) and once checked (answer):
-    # the job's progress observer (DESIGN §8, "Streaming"); None: nothing streams.
+    # the job's progress observer (docs/design.md §8, "Streaming"); None: nothing streams.
     progress: ProgressObserver | None = None
 
     def __post_init__(self) -> None:
@@ -218,7 +219,7 @@ class LeadContext:
         trace_id = self.trace_ids.next(LEAD)
         self.trace.append(trace_id)
         if max_tokens is None:
-            # Fitted to the endpoint where its window is known (DESIGN §7).
+            # Fitted to the endpoint where its window is known (docs/design.md §7).
             await probe_endpoint_of(self.client)
             facts = getattr(self.client, "facts", None)
             max_tokens = self.model.max_tokens
@@ -276,7 +277,7 @@ def cancelled_planning(job: JobSpec, lead: LeadContext) -> SubagentResult:
 
 
 def degraded_plan(job: JobSpec, tools: Sequence[str]) -> list[SubtaskSpec]:
-    """The plan of a lead that could not plan: the question, with every tool (DESIGN §7)."""
+    """The plan of a lead that could not plan: the question, with every tool (docs/design.md §7)."""
     return planned_subtasks(
         [{"id": QUESTION, "query": job.query, "weight": 1.0, "tools": list(tools)}], job
     )

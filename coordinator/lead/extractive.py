@@ -1,6 +1,6 @@
 """The extractive answer: the sentences of the findings that best answer the question.
 
-What the report shows when a model's answer is rejected (DESIGN §7 "Answer checks"), and
+What the report shows when a model's answer is rejected (docs/design.md §7 "Answer checks"), and
 the whole answer of a run without a model (retrieval only, "Search first"). It needs no
 model and no synthesis: only the report's findings, numbered as the synthesis numbers
 them (:mod:`coordinator.sources`). Decisions:

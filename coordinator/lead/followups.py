@@ -1,4 +1,4 @@
-"""The lead's third phase: follow-up subtasks planned from the gaps (DESIGN §11).
+"""The lead's third phase: follow-up subtasks planned from the gaps (docs/design.md §11).
 
 After the retry round, the lead is shown every gap — category, trigger, what was tried,
 the partial results and the alternatives fanout already knows — and answers through the
@@ -10,7 +10,8 @@ follow-up: the report stays what the fan-out made it.
 
 Follow-ups run as model-planned subtasks of weight 0 (``followup_of: GAP_ID``). One that
 is covered — complete or empty, which for a model-planned subtask with tools means an ok
-envelope, the no_evidence rule of §7 — fills its gap: the gap gets ``filled_by`` and its
+envelope, the no_evidence rule of docs/design.md §7 — fills its gap: the gap gets ``filled_by`` and
+its
 weight counts as covered. The gap stays listed and an escalation stays an escalation.
 """
 
@@ -140,7 +141,7 @@ def check_followups(
         if not isinstance(query, str) or not query.strip():
             problems.append(f"{where}.query: expected a non-empty question")
         if not isinstance(tools, list) or not tools or not all(isinstance(t, str) for t in tools):
-            # At least one tool: a follow-up fills a gap only with evidence (DESIGN §11).
+            # At least one tool: a follow-up fills a gap only with evidence (docs/design.md §11).
             problems.append(f"{where}.tools: expected a non-empty list of tool names")
             tools = []
         for name in tools:
@@ -175,7 +176,7 @@ async def plan_followups(
             return []  # the lead cannot be reached: no follow-up (its call is in the trace)
         calls = [c for c in turn.calls if c.name == FOLLOWUP_TOOL]
         if not calls:
-            return []  # an answer in words plans none (DESIGN §11)
+            return []  # an answer in words plans none (docs/design.md §11)
         args = calls[0].arguments
         if args is None:
             plan: list[dict[str, Any]] = []

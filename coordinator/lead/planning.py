@@ -1,4 +1,4 @@
-"""Who plans each subtask of a job: its scripted plan, or the job's model (DESIGN §7).
+"""Who plans each subtask of a job: its scripted plan, or the job's model (docs/design.md §7).
 
 A :class:`JobPlanning` holds the job's model client, opened once per job (the key read
 from the environment then, never stored), and makes each subtask's planner and its
@@ -54,7 +54,7 @@ class JobPlanning:
 
     @property
     def synthesizes(self) -> bool:
-        """Whether the lead writes the answer: every job with a model (DESIGN §7).
+        """Whether the lead writes the answer: every job with a model (docs/design.md §7).
 
         A scripted model synthesizes only when its file scripts ``lead`` turns: a
         scenario that does not mention the lead replays without one.
@@ -71,7 +71,7 @@ class JobPlanning:
 
     @property
     def plans_followups(self) -> bool:
-        """Whether the lead may be asked for follow-ups (DESIGN §11).
+        """Whether the lead may be asked for follow-ups (docs/design.md §11).
 
         A scripted model is asked only when its file scripts a ``followups`` turn for
         ``lead``: a scenario without one replays exactly as before, byte for byte.

@@ -3,7 +3,7 @@ on the gaps, synthesize.
 
 :func:`run_research` is what replay, ``fanout run``/``resume``, ``fanout ask`` and the
 service call: ``run_job`` for the fan-out, with the lead's decomposition before it, one
-round of follow-ups planned from the gaps after it (DESIGN §11), and its synthesis last
+round of follow-ups planned from the gaps after it (docs/design.md §11), and its synthesis last
 when the job has a model. The lead's time counts in the job's time (and against its
 deadline); its model calls are traced as subtask ``lead``.
 """
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 class PlanHook(Protocol):
     """Hears the lead's subtasks, the job time they were decided at, and the lead's gap
-    when it could not plan (the subtasks are then the degraded plan, DESIGN §7)."""
+    when it could not plan (the subtasks are then the degraded plan, docs/design.md §7)."""
 
     def __call__(
         self, subtasks: list[SubtaskSpec], at: float, lead_gap: SubagentResult | None = None
@@ -71,7 +71,7 @@ def catalogue(source: ToolSource) -> list[ToolSpec]:
 
 def planned_job(job: JobSpec, subtasks: Sequence[SubtaskSpec]) -> JobSpec:
     """The job with the lead's plan as its subtasks; a job the lead decomposed follows
-    up once unless its file says otherwise (DESIGN §11)."""
+    up once unless its file says otherwise (docs/design.md §11)."""
     update: dict[str, Any] = {"subtasks": list(subtasks)}
     if job.followups is None:
         update["followups"] = 1
@@ -91,7 +91,7 @@ class ResearchHooks:
     ``on_plan`` hears the lead's subtasks once they are decided (the run store keeps
     them, so a resumed run does not plan again); ``on_followups`` the follow-ups the
     lead planned from the gaps; ``checkpoint`` each subagent's state after a logical
-    call; ``tracer_provider`` gets the run's one trace (DESIGN §13; None: the global
+    call; ``tracer_provider`` gets the run's one trace (docs/design.md §13; None: the global
     provider, when the application set one).
     """
 
@@ -231,14 +231,14 @@ async def _research(
         report = await _follow_up(report, job, source, lead, planning, job_clock,
                                   resumed.followups, hooks.on_followups, **options)
     if lead_gap is not None:
-        # The plan failed, the job went on (DESIGN §7): the lead's gap stays visible.
+        # The plan failed, the job went on (docs/design.md §7): the lead's gap stays visible.
         report = with_lead_gap(report, job, lead_gap)
     if lead is not None and planning.synthesizes and not cut_while_planning:
         # (A run cancelled before its lead had planned found nothing to write up.)
         report = await synthesize(report, lead)
         report = report.model_copy(update={"elapsed_s": job_clock.now()})
     elif job.answer == "extractive":
-        # Retrieval only (no model, DESIGN §7): the best passages of the findings, cited.
+        # Retrieval only (no model, docs/design.md §7): the best passages of the findings, cited.
         report = with_extractive_answer(report, None)
     return with_tokens(report, planning.meter)
 
@@ -270,7 +270,7 @@ async def _follow_up(
     on_followups: FollowupHook | None,
     **run_job_options: Any,
 ) -> CoverageReport:
-    """``report`` after one round of follow-ups planned from its gaps (DESIGN §11)."""
+    """``report`` after one round of follow-ups planned from its gaps (docs/design.md §11)."""
     cancel = run_job_options.get("cancel")
     cancelled = cancel is not None and cancel.is_set()
     if cancelled:

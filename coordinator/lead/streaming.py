@@ -1,10 +1,10 @@
 """The lead's answer as it is written: ``answer.delta`` events, then the checked ``answer``.
 
-DESIGN §8, "Streaming": while the lead model writes the answer, its text goes out as
+docs/design.md §8, "Streaming": while the lead model writes the answer, its text goes out as
 ``answer.delta`` events (``{"text": ...}``, in order) to every observer (the run store's
 trace, and so the service's event stream; the CLI's live view; ``ask_events``). When the
 synthesis is done, one ``answer`` event carries the answer the report holds, after the
-answer checks (DESIGN §7): the model's text when it passed, else the extractive answer
+answer checks (docs/design.md §7): the model's text when it passed, else the extractive answer
 with the reason the model's was rejected. Every view replaces what it streamed with it.
 
 Decisions where the contract is silent:

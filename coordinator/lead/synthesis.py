@@ -42,7 +42,7 @@ async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageRepor
     spent = None if meter is None else meter.spent()
     if meter is not None and spent is not None:
         # The subagents (and calls under way when they stopped) ate the reserve: the
-        # report stands without the lead's text, and says why (DESIGN §13, job.budget).
+        # report stands without the lead's text, and says why (docs/design.md §13, job.budget).
         error = {
             "errorCategory": "business",
             "error_type": "budget_spent",
@@ -60,7 +60,7 @@ async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageRepor
     # No window known: the model block's own max_tokens (or the budget's cap), as ever,
     # but for a local server's bound (subagents.models.endpoints.facts.UNSTATED_LOCAL_MAX_TOKENS).
     sent = fitted if isinstance(facts, EndpointFacts) and (facts.window or facts.local) else cap
-    # The answer streams as it is written (DESIGN §8); the checks run on the final text.
+    # The answer streams as it is written (docs/design.md §8); the checks run on the final text.
     stream = None if lead.progress is None else AnswerStream(lead.progress, lead.clock)
     result, turn = await lead.call(SYSTEM, [UserMessage(prompt)], max_tokens=sent, stream=stream)
     if (
@@ -70,7 +70,7 @@ async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageRepor
         and facts.window is not None
     ):
         # The endpoint named its window in the refusal: the findings are cut to fit it
-        # and the answer asked for once more (DESIGN §7, "Fitting a local server").
+        # and the answer asked for once more (docs/design.md §7, "Fitting a local server").
         fitted, prompt, cut = fitted_prompt(report, facts, cap or lead.model.max_tokens)
         if stream is not None:
             stream.restart()
@@ -87,14 +87,14 @@ async def synthesize(report: CoverageReport, lead: LeadContext) -> CoverageRepor
         return report.model_copy(update={"answer": answer.model_copy(update=update)})
     report, reason = checked_answer(report, turn.text, turn.stop_reason)
     if stream is not None:
-        # Every view replaces the streamed text with the checked answer (DESIGN §8).
+        # Every view replaces the streamed text with the checked answer (docs/design.md §8).
         stream.final(report.answer.text, report.answer.kind, reason)
     return report
 
 
 def with_model_answer(report: CoverageReport, text: str, stop_reason: str | None) -> CoverageReport:
     """``report`` with the model's answer ``text`` checked: as ``answer.text`` when it
-    passes, else rejected for the extractive answer (DESIGN §7 "Answer checks")."""
+    passes, else rejected for the extractive answer (docs/design.md §7 "Answer checks")."""
     return checked_answer(report, text, stop_reason)[0]
 
 

@@ -1,5 +1,5 @@
 """The lead's synthesis prompt: the question, the numbered sources, the findings (cut
-by weight to fit a small endpoint's window, DESIGN §7) and the gaps, as the lead model is
+by weight to fit a small endpoint's window, docs/design.md §7) and the gaps, as the lead model is
 shown them. Kept apart from :mod:`coordinator.lead.synthesis` (which runs the model and
 checks its answer) so that the answer checks can read fanout's own instructions without
 importing the synthesis that runs them.
@@ -39,7 +39,7 @@ def _clip(text: str, limit: int) -> str:
 def synthesis_prompt(report: CoverageReport, *, max_chars: int | None = None) -> str:
     """The findings and the gaps, as the lead model is shown them.
 
-    ``max_chars`` bounds the whole prompt (a small model endpoint's window, DESIGN §7):
+    ``max_chars`` bounds the whole prompt (a small model endpoint's window, docs/design.md §7):
     the findings are then cut by weight, and what was cut is said in the prompt.
     """
     return _prompt(report, max_chars)[0]

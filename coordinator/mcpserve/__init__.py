@@ -1,4 +1,4 @@
-"""fanout as an MCP server (DESIGN §16): ``fanout mcp``, over stdio or streamable HTTP.
+"""fanout as an MCP server (docs/design.md §16): ``fanout mcp``, over stdio or streamable HTTP.
 
 Tools ``ask``, ``run_job``, ``get_report`` and ``list_runs``; resources
 ``fanout://runs/{id}/report.md`` and ``.json``; a progress notification as each subtask

@@ -1,6 +1,6 @@
 """What ``fanout mcp`` is started with: the operator's model, documents, search and limits.
 
-A request chooses none of these (DESIGN §16): it may name a folder only among those the
+A request chooses none of these (docs/design.md §16): it may name a folder only among those the
 operator serves (``--docs``), ask for the web only through the operator's backend
 (``--search``), and never start an MCP command.
 """
@@ -52,7 +52,7 @@ class DoorConfig:
     wait_s: float | None = None
     # What the server logs to stderr (`--log-level`): critical, error, warning, info, debug.
     log_level: str = "warning"
-    # Where runs run (`--executor`, DESIGN §15): this process, or Temporal's workers at
+    # Where runs run (`--executor`, docs/design.md §15): this process, or Temporal's workers at
     # `temporal` (address, namespace, task_queue), which must reach the store.
     executor: ExecutorName = "local"
     temporal: Mapping[str, str] | None = None

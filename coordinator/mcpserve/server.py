@@ -1,6 +1,6 @@
-"""``fanout mcp``'s tools and resources on the official SDK (``MCPServer``), DESIGN §16.
+"""``fanout mcp``'s tools and resources on the official SDK (``MCPServer``), docs/design.md §16.
 
-A door (§15): each tool parses its arguments (:mod:`~coordinator.mcpserve.intake`),
+A door (docs/design.md §15): each tool parses its arguments (:mod:`~coordinator.mcpserve.intake`),
 hands the job to the door's runs (:mod:`~coordinator.mcpserve.door`), waits and renders
 (:mod:`~coordinator.mcpserve.render`). Bad arguments are MCP tool errors (``isError``)
 whose lines name the field; what fails inside a job is data in its report.

@@ -1,4 +1,4 @@
-"""The HTTP service and its web page (DESIGN §8): ``fanout serve``.
+"""The HTTP service and its web page (docs/design.md §8): ``fanout serve``.
 
 ``create_app`` builds the FastAPI application over a run store; ``run_server`` serves
 it on uvicorn; the run manager executes the submitted runs in the same process.

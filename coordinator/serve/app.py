@@ -51,7 +51,7 @@ from coordinator.store.runs import RunStore, StoreError
 from subagents.telemetry import enable_metrics
 
 DESCRIPTION = """\
-Research fan-out jobs as a service (fanout DESIGN §8): submit a job file, follow its
+Research fan-out jobs as a service (fanout docs/design.md §8): submit a job file, follow its
 subagents live over Server-Sent Events, read the coverage report and its gaps. Runs are
 recorded in the same run store as `fanout run`, so the CLI reads them too.
 """
@@ -145,7 +145,7 @@ def _run_counts(store: RunStore) -> dict[tuple[str, str], int]:
 
 
 def _metrics_route(app: FastAPI, manager: RunManager, auth: Authorizer) -> None:
-    """``GET /metrics``: Prometheus text (DESIGN §13), behind the API's token like the rest.
+    """``GET /metrics``: Prometheus text (docs/design.md §13), behind the API's token like the rest.
 
     Without prometheus_client (the ``otel`` extra) it answers 501 saying what to install.
     """

@@ -1,4 +1,4 @@
-"""Who may use the service: a bearer token, compared in constant time (DESIGN §8).
+"""Who may use the service: a bearer token, compared in constant time (docs/design.md §8).
 
 With a token set, every request needs ``Authorization: Bearer TOKEN``, the page and
 ``/openapi.json`` included. Two things a browser cannot do get their own answer:

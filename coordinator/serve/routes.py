@@ -1,4 +1,4 @@
-"""The API's routers (DESIGN §8): runs, a run's event stream, and the OpenAPI document.
+"""The API's routers (docs/design.md §8): runs, a run's event stream, and the OpenAPI document.
 
 Each router declares its auth dependency once; handlers never check it again. A run id
 in a path is checked against the store's id format before anything is looked up, and a
@@ -111,7 +111,8 @@ ASK_FILE = ASKED  # the "file" an ask's problems and its run name
 
 
 def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
-    """``POST /ask``: a question becomes a decomposed job on the tools it names (DESIGN §8)."""
+    """``POST /ask``: a question becomes a decomposed job on the tools it names
+    (docs/design.md §8)."""
     router = APIRouter(tags=["runs"], dependencies=[Depends(auth.api)],
                        responses={401: {"model": Problem}})
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from coordinator.engine.executor import TemporalTarget
     from subagents.research.guard import Dialler, Resolver
 
-MAX_BODY_BYTES: Final = 1 << 20  # DESIGN §8: a job file of at most 1 MiB
+MAX_BODY_BYTES: Final = 1 << 20  # docs/design.md §8: a job file of at most 1 MiB
 MAX_STREAMS: Final = 512  # event streams open at once, over every run
 # Connections open at once (streams included); past it, requests get 503. Above
 # MAX_STREAMS so that a full set of streams leaves room to submit and read.
@@ -170,7 +170,7 @@ class ServeConfig:
                 "file's text: tools, mcp_servers, research_tools)")
 
     def research_policy(self) -> ResearchPolicy:
-        """What the research tools of jobs run here may do (DESIGN §8, §10)."""
+        """What the research tools of jobs run here may do (docs/design.md §8, §10)."""
         roots = tuple(p.resolve() for p in self.docs)
         backend, _, url = (self.search or os.environ.get("FANOUT_SEARCH") or "").partition(":")
         return ResearchPolicy(
@@ -209,7 +209,7 @@ def is_loopback(host: str) -> bool:
 
 
 def check_bind(host: str, token: str | None) -> None:
-    """Refuse a non-loopback address without a token (DESIGN §8).
+    """Refuse a non-loopback address without a token (docs/design.md §8).
 
     Raises:
         BindRefused: ``host`` is reachable from other machines and no token is set.

@@ -51,7 +51,7 @@ class Backend:
 
     def home(self) -> Path:
         """Where this machine keeps files that go with the store (a folder's document
-        index, DESIGN §10): beside a SQLite file; ``.fanout`` in the working folder for a
+        index, docs/design.md §10): beside a SQLite file; ``.fanout`` in the working folder for a
         database server, since an index is per machine, not shared."""
         return Path(".fanout")
 

@@ -1,7 +1,7 @@
 """The run store: every run, its trace and its results, in SQLite or Postgres.
 
 ``--store`` / ``FANOUT_STORE`` name it: a path (SQLite, the embedded default
-``.fanout/runs.sqlite``) or a ``postgresql://`` URL (many machines, DESIGN §12). Both
+``.fanout/runs.sqlite``) or a ``postgresql://`` URL (many machines, docs/design.md §12). Both
 hold the same runs with the same meaning; the differences live in the backends.
 
 A run is ``queued`` (submitted to a server, waiting for a slot), ``running``,
@@ -60,7 +60,7 @@ __all__ = [
 
 DEFAULT_STORE: Final = Path(".fanout") / "runs.sqlite"
 # The schema version each database writes, by backend kind: each numbers its own
-# migrations (DESIGN §12), so one number for both would be right for one of them only.
+# migrations (docs/design.md §12), so one number for both would be right for one of them only.
 SCHEMA_VERSIONS: Final[dict[str, int]] = {
     "sqlite": len(SQLITE_MIGRATIONS),
     "postgresql": len(POSTGRES_MIGRATIONS),

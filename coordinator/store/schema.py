@@ -69,7 +69,7 @@ SQLITE_MIGRATIONS: Final[Sequence[str]] = (
         PRIMARY KEY (run_id, subtask_id)
     );
     """,
-    # 2: runs submitted to `fanout serve` (DESIGN §8): the Idempotency-Key that made each
+    # 2: runs submitted to `fanout serve` (docs/design.md §8): the Idempotency-Key that made each
     # (with a digest of the request, so a reused key with another body is refused), and a
     # cancel request that must survive a restart of the server.
     """
@@ -81,7 +81,7 @@ SQLITE_MIGRATIONS: Final[Sequence[str]] = (
         cancel_requested_at TEXT
     );
     """,
-    # 3: many machines (DESIGN §12). A lease (its holder and its end, epoch seconds) says
+    # 3: many machines (docs/design.md §12). A lease (its holder and its end, epoch seconds) says
     # a run is alive where the holder's pid cannot be checked (another host); the
     # Temporal side table, made on demand before, is part of the schema now.
     """

@@ -1,4 +1,5 @@
-"""Running jobs on Temporal (DESIGN §9): the coordinator as a workflow, subagents as activities.
+"""Running jobs on Temporal (docs/design.md §9): the coordinator as a workflow, subagents as
+activities.
 
 The workflow schedules, routes, runs the retry round, keeps the deadline and assembles
 the report with the same pure functions as the local executor; each subagent round is

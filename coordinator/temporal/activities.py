@@ -78,7 +78,7 @@ class FanoutActivities:
 
     @activity.defn(name=DECOMPOSE)
     async def decompose(self, inp: DecompositionInput) -> Decomposition:
-        """The lead agent plans a job without subtasks (DESIGN §7); the plan is recorded.
+        """The lead agent plans a job without subtasks (docs/design.md §7); the plan is recorded.
 
         A failed plan is data (the lead's gap), never an exception.
         """
@@ -100,7 +100,7 @@ class FanoutActivities:
 
     @activity.defn(name=FOLLOWUPS)
     async def plan_followups(self, inp: FollowupInput) -> FollowupPlan:
-        """The lead plans follow-ups from the gaps (DESIGN §11); the plan is recorded.
+        """The lead plans follow-ups from the gaps (docs/design.md §11); the plan is recorded.
 
         A lead that cannot plan plans none: data, never an exception.
         """
@@ -196,7 +196,7 @@ class FanoutActivities:
 
     @activity.defn(name=SYNTHESIZE)
     async def synthesize(self, inp: SynthesisInput) -> CoverageReport:
-        """The lead agent writes the answer from the report (DESIGN §7); never raises for
+        """The lead agent writes the answer from the report (docs/design.md §7); never raises for
         a failed model call (the report keeps ``answer.synthesis_error``).
 
         After a decomposition the lead continues at ``inp.lead``: its next model turn.

@@ -36,7 +36,7 @@ async def connect(
     When runs are traced (``tracer_provider``, or a global provider the application set)
     the client carries temporalio's TracingInterceptor, and so do the workers built on
     it: a run's trace continues from its submission through the workflow into every
-    activity (DESIGN §13).
+    activity (docs/design.md §13).
 
     Raises:
         RuntimeError: nothing answers at ``address`` (temporalio's connection error).

@@ -1,4 +1,5 @@
-"""The lead agent on a worker: its model context, and the decomposition of a job (DESIGN §7).
+"""The lead agent on a worker: its model context, and the decomposition of a job
+(docs/design.md §7).
 
 A local run keeps one :class:`~coordinator.lead.LeadContext` from the decomposition to
 the synthesis. On Temporal each is an activity of its own, maybe on another worker, so
@@ -170,7 +171,7 @@ async def plan_job_followups(
     resumed: Beat | None,
     beat: Callable[[Beat], None],
 ) -> FollowupPlan:
-    """The follow-ups the lead plans from the report's gaps (DESIGN §11), recorded as
+    """The follow-ups the lead plans from the report's gaps (docs/design.md §11), recorded as
     ``drive`` records them: where the lead stands, then a ``followups`` event.
 
     Like :func:`decompose_job`, the plan is heartbeaten before it is recorded, so a

@@ -74,7 +74,7 @@ class TemporalSettings(BaseModel):
 
 
 class ResearchSetup(BaseModel):
-    """A job's built-in research tools (DESIGN §10), as every worker opens them.
+    """A job's built-in research tools (docs/design.md §10), as every worker opens them.
 
     The documents are read where the worker runs: ``docs.path`` is the folder's absolute
     path as the submitter resolved it, and each worker's machine must have the folder
@@ -123,11 +123,11 @@ class JobInput(BaseModel):
     tools: ToolSpecs = Field(default_factory=dict)
     mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
     model: dict[str, Any] | None = None
-    """The job's ``model`` block (DESIGN §7), for model-planned subtasks."""
+    """The job's ``model`` block (docs/design.md §7), for model-planned subtasks."""
     synthesize: bool = False
     """The lead agent writes the answer after the report (every job with a model)."""
     followups: bool = False
-    """The lead may be asked for follow-ups from the gaps (DESIGN §11; a scripted lead
+    """The lead may be asked for follow-ups from the gaps (docs/design.md §11; a scripted lead
     only when its file scripts them)."""
     source: str = ""
     """The job file: relative MCP ``cwd`` values resolve against its directory."""
@@ -277,7 +277,7 @@ class LeadPosition(BaseModel):
 
 
 class DecompositionInput(BaseModel):
-    """A job without subtasks, for its lead agent to plan (DESIGN §7)."""
+    """A job without subtasks, for its lead agent to plan (docs/design.md §7)."""
 
     model_config = _FROZEN
 
@@ -296,7 +296,7 @@ class DecompositionInput(BaseModel):
 
 class Decomposition(BaseModel):
     """The lead's plan; with the lead's gap beside it when the plan is the degraded one
-    (DESIGN §7); only a decomposition lost on Temporal has a gap and no subtasks."""
+    (docs/design.md §7); only a decomposition lost on Temporal has a gap and no subtasks."""
 
     model_config = _FROZEN
 
@@ -309,7 +309,8 @@ class Decomposition(BaseModel):
 
 
 class FollowupInput(BaseModel):
-    """The report after the retry round, for the lead to plan follow-ups from (§11)."""
+    """The report after the retry round, for the lead to plan follow-ups from
+    (docs/design.md §11)."""
 
     model_config = _FROZEN
 

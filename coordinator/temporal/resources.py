@@ -10,7 +10,7 @@ another), and rounds borrow its tools. Sets are not stopped when idle; and unlik
 before it starts: a name a server does not offer is refused when called (a
 ``validation`` envelope, ``unknown_tool``), as any undefined tool is.
 
-A job's research tools (DESIGN §10) are kept the same way, one set per distinct block
+A job's research tools (docs/design.md §10) are kept the same way, one set per distinct block
 (:class:`ResearchToolSets`). The documents are read where the worker runs, and each
 worker keeps its own index of them (:meth:`WorkerResources.index_home`). Why not the
 Postgres store's full-text search? An operator with three worker machines and one
@@ -26,7 +26,7 @@ differently by store, and would copy every document into the database. A worker
 without the folder fails that job's rounds (:class:`ResearchToolsUnavailable`) and
 Temporal retries them, maybe on a worker that has it.
 
-Model clients (DESIGN §7) follow the same rule: :class:`ModelClients` makes one client
+Model clients (docs/design.md §7) follow the same rule: :class:`ModelClients` makes one client
 per distinct ``model`` block and closes them with the worker. How a model block becomes
 a client, and a client a planner, is the models wing's business; this module holds the
 seam (:data:`ClientFactory`, :data:`PlannerFactory`), whose defaults call that wing's
@@ -312,7 +312,7 @@ class WorkerResources:
     def index_home(self, store: str | None) -> Path:
         """Where this worker keeps its document indexes: beside the run store's SQLite
         file, or ``.fanout`` in its working folder for a database server (an index is
-        per machine, DESIGN §10)."""
+        per machine, docs/design.md §10)."""
         return self.writer(store).backend.home() if store else Path(".fanout")
 
     def writer(self, store: str) -> StoreWriter:

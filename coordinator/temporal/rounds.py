@@ -215,7 +215,7 @@ async def run_round(
             writer.claim(run_id)
         remaining = time_left(inp.deadline_s, clock.now())
         if remaining is not None and remaining <= 0 and beaten is None:
-            # Started after the deadline fell: the subagent was still queued (DESIGN §5.1).
+            # Started after the deadline fell: the subagent was still queued (docs/design.md §5.1).
             cut(run, clock.now())
             escalated()
         else:

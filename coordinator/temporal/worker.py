@@ -34,7 +34,7 @@ DEFAULT_CONCURRENCY = 100
 _RUNNER = SandboxedWorkflowRunner(
     restrictions=SandboxRestrictions.default.with_passthrough_modules(
         "coordinator", "subagents", "shared", "pydantic", "pydantic_core", "anyio",
-        # The TracingInterceptor's workflow side uses the API's global state (DESIGN §13).
+        # The TracingInterceptor's workflow side uses the API's global state (docs/design.md §13).
         "opentelemetry",
     )
 )

@@ -143,13 +143,13 @@ class FanoutWorkflow:
         ) and asks_for_followups(report, job.deadline_s, self._job_now(), cancelled=False):
             report, lead = await self._follow_up(report, lead)
         if lead_gap is not None:
-            # A degraded plan (DESIGN §7): the lead's failure stays visible.
+            # A degraded plan (docs/design.md §7): the lead's failure stays visible.
             report = with_lead_gap(report, job, lead_gap)
         if inp.synthesize and inp.model is not None:
             report = await self._synthesize(report, lead)
         else:
             if job.answer == "extractive":
-                # Retrieval only (DESIGN §7): the best passages, cited, as run locally.
+                # Retrieval only (docs/design.md §7): the best passages, cited, as run locally.
                 report = with_extractive_answer(report, None)
             report = with_tokens(report, self._budget.meter)
         return await self._record(report)
@@ -183,7 +183,7 @@ class FanoutWorkflow:
     async def _follow_up(
         self, report: CoverageReport, lead: LeadPosition | None
     ) -> tuple[CoverageReport, LeadPosition | None]:
-        """One round of follow-ups planned from the gaps (DESIGN §11), as run_research's:
+        """One round of follow-ups planned from the gaps (docs/design.md §11), as run_research's:
         the plan (an activity), their rounds and retry round, the report with them."""
         inp = self._inp
         assert inp.model is not None
@@ -221,7 +221,7 @@ class FanoutWorkflow:
         self, report: CoverageReport, lead: LeadPosition | None
     ) -> CoverageReport:
         """The report with the lead's answer; a synthesis lost on Temporal leaves the
-        report whole, with ``answer.synthesis_error`` (DESIGN §7: never abort)."""
+        report whole, with ``answer.synthesis_error`` (docs/design.md §7: never abort)."""
         inp = self._inp
         assert inp.model is not None
         settings = inp.settings

@@ -1,4 +1,4 @@
-"""What every view marks in the answer (DESIGN §7 "Answer checks"): an extractive answer
+"""What every view marks in the answer (docs/design.md §7 "Answer checks"): an extractive answer
 as such, and the sentences whose numbers or citations failed their check.
 
 Pure functions of the answer's wire data, shared by the terminal, Markdown and HTML

@@ -1,4 +1,4 @@
-"""One line per gap the lead followed up (DESIGN §11), the same in every view.
+"""One line per gap the lead followed up (docs/design.md §11), the same in every view.
 
 "patents — access denied → filled by patents_web (web_search)", or "… → not filled
 (follow-up patents_web: gap)" when the follow-up did not cover it either; the gap's cause

@@ -111,7 +111,7 @@ class LiveBoard:
         # (a Temporal run whose task queue no worker polls).
         self.notice: str | None = None
         # The lead's answer as it is written (answer.delta), then as checked (answer):
-        # a rejected answer's replacement, with the reason (DESIGN §8, "Streaming").
+        # a rejected answer's replacement, with the reason (docs/design.md §8, "Streaming").
         self.answer = ""
         self.answer_note = ""
         self.answer_final = False

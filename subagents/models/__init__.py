@@ -1,4 +1,5 @@
-"""Model clients: Anthropic, OpenAI-compatible and scripted, behind one protocol (DESIGN §7)."""
+"""Model clients: Anthropic, OpenAI-compatible and scripted, behind one protocol
+(docs/design.md §7)."""
 
 from typing import TYPE_CHECKING
 

@@ -69,7 +69,7 @@ class AnthropicClient:
     async def complete(self, request: ModelRequest) -> ModelTurn:
         """One ``POST /v1/messages``; a failure raises :class:`ModelCallFailed`."""
         try:
-            # The raw response: its headers tell the endpoint's limits (DESIGN §13).
+            # The raw response: its headers tell the endpoint's limits (docs/design.md §13).
             raw = await self._sdk.messages.with_raw_response.create(**self._params(request))
             message = await raw.parse()
         except MODEL_ERRORS as exc:
@@ -77,7 +77,7 @@ class AnthropicClient:
         return replace(to_turn(message), rate=read_rate_headers(raw.headers))
 
     async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelTurn:
-        """One streamed ``POST /v1/messages`` (DESIGN §8): ``on_text`` gets each text delta
+        """One streamed ``POST /v1/messages`` (docs/design.md §8): ``on_text`` gets each text delta
         as it comes; the turn is the stream's final message, as :meth:`complete` gives it.
 
         An ``error`` event mid-stream, or a connection that breaks, fails the attempt

@@ -1,9 +1,9 @@
-"""The model-client seam: a provider-neutral transcript in, one turn out (DESIGN §7).
+"""The model-client seam: a provider-neutral transcript in, one turn out (docs/design.md §7).
 
 Every provider (Anthropic, any OpenAI-compatible server, the scripted model of scenario
 files) implements :class:`ModelClient`. A client makes exactly one HTTP request per
 :meth:`ModelClient.complete` call (the SDKs are built with ``max_retries=0``); a failed
-call raises :class:`ModelCallFailed`, already classified by the table of DESIGN §7, and
+call raises :class:`ModelCallFailed`, already classified by the table of docs/design.md §7, and
 fanout's one retry layer (``subagents/retry.py`` via ``execute_tool_safely``) decides
 whether to call again.
 """
@@ -66,7 +66,7 @@ class ModelTurn:
     stop_reason: StopReason = "end_turn"
     usage: Usage | None = None
     model: str | None = None
-    # What the answer's headers said about the endpoint's limits (live clients; §13).
+    # What the answer's headers said about the endpoint's limits (live clients; docs/design.md §13).
     rate: RateReport | None = None
 
 
@@ -140,7 +140,7 @@ TextSink = Callable[[str], None]
 
 @runtime_checkable
 class StreamingClient(Protocol):
-    """A client that can also hand over a turn's text as it is written (DESIGN §8)."""
+    """A client that can also hand over a turn's text as it is written (docs/design.md §8)."""
 
     async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelTurn:
         """Send ``request`` streamed: ``on_text`` gets the text as it comes; the whole
@@ -164,11 +164,11 @@ ModelFailureKind = Literal[
 
 
 class ModelCallFailed(ToolFailure):
-    """A model call that failed, with the category DESIGN §7's table gives it.
+    """A model call that failed, with the category docs/design.md §7's table gives it.
 
     The envelope's ``error_type`` is ``kind``. A ``context_length`` failure is sent as
     category ``validation`` (the request was too large) but the planner does not hand it
-    back to the model: the subagent stops with trigger ``context_budget`` (DESIGN §7).
+    back to the model: the subagent stops with trigger ``context_budget`` (docs/design.md §7).
     """
 
     def __init__(

@@ -107,7 +107,7 @@ async def call_model(
     names = WireNames.of(request) if client.provider in _NAMED_APIS else None
     if names is not None and names.needed:
         # `time.get_current_time` is not a name these APIs take: sent as one they do,
-        # and the model's calls named back (DESIGN §7: the loop sees fanout's names).
+        # and the model's calls named back (docs/design.md §7: the loop sees fanout's names).
         sent = names.encode(request)
     else:
         names = None

@@ -1,4 +1,5 @@
-"""Model-call failures by DESIGN §7's table: an SDK or HTTP exception in, ModelCallFailed out.
+"""Model-call failures by docs/design.md §7's table: an SDK or HTTP exception in, ModelCallFailed
+out.
 
 The anthropic and openai SDKs (built with ``max_retries=0``) raise, for one attempt::
 
@@ -29,7 +30,7 @@ from shared.classify import parse_retry_after
 from subagents.models.base import ModelCallFailed, ModelFailureKind
 from subagents.models.ratelimit_headers import read_rate_headers
 
-# Statuses whose kind and category the status alone decides (DESIGN §7's table).
+# Statuses whose kind and category the status alone decides (docs/design.md §7's table).
 _BY_STATUS: Mapping[int, tuple[ModelFailureKind, ErrorCategory]] = {
     408: ("timeout", "transient"),
     409: ("unavailable", "transient"),  # a lock conflict on the provider's side
@@ -106,7 +107,7 @@ def classify_model_error(
     model: str,
     secrets: Iterable[str] = (),
 ) -> ModelCallFailed:
-    """The :class:`ModelCallFailed` DESIGN §7's table gives ``exc``, one row per rule.
+    """The :class:`ModelCallFailed` docs/design.md §7's table gives ``exc``, one row per rule.
 
     Args:
         exc: what one attempt raised: an SDK error, or an ``httpx``/``httpx2`` error.
@@ -141,7 +142,7 @@ def classify_model_error(
         kind, category = "overloaded", "transient"
     elif status < 400:
         # An error event inside a streamed answer (its response began 200): the server
-        # broke off what it was writing (Anthropic's `event: error`, DESIGN §8).
+        # broke off what it was writing (Anthropic's `event: error`, docs/design.md §8).
         kind = "overloaded" if "overloaded" in said else (
             "rate_limited" if "rate_limit" in said else "unavailable"
         )

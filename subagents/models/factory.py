@@ -18,7 +18,7 @@ class MissingModelKey(FanoutError):
     """The environment variable that should hold the model's key is unset or empty.
 
     It names the variable, never a value: the key is read from the environment only
-    (DESIGN §7), so the fix is to export it.
+    (docs/design.md §7), so the fix is to export it.
     """
 
     def __init__(self, variable: str, *, provider: str) -> None:
@@ -64,7 +64,7 @@ def build_client(
     assert variable is not None  # only the scripted model has no key
     key = environ.get(variable, "")
     # The endpoint: the block's base_url, else the variable the provider's SDK reads
-    # (OPENAI_BASE_URL, ANTHROPIC_BASE_URL), as the SDK itself would (DESIGN §7).
+    # (OPENAI_BASE_URL, ANTHROPIC_BASE_URL), as the SDK itself would (docs/design.md §7).
     base_url = spec.base_url or environ.get(_BASE_URL_ENV[spec.provider]) or None
     # A local server (Ollama, vLLM, llama.cpp) usually takes no key: none is asked for,
     # and a placeholder is sent. One that does want a key answers 401, which is a model

@@ -1,4 +1,5 @@
-"""One limiter per model endpoint: a fan-out waits its turn instead of meeting 429s (§13).
+"""One limiter per model endpoint: a fan-out waits its turn instead of meeting 429s
+(docs/design.md §13).
 
 Every model call (each attempt) of every subagent and of the lead asks the endpoint's
 :class:`EndpointLimiter` for a :class:`Permit` before it is sent; waiting for one is not

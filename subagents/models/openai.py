@@ -57,7 +57,7 @@ class OpenAIClient:
     The SDK's retries are off. The key lives only inside the SDK client, never in this
     object's repr, and is cut out of every error message.
 
-    ``profile`` (DESIGN §7, :mod:`subagents.models.compat.profiles`) says what the server
+    ``profile`` (docs/design.md §7, :mod:`subagents.models.compat.profiles`) says what the server
     accepts. ``auto`` asks the server once what it is (``GET /models``: its
     ``owned_by``) and, on a request the server refuses for its shape, sends that one
     request again in the strictest form and keeps that form: a profile found out, not a
@@ -92,7 +92,7 @@ class OpenAIClient:
             self._profile = PROFILES["openai"]
         self._probing: anyio.Lock | None = None
         # What the endpoint says of itself (window, slots), shared by every client of it
-        # in the process (DESIGN §7, "Fitting a local server").
+        # in the process (docs/design.md §7, "Fitting a local server").
         self.facts: EndpointFacts = facts_for(self.base_url, name)
         self.facts.local = is_local(self.base_url)
         self._minted = itertools.count(1)
@@ -123,7 +123,7 @@ class OpenAIClient:
         """What ``GET {base_url}/models`` says owns the model (None: it would not say).
 
         The same answer tells vLLM's window (``max_model_len``); llama.cpp's ``/props``
-        and Ollama's ``/api/show`` are asked next when the owner names them (DESIGN §7).
+        and Ollama's ``/api/show`` are asked next when the owner names them (docs/design.md §7).
         """
         from subagents.models.endpoints.probe import probe_endpoint
 
@@ -158,7 +158,7 @@ class OpenAIClient:
     async def complete(self, request: ModelRequest) -> ModelTurn:
         """One ``POST {base_url}/chat/completions``; a failure raises ModelCallFailed.
 
-        The request is fitted to the endpoint's window first (DESIGN §7): ``max_tokens``
+        The request is fitted to the endpoint's window first (docs/design.md §7): ``max_tokens``
         is cut to what the prompt leaves, and a prompt that leaves less than
         :data:`~subagents.models.endpoints.facts.MIN_ANSWER_TOKENS` is not sent. A refusal that
         names the window teaches it; the request is refitted and sent once more.
@@ -166,7 +166,7 @@ class OpenAIClient:
         return await self._answer(request, None)
 
     async def stream(self, request: ModelRequest, on_text: TextSink) -> ModelTurn:
-        """:meth:`complete` with ``stream: true`` (DESIGN §8): ``on_text`` gets the text
+        """:meth:`complete` with ``stream: true`` (docs/design.md §8): ``on_text`` gets the text
         as it comes, the turn is gathered from the chunks (:mod:`.openai_stream`) and
         normalised as a whole answer is. Usage is asked for in the last chunk where the
         profile allows (``stream_options``); a server that never sends it is fine.
@@ -327,7 +327,7 @@ class OpenAIClient:
                 }
             else:
                 ask = ask_in_words(request.force_tool)
-        # The raw response: its headers tell the endpoint's limits (DESIGN §13).
+        # The raw response: its headers tell the endpoint's limits (docs/design.md §13).
         raw = await self._sdk.chat.completions.with_raw_response.create(
             model=self.name,
             messages=to_messages(system, request.messages, profile, ask=ask),

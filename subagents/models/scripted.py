@@ -24,9 +24,10 @@ from subagents.models.spec import ModelSpec, ScriptedError, ScriptedTurn
 PLAN_TOOL = "plan_subtasks"
 """The planning tool a ``subtasks`` turn calls when the request forces none."""
 FOLLOWUP_TOOL = "plan_followups"
-"""The planning tool a ``followups`` turn calls when the request forces none (DESIGN §11)."""
+"""The planning tool a ``followups`` turn calls when the request forces none
+(docs/design.md §11)."""
 
-# A scripted error as the HTTP answer it stands for (DESIGN §7): kind, category, status.
+# A scripted error as the HTTP answer it stands for (docs/design.md §7): kind, category, status.
 _ERRORS: Mapping[ScriptedError, tuple[ModelFailureKind, ErrorCategory, int | None]] = {
     "overloaded": ("overloaded", "transient", 529),
     "rate_limited": ("rate_limited", "transient", 429),

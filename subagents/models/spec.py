@@ -1,4 +1,4 @@
-"""The ``model`` block of job and scenario files (DESIGN §7), and scripted turns."""
+"""The ``model`` block of job and scenario files (docs/design.md §7), and scripted turns."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ class ScriptedTurn(BaseModel):
     retry_after_s: float | None = Field(default=None, ge=0)
     message: str | None = None
     subtasks: list[dict[str, Any]] | None = None
-    # The lead's follow-up plan (DESIGN §11): the input of plan_followups.
+    # The lead's follow-up plan (docs/design.md §11): the input of plan_followups.
     followups: list[dict[str, Any]] | None = None
     usage: dict[str, int] | None = None
     latency_s: float | None = Field(
@@ -96,7 +96,7 @@ class ScriptedTurn(BaseModel):
 
 
 class ModelLimits(BaseModel):
-    """What the provider allows this endpoint (DESIGN §13); unset means no limit stated.
+    """What the provider allows this endpoint (docs/design.md §13); unset means no limit stated.
 
     The limiter of the endpoint also tightens them from what the provider reports
     (``retry-after``, ``x-ratelimit-*``, ``anthropic-ratelimit-*``), never loosens them.
@@ -139,7 +139,8 @@ class ModelSpec(BaseModel):
     )
     limits: ModelLimits | None = Field(
         default=None,
-        description="The endpoint's limits, shared by every subagent and the lead (§13).",
+        description="The endpoint's limits, shared by every subagent and the lead "
+        "(docs/design.md §13).",
     )
     # provider: scripted only.
     latency_s: float = Field(default=0.0, ge=0)

@@ -1,4 +1,4 @@
-"""What a model-planned subtask hands up when its model cannot go on (DESIGN §7's table),
+"""What a model-planned subtask hands up when its model cannot go on (docs/design.md §7's table),
 or when its job's token budget is spent."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def budget_spent(why: str) -> EscalateAction:
 
 
 def model_failure(result: ToolResult, model: ModelSpec) -> EscalateAction:
-    """The escalation a model call that failed for good leads to (DESIGN §7's table)."""
+    """The escalation a model call that failed for good leads to (docs/design.md §7's table)."""
     message = f"model: {result.message or 'the model call failed'}"
     name, provider = model.model_name, model.provider
     other = f"plan the subtask with another model (model.name, now {name!r}) or provider"

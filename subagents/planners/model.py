@@ -3,13 +3,13 @@
 Each tool call the model makes is one logical call of the loop (allowlist, arguments,
 gate, ``execute_tool_safely``); its final envelope goes back as the tool result. The
 calls of one turn are proposed in order; the loop may take several at once and run them
-together (:meth:`ModelPlanner.more_calls`, DESIGN §7 "Parallel calls"), and their results
+together (:meth:`ModelPlanner.more_calls`, docs/design.md §7 "Parallel calls"), and their results
 come back in the order the model asked. When every one has its result, the model is
 asked again. A turn without a tool call ends the subtask with its
 text as a finding. What the model gets wrong (an invented tool, arguments that are not
 a JSON object or fail the schema, a bad ``escalate``) goes back to it as a validation
 envelope; the tool never runs. A model call that fails for good becomes the escalation
-DESIGN §7's table gives it.
+docs/design.md §7's table gives it.
 
 The transcript is the subagent's context: the tool results the model sees are the
 context's messages (truncated to the active tool budget, or a compaction summary), so
@@ -86,7 +86,7 @@ REMINDER = (
     "No tool has answered this subtask yet: a claim counts only when one of your tools "
     "returned it. Call one of your tools now, or call `escalate` saying why you cannot."
 )
-"""The one reminder a model gets when it ends its turn without evidence (DESIGN §7)."""
+"""The one reminder a model gets when it ends its turn without evidence (docs/design.md §7)."""
 
 SILENCE_REMINDER = "You answered nothing. Answer the subtask, or call `escalate` saying why."
 """The reminder of a subtask without tools whose model said nothing."""
@@ -106,7 +106,7 @@ class ModelPlanner(TurnCalls):
     awaiting: list[CallAction] = field(default_factory=list)
     calls_made: int = 0
     model_attempts: int = 0
-    # Coverage is evidence (DESIGN §7): ok envelopes of real tools, whether the model was
+    # Coverage is evidence (docs/design.md §7): ok envelopes of real tools, whether the model was
     # reminded to use them, and how often each exact call returned ok.
     evidence: int = 0
     reminded: bool = False
@@ -118,14 +118,14 @@ class ModelPlanner(TurnCalls):
     # What this subtask's model calls spent ([in, out, calls]): checkpointed with the
     # transcript, so a resumed run's meter starts from it (job.budget).
     spent: Spent = field(default_factory=lambda: [0, 0, 0])
-    # Search first (DESIGN §7): a subtask that may call a search starts with it, on its
+    # Search first (docs/design.md §7): a subtask that may call a search starts with it, on its
     # own query, before the model's first turn (job.search_first: auto).
     search_first: bool = False
     refitted: bool = False
     rng: DeferredRandom = field(init=False)
 
     def __post_init__(self) -> None:
-        # Waits between model attempts draw from their own stream (DESIGN §7), made only
+        # Waits between model attempts draw from their own stream (docs/design.md §7), made only
         # when first drawn.
         self.rng = DeferredRandom(f"{self.seed}/{self.subtask_id}/model")
 
@@ -176,7 +176,7 @@ class ModelPlanner(TurnCalls):
     def _fit(self, env: PlanEnv) -> int:
         """This subtask's ``max_tokens``, with its context fitted to the endpoint's window.
 
-        Where the endpoint's window is known (DESIGN §7, "Fitting a local server"), the
+        Where the endpoint's window is known (docs/design.md §7, "Fitting a local server"), the
         answer gets at most a quarter of it, and the gate holds the transcript to the rest
         (in the context's tokens); each tool result gets at most a quarter of that.
         """
@@ -246,7 +246,7 @@ class ModelPlanner(TurnCalls):
             if result.error_type == "context_length" and not self.refitted and self._window():
                 # The endpoint named its window in a refusal (or the client found the
                 # prompt too long for it, unsent): the transcript is fitted to it and the
-                # model asked once more (DESIGN §7).
+                # model asked once more (docs/design.md §7).
                 self.refitted = True
                 return await self._ask(env)
             return model_failure(result, self.model)
@@ -256,7 +256,7 @@ class ModelPlanner(TurnCalls):
             if self.meter is not None:
                 self.meter.spend(self.subtask_id, usage)
         if turn.usage is not None:
-            # The provider's own tokenizer counted what was sent (DESIGN §7).
+            # The provider's own tokenizer counted what was sent (docs/design.md §7).
             env.context.calibrate(turn.usage.input_tokens)
         if turn.text or turn.calls:
             # An empty turn is not sent back: some APIs refuse an empty assistant message.
@@ -286,7 +286,7 @@ class ModelPlanner(TurnCalls):
         needs_tools = bool(env.spec.tools)
         if self.refused_last:
             # Answering instead of correcting a refused call: the loop escalates it as
-            # no_progress, naming the field (DESIGN §3); a reminder would hide that.
+            # no_progress, naming the field (docs/design.md §3); a reminder would hide that.
             return FinishAction(turn.text, tool=MODEL_TOOL)
         if (not needs_tools or self.evidence) and turn.text.strip():
             return FinishAction(turn.text, tool=MODEL_TOOL)
@@ -317,7 +317,7 @@ class ModelPlanner(TurnCalls):
             call.arguments is not None
             and self.ok_calls.get(signature(call.name, call.arguments), 0) >= REPEATS
         ):
-            # The same call answered ok twice already: a third adds nothing (DESIGN §7).
+            # The same call answered ok twice already: a third adds nothing (docs/design.md §7).
             self.queue.clear()
             shown = json.dumps(call.arguments, separators=(",", ":"), ensure_ascii=False)
             return EscalateAction(

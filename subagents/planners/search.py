@@ -1,4 +1,4 @@
-"""Search first (DESIGN §7): which tools are searches, and asking an endpoint what it is
+"""Search first (docs/design.md §7): which tools are searches, and asking an endpoint what it is
 before a subtask's first model call."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from subagents.tool import Tool
 __all__ = ["SEARCH_TOOLS", "is_search", "probe_endpoint_of"]
 
 SEARCH_TOOLS = frozenset({"docs.search", "web.search"})
-"""The built-in searches (DESIGN §10); any other tool is one when declared ``search: true``."""
+"""The built-in searches (docs/design.md §10); any other tool is one when declared ``search:
+true``."""
 
 
 async def probe_endpoint_of(client: ModelClient) -> None:
@@ -25,5 +26,5 @@ async def probe_endpoint_of(client: ModelClient) -> None:
 
 
 def is_search(tool: Tool) -> bool:
-    """Whether ``tool`` is a search a subtask starts with (DESIGN §7, "Search first")."""
+    """Whether ``tool`` is a search a subtask starts with (docs/design.md §7, "Search first")."""
     return tool.search or tool.name in SEARCH_TOOLS

@@ -1,6 +1,6 @@
 """The calls of one model turn as a planner keeps them: proposed together, answered in order.
 
-A model turn may ask for several calls; the loop may run them together (DESIGN §7,
+A model turn may ask for several calls; the loop may run them together (docs/design.md §7,
 "Parallel calls"). :class:`TurnCalls` is the part of the model planner that says which
 of a turn's calls may start beside the first, and takes their results back in the order
 the model asked, wherever each result comes from (a batch, or the retry round).
@@ -94,7 +94,7 @@ class TurnCalls:
         effects (it runs alone), not a tool off the allowlist (refused, it ends the
         subtask: nothing after it runs), and not a call the batch already holds or that
         answered ok twice already (it waits for those results: the repeat rules of
-        DESIGN §7 stay exact).
+        docs/design.md §7 stay exact).
         """
         batch = self.awaiting[1 : 1 + limit]
         seen = {signature(a.tool, a.args) for a in self.awaiting[: 1 + len(batch)]}

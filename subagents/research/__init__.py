@@ -1,4 +1,5 @@
-"""The built-in research tools: web search and fetch, a local document index (DESIGN §10)."""
+"""The built-in research tools: web search and fetch, a local document index
+(docs/design.md §10)."""
 
 from typing import TYPE_CHECKING
 

@@ -8,7 +8,7 @@ kind, length, signature — or why it is not indexed); its text is cut into pass
 (:mod:`subagents.research.documents`), one FTS5 row each (title, heading, body). Searches
 and reads are in :mod:`subagents.research.docsearch`.
 
-Concurrency (DESIGN §10, "Work that can be cut off"):
+Concurrency (docs/design.md §10, "Work that can be cut off"):
 
 - **One writer.** A refresh holds an exclusive lock on ``<index>.lock`` (``flock``): a
   second refresh — another ``fanout index``, another run opening the same folder —

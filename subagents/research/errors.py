@@ -1,7 +1,7 @@
 """How the research tools fail: one exception carrying its finished envelope error.
 
 A research tool body raises :class:`ResearchToolError` with a :class:`ToolError` already
-categorised as DESIGN §10's table says; a classifier registered for the type hands it to
+categorised as docs/design.md §10's table says; a classifier registered for the type hands it to
 the executor unchanged, so the executor's single retry layer (honouring
 ``retry_after_s``) decides what happens next. :func:`http_failure` is that table for an
 HTTP status; the other helpers name the field the model should correct.
@@ -103,7 +103,7 @@ def http_failure(
     field: str = "url",
     retry_after: str | None = None,
 ) -> ResearchToolError:
-    """DESIGN §10's table for an HTTP status that is not a success.
+    """docs/design.md §10's table for an HTTP status that is not a success.
 
     Args:
         tool: the tool's name, for the message.

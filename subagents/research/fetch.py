@@ -2,7 +2,7 @@
 
 Redirects are followed by hand (each hop checked: scheme, count, and — through the
 guarded transport — the address), the body is read up to ``max_bytes`` (more is an ok
-result with ``complete: false``, DESIGN §10), and the text is extracted in a worker
+result with ``complete: false``, docs/design.md §10), and the text is extracted in a worker
 thread: HTML's main text, a PDF's pages, plain text decoded whatever its charset. A
 binary body (an image, an archive) is refused as a ``validation`` failure naming the URL:
 the model should fetch something else.

@@ -1,4 +1,4 @@
-"""The ``research_tools`` block of a job or tools file (DESIGN §10)."""
+"""The ``research_tools`` block of a job or tools file (docs/design.md §10)."""
 
 from __future__ import annotations
 

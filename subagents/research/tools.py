@@ -1,5 +1,5 @@
 """The built-in research tools as a tool source: ``web.search``, ``web.fetch``,
-``docs.search``, ``docs.read`` (DESIGN §10).
+``docs.search``, ``docs.read`` (docs/design.md §10).
 
 :func:`open_research_tools` reads a job's ``research_tools`` block, opens what it needs
 (an httpx client per concern, the folder's index — refreshed first when stale) and

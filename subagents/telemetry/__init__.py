@@ -1,4 +1,4 @@
-"""Telemetry (DESIGN §13): OpenTelemetry GenAI spans of a run, and Prometheus metrics.
+"""Telemetry (docs/design.md §13): OpenTelemetry GenAI spans of a run, and Prometheus metrics.
 
 Spans are built in one place (:mod:`.spans`) from the progress events every run already
 emits; the names follow one pinned release of the GenAI semantic conventions

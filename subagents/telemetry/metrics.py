@@ -9,7 +9,7 @@ What other parts feed:
 
 - a run's progress events, through :class:`RunMetrics` (the coordinator wires it):
   attempts by tool kind and errorCategory, 429s, subagents by state;
-- the provider limiter (DESIGN §13): :func:`record_limiter_wait` per wait;
+- the provider limiter (docs/design.md §13): :func:`record_limiter_wait` per wait;
 - the service: event delivery latency (:func:`record_event_delivery`); runs, the queue
   and the open event streams are read at scrape time (:meth:`FanoutMetrics.watch_service`).
 """

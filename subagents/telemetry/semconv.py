@@ -41,7 +41,7 @@ ERROR_TYPE: Final = "error.type"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 
-# fanout.* (DESIGN §13)
+# fanout.* (docs/design.md §13)
 RUN_ID: Final = "fanout.run_id"
 SUBTASK_ID: Final = "fanout.subtask_id"
 TRACE_ID: Final = "fanout.trace_id"  # the envelope's trace_id: joins a span to `fanout trace`
@@ -85,7 +85,7 @@ def tool_kind(name: str) -> str:
     """What kind of tool ``name`` is, read from its name (the observer sees only names).
 
     ``model`` is the model; ``web.*`` and ``docs.*`` are the built-in research tools
-    (DESIGN §10); any other dotted name is an MCP tool (``server.tool``); the rest are
+    (docs/design.md §10); any other dotted name is an MCP tool (``server.tool``); the rest are
     functions (simulated tools of scenario files, Python functions, ``escalate``).
     """
     if name == "model":

@@ -2,7 +2,7 @@
 
 Only ``fanout run``/``ask``/``resume``, ``fanout worker`` and ``fanout serve`` call
 :func:`configure_from_env`: they are applications, so they may set the global tracer
-provider. Library code never does (DESIGN §13): a Python user brings their own provider.
+provider. Library code never does (docs/design.md §13): a Python user brings their own provider.
 
 Tracing is on when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
 is set, or ``OTEL_TRACES_EXPORTER`` names an exporter (``otlp`` or ``console``); it stays

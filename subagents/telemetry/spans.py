@@ -165,7 +165,7 @@ class RunTracer:
 
     def observe(self, event: ProgressEvent) -> None:
         """The progress observer: one event in, spans started or ended. Never raises:
-        a bug here loses spans, never a run (DESIGN §13)."""
+        a bug here loses spans, never a run (docs/design.md §13)."""
         try:
             self._observe(event)
         except Exception:  # telemetry must not fail the run it watches

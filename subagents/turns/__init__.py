@@ -1,4 +1,4 @@
-"""A model turn's tool calls run together (DESIGN §7, "Parallel calls"): which calls may
+"""A model turn's tool calls run together (docs/design.md §7, "Parallel calls"): which calls may
 start beside one another, the gate for all of them, and their events in call order."""
 
 from typing import TYPE_CHECKING

@@ -1,7 +1,7 @@
 """A subagent's logical calls: one at a time, or the calls of one model turn together.
 
 A lone call (:func:`call_one`) is what every scripted step and every single-call turn
-makes. Several calls of one model turn (:func:`call_together`, DESIGN §7 "Parallel
+makes. Several calls of one model turn (:func:`call_together`, docs/design.md §7 "Parallel
 calls") run at once, each exactly as a lone call would (allowlist, schema check,
 ``execute_tool_safely`` with its timeout and retry); the loop takes their results in the
 order the model asked. What stays exact, and how:
@@ -13,7 +13,7 @@ order the model asked. What stays exact, and how:
 - *Jitter*: a call of a batch draws its waits from its own stream,
   ``random.Random(f"{seed}/{subtask_id}/call/{step}")`` (``step``: the logical call's
   number in the subagent), so which call waits first cannot change any draw. A lone call
-  draws from the subagent's stream, as ever (DESIGN §5.1).
+  draws from the subagent's stream, as ever (docs/design.md §5.1).
 - *Checkpoints* are never taken while calls of a batch are in flight: a checkpoint is
   a consistent cut, and their tools' counters would be ahead of the transcript. A run
   killed during a batch runs that batch again on resume; its calls are reads (a tool
@@ -102,11 +102,11 @@ def room_for(run: CallLedger, calls: int) -> tuple[int, ContextDecision | None]:
     """How many of a turn's next ``calls`` may start together, and the gate's decision.
 
     The gate runs once for calls that start together, with room for all their results
-    (DESIGN §7: it accounts for all of them before any starts): the margin is
+    (docs/design.md §7: it accounts for all of them before any starts): the margin is
     max(15% of the window, calls × active tool budget), compacting once if it asks.
     When even compaction cannot make room for all, fewer start (the largest number that
     fits; the others wait for the next gate, after these answered). One call is the
-    gate of DESIGN §5.1 exactly; its decision is None when the byte bounds prove room.
+    gate of docs/design.md §5.1 exactly; its decision is None when the byte bounds prove room.
     """
     while True:
         if run.context.has_room(calls):
@@ -196,7 +196,7 @@ def refusal(name: str, tool: Tool | None, spec: SubtaskSpec) -> ToolError | None
 def may_lead(action: CallAction, tools: Mapping[str, Tool], spec: SubtaskSpec) -> bool:
     """Whether ``action`` may start together with the calls after it in its turn.
 
-    A tool with side effects runs alone (DESIGN §7), and so does a call that is refused
+    A tool with side effects runs alone (docs/design.md §7), and so does a call that is refused
     for good before it runs (off the allowlist: nothing after it would run).
     """
     tool = tools.get(action.tool)

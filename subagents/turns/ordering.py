@@ -1,6 +1,6 @@
 """Running the calls of one turn together, with an order no event loop can change.
 
-The calls of one model turn run at once (DESIGN §7, "Parallel calls"), and a replay must
+The calls of one model turn run at once (docs/design.md §7, "Parallel calls"), and a replay must
 still give the same report and trace byte for byte. The event loop decides which of two
 tasks due at one instant goes first (trio breaks a tie of deadlines by the address of a
 cancel scope), so everything that a tie could reorder is put in call order here:
@@ -150,7 +150,7 @@ async def run_together(
 
     ``clock_i`` is the clock call ``i`` waits on (its attempts then start in call order
     at a tie) and ``post_i`` relays its events in call order. Held events still go out
-    when the turn is cut (a deadline, a cancel): a cut attempt counts (DESIGN §5.1).
+    when the turn is cut (a deadline, a cancel): a cut attempt counts (docs/design.md §5.1).
     ``results`` (n Nones) is filled as calls finish: what a cut turn had, the caller
     still has. Cancellation propagates.
     """

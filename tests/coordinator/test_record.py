@@ -154,7 +154,7 @@ def test_a_recorded_live_run_replays_offline_to_the_same_report(tmp_path: Path) 
 def test_a_recorded_run_with_follow_ups_replays_them(tmp_path: Path) -> None:
     """The lead's follow-up plan is written as a followups turn, the follow-ups' turns and
     expectations by their ids, and the job keeps following up: the recording replays to
-    the same report, the gap filled as it was (DESIGN §11)."""
+    the same report, the gap filled as it was (docs/design.md §11)."""
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "FANOUT_STORE": str(tmp_path / "runs.sqlite")}
     out = tmp_path / "followups.yaml"

@@ -27,7 +27,7 @@ def _escalation(category: Any, trigger: Any) -> Escalation:
     ],
 )
 def test_default_routes(category: str, trigger: str, route: str) -> None:
-    """Each category has DESIGN §4's default route, and the trigger is kept."""
+    """Each category has docs/design.md §4's default route, and the trigger is kept."""
     decision = RoutingTable().route(_escalation(category, trigger))
     assert (decision.route, decision.trigger) == (route, trigger)
 
@@ -66,7 +66,8 @@ def test_a_removed_route_is_a_missing_policy_escalation() -> None:
     ],
 )
 def test_category_less_escalations_route_by_trigger(trigger: str, route: str) -> None:
-    """Without a category the trigger decides; a trigger §4 does not list escalates."""
+    """Without a category the trigger decides; a trigger docs/design.md §4 does not list
+    escalates."""
     decision = RoutingTable().route(_escalation(None, trigger))
     assert (decision.route, decision.trigger) == (route, trigger)
 

@@ -1,4 +1,4 @@
-"""Fitting a small local server (DESIGN §7): its window is read where it says it, or
+"""Fitting a small local server (docs/design.md §7): its window is read where it says it, or
 learned from its first refusal; after that no request is sent whose prompt and
 ``max_tokens`` exceed it, and the lead's findings are cut by weight to fit. A window only
 inferred from a wrong ``usage`` or an odd ``length`` finish stops nothing."""

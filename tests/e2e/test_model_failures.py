@@ -1,4 +1,4 @@
-"""DESIGN §7's failure table end to end: real jobs, the official SDKs, loopback servers.
+"""docs/design.md §7's failure table end to end: real jobs, the official SDKs, loopback servers.
 
 Every job here is a YAML file run by ``run_research`` in real time; the SDKs have
 ``max_retries=0``, so every request the server saw was sent by fanout's one retry layer.

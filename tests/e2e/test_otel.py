@@ -1,4 +1,4 @@
-"""`fanout run` exports its trace over OTLP/HTTP as the OTEL_* variables ask (DESIGN §13).
+"""`fanout run` exports its trace over OTLP/HTTP as the OTEL_* variables ask (docs/design.md §13).
 
 Each run is a real subprocess (the CLI configures the SDK only as a process of its own)
 against a loopback model server and a loopback OTLP receiver whose exports are decoded

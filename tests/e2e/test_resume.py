@@ -107,7 +107,7 @@ def test_a_run_killed_inside_the_follow_up_round_resumes_it(tmp_path: Path) -> N
     """SIGKILL once a follow-up has committed and the other still runs: the resume runs
     the recorded follow-ups (no new plan), keeps the finished one, and ends with the
     uninterrupted report; the lead's plan, follow-up plan and synthesis each traced once
-    (DESIGN §11)."""
+    (docs/design.md §11)."""
     job = DATA / "model_followup_resumable.yaml"
     store = tmp_path / "runs.sqlite"
     env = {**os.environ, "FANOUT_STORE": str(store)}

@@ -1,5 +1,5 @@
 """What a small real model did to fanout on its first run, replayed on a loopback server
-that refuses requests as llama-cpp-python does (DESIGN §7: profiles, evidence, degrade)."""
+that refuses requests as llama-cpp-python does (docs/design.md §7: profiles, evidence, degrade)."""
 
 from __future__ import annotations
 

@@ -103,7 +103,7 @@ def check_invariants(report: dict[str, Any], attempts: list[dict[str, Any]]) -> 
 
 def accepted_everything(server: LiveServer, before: int) -> int:
     """The server accepted every chat request since ``before`` but, at most, the first
-    refusal for length that taught fanout its window (DESIGN §7): nothing after it."""
+    refusal for length that taught fanout its window (docs/design.md §7): nothing after it."""
     lines = server.accesses()[before:]
     refused = server.refused(before)
     assert len(refused) <= 1 and all('" 400' in line for line in refused), refused
@@ -145,7 +145,7 @@ QUESTION = "How do sodium-ion cells do in the cold?"
 
 
 def check_answer(report: dict[str, Any], *, useful: bool = True) -> dict[str, Any]:
-    """A useful answer (DESIGN §7): coverage from the folder's files, an answer that passes
+    """A useful answer (docs/design.md §7): coverage from the folder's files, an answer that passes
     checks 1-3 or is the extractive fallback, every source a file of the folder.
     ``useful=False`` keeps only what holds whatever the model did: no source outside the
     folder, and an answer shown only when it passed its checks."""
@@ -199,7 +199,7 @@ def test_ask_on_a_folder_with_default_options_answers(
     assert recorded.returncode == 0, recorded.stderr
     replays_identically(recording, report, tmp_path)
     # The target is under 300 s on 2 idle cores (the figure is kept above, for CI's log);
-    # asserted with a margin, since CI may run beside other work (DESIGN §15).
+    # asserted with a margin, since CI may run beside other work (docs/design.md §15).
     assert wall < 600, f"{wall:.0f}s: the target is under 300 s on 2 idle cores"
 
 
@@ -271,7 +271,7 @@ def test_post_ask_on_the_operators_local_model(
 
 def test_coordinator_ask_on_the_local_model(live_fc_server: LiveServer) -> None:
     """`coordinator.ask_events` from Python, on the same server and folder: a useful
-    answer, streamed (DESIGN §8): its first words come before the whole of it."""
+    answer, streamed (docs/design.md §8): its first words come before the whole of it."""
     from coordinator import ask_events
 
     # When the synthesis's model call began, its first answer.delta, and its answer event.
@@ -362,7 +362,7 @@ def test_a_job_of_model_planned_subtasks(live_server: LiveServer, tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     report = json.loads(done.stdout)
-    # A lead row, when there is one, is its rejected answer's gap (DESIGN §7).
+    # A lead row, when there is one, is its rejected answer's gap (docs/design.md §7).
     ids = {s["id"] for s in report["subtasks"]}
     assert ids - {"lead"} == {"leaders", "news", "outlook"}
     assert "lead" not in ids or report["answer"]["kind"] == "extractive", report["gaps"]

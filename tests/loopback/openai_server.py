@@ -101,7 +101,7 @@ class OpenAIServer(LoopbackServer):
         self._stream_quirks()
 
     def _stream_quirks(self) -> None:
-        # How a server bends a stream (DESIGN §8): usage in the chunk of the finish rather
+        # How a server bends a stream (docs/design.md §8): usage in the chunk of the finish rather
         # than a last chunk of its own (llama.cpp, vLLM without stream_options); tool-call
         # pieces without an `index`; a chunk delay for every streamed answer.
         self.usage_in_finish = False
@@ -109,7 +109,7 @@ class OpenAIServer(LoopbackServer):
         self.chunk_delay_s = 0.0
 
     def _no_server_facts(self) -> None:
-        # What a server says of itself (DESIGN §7, "Fitting a local server"): extra fields
+        # What a server says of itself (docs/design.md §7, "Fitting a local server"): extra fields
         # of its model-list entry (vLLM's max_model_len), llama.cpp's GET /props and
         # Ollama's POST /api/show answers; None: that route is a 404.
         self.model_fields: dict[str, Any] = {}

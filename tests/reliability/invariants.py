@@ -1,6 +1,6 @@
 """The promises of fanout, checked on one replay: report, routing, retries, side effects, time.
 
-Each check is written from DESIGN §2–§5.1, not from the code under test: the routing
+Each check is written from docs/design.md §2–§5.1, not from the code under test: the routing
 table, the retry decisions (with the jitter stream reproduced draw by draw), the cost of
 an attempt, the statuses and coverage. :func:`check` raises AssertionError with the
 subtask and the rule broken.
@@ -50,7 +50,8 @@ RESULT_TRIGGERS = frozenset(
 )
 REFUSED = frozenset({"not_allowed", "invalid_argument"})
 EFFECT_MAY_HAVE_HAPPENED = frozenset({"timeout", "connection_reset", "crash"})
-# The error_type each scripted error becomes (§2; a crash is classified by its exception).
+# The error_type each scripted error becomes (docs/design.md §2; a crash is classified by its
+# exception).
 ERROR_TYPES: Mapping[str, str] = {
     "validation": "invalid_input",
     "business": "business_rule",
@@ -62,7 +63,7 @@ ERROR_TYPES: Mapping[str, str] = {
 def expected_route(
     category: str | None, trigger: str, routing: Mapping[Any, str | None]
 ) -> tuple[str, str]:
-    """(route, trigger shown) for an escalation, as DESIGN §4 and §5.1 state the rules."""
+    """(route, trigger shown) for an escalation, as docs/design.md §4 and §5.1 state the rules."""
     if trigger == "unknown_state":
         return "escalate", trigger
     if trigger == "deadline":
@@ -110,7 +111,8 @@ def check(scenario: Scenario, observed: Observed) -> None:
 
 
 def _check_report(scenario: Scenario, report: CoverageReport) -> None:
-    """One status per subtask, one gap per uncovered subtask, coverage and outcome (§4)."""
+    """One status per subtask, one gap per uncovered subtask, coverage and outcome
+    (docs/design.md §4)."""
     job = scenario.job
     ids = [s.id for s in job.subtasks]
     assert [o.id for o in report.subtasks] == ids, "one report line per subtask, in order"
@@ -156,7 +158,8 @@ def _check_report(scenario: Scenario, report: CoverageReport) -> None:
         route, trigger = expected_route(
             g.category, g.original_trigger or g.trigger, job.routing
         ) if g.trigger != "incomplete_data" else ("gap", "incomplete_data")
-        assert (g.route, g.trigger) == (route, trigger), f"{g.subtask_id}: routed by §4"
+        assert (g.route, g.trigger) == (route, trigger), (
+            f"{g.subtask_id}: routed by docs/design.md §4")
 
 
 def _check_schedule(scenario: Scenario, observed: Observed) -> None:
@@ -198,7 +201,8 @@ def _draws(scenario: Scenario, sid: str) -> random.Random:
 def _check_calls(
     scenario: Scenario, spec: SubtaskSpec, calls: list[LogicalCall], executions: list[Execution]
 ) -> None:
-    """Retries (§5.1 time and logical calls), attempt costs, side effects, the jitter stream."""
+    """Retries (docs/design.md §5.1 time and logical calls), attempt costs, side effects, the jitter
+    stream."""
     policy: RetryPolicy = spec.retry
     rng = _draws(scenario, spec.id)
     executed = iter(executions)
@@ -248,7 +252,8 @@ def _check_cost(
     result: ToolResult,
     took: float,
 ) -> None:
-    """An executed attempt costs latency_s, or tool_timeout_s and is a timeout (§5.1)."""
+    """An executed attempt costs latency_s, or tool_timeout_s and is a timeout
+    (docs/design.md §5.1)."""
     timeout = spec.tool_timeout_s
     times_out = execution.error == "timeout" or latency > timeout
     if times_out:
@@ -265,7 +270,8 @@ def _check_cost(
 
 
 def _check_waits(where: str, policy: RetryPolicy, call: LogicalCall, rng: random.Random) -> None:
-    """Each wait as §5.1 computes it, the jitter stream drawn once per wait considered."""
+    """Each wait as docs/design.md §5.1 computes it, the jitter stream drawn once per wait
+    considered."""
     waits = iter(call.waits)
     for n, attempt in enumerate(call.attempts, start=1):
         result = attempt.result
@@ -279,7 +285,8 @@ def _check_waits(where: str, policy: RetryPolicy, call: LogicalCall, rng: random
             seconds, next_attempt = next(waits)
             assert next_attempt == n + 1, where
             assert math.isclose(seconds, expected, abs_tol=1e-9), (
-                f"{where}: wait {seconds} before attempt {n + 1}, §5.1 gives {expected}"
+                f"{where}: wait {seconds} before attempt {n + 1}, docs/design.md §5.1 gives "
+                f"{expected}"
             )
             assert math.isclose(
                 call.attempts[n].start - (attempt.end or 0.0), expected, abs_tol=EPS
@@ -336,7 +343,8 @@ def _check_gap(
     rounds: int,
     ended_s: float | None,
 ) -> None:
-    """The trigger matches what happened (§3, §5.1); no escalation is a crash of fanout."""
+    """The trigger matches what happened (docs/design.md §3, §5.1); no escalation is a crash of
+    fanout."""
     trigger = gap.original_trigger or gap.trigger
     where = f"{spec.id}: gap {gap.category}/{trigger}"
     assert not gap.message.startswith("subagent crashed"), f"{where}: {gap.message}"
@@ -397,7 +405,7 @@ def _check_rounds(
 
 
 def _trigger_of(result: ToolResult) -> str:
-    """The trigger a failed envelope leads to (§3), for routing round one."""
+    """The trigger a failed envelope leads to (docs/design.md §3), for routing round one."""
     if result.changed_state == "unknown":
         return "unknown_state"
     return {

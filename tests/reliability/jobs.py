@@ -1,6 +1,6 @@
 """Hypothesis strategies for whole scenario files: jobs, plans, faults, policies, routing.
 
-Every generated document is a *valid* scenario (DESIGN §5): it must load, and its replay
+Every generated document is a *valid* scenario (docs/design.md §5): it must load, and its replay
 must keep the invariants of :mod:`tests.reliability.invariants`. The values are drawn
 from small vocabularies on purpose, so that `when` rules match, latencies meet timeouts
 exactly, retry_after exceeds backoff, and the shrinker lands on readable counterexamples.
@@ -38,7 +38,8 @@ LATENCIES = (0.0, 0.2, 1.0, 2.5, 40.0)
 
 
 def response(kind: str, draw: st.DrawFn) -> dict[str, Any]:
-    """One scripted response of ``kind`` (DESIGN §5), with the details that kind may carry."""
+    """One scripted response of ``kind`` (docs/design.md §5), with the details that kind may
+    carry."""
     if kind == "ok":
         return {"ok": draw(st.sampled_from([{"results": ["r1", "r2"]}, "text", 7, ["x"]]))}
     if kind == "ok_empty":

@@ -44,5 +44,5 @@ def replay_checked(scenario: Scenario) -> Observed:
 @given(jobs.scenarios())
 def test_every_generated_job_keeps_the_promises(scenario: Scenario) -> None:
     """Any job, any faults: one status and at most one gap per subtask, routing, retries and
-    side effects as §5.1 says, findings handed up whole, the same report twice."""
+    side effects as docs/design.md §5.1 says, findings handed up whole, the same report twice."""
     counted(replay_checked(scenario))

@@ -34,7 +34,8 @@ LATENCY_EQUALS_TIMEOUT = {
 
 
 def test_a_latency_equal_to_the_tool_timeout_is_in_time() -> None:
-    """§5.1: only a latency *above* tool_timeout_s is a timeout (trio cancelled the tie)."""
+    """docs/design.md §5.1: only a latency *above* tool_timeout_s is a timeout (trio cancelled the
+    tie)."""
     scenario = jobs.load(LATENCY_EQUALS_TIMEOUT)
     observed = observe(scenario)
     check(scenario, observed)

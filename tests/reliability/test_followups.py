@@ -1,4 +1,4 @@
-"""Chaos properties of the lead's follow-ups (DESIGN §11): generated decomposed jobs whose
+"""Chaos properties of the lead's follow-ups (docs/design.md §11): generated decomposed jobs whose
 lead plans follow-ups (for gaps, for covered subtasks, for nothing at all), whose
 follow-ups find evidence, nothing, or only words; each replayed twice and against the
 same job without follow-ups."""
@@ -115,7 +115,7 @@ def test_follow_ups_never_hide_a_failure_and_fill_a_gap_only_with_evidence(
     esc = {e.subtask_id for e in report.escalations}
     assert {e.subtask_id for e in baseline.escalations} <= esc
     # The lead's own row (a synthesis rejected by its checks: a second followups turn
-    # read as the answer writes no text, DESIGN §7) is not the fan-out's.
+    # read as the answer writes no text, docs/design.md §7) is not the fan-out's.
     rows = [s for s in report.subtasks if s.id != "lead"]
     base_rows = [s for s in baseline.subtasks if s.id != "lead"]
     n = len(base_rows)

@@ -167,7 +167,7 @@ async def _call(provider: str, url: str) -> ToolResult:
     return result
 
 
-# The class each status must end in whatever the body says (DESIGN §7's table): the
+# The class each status must end in whatever the body says (docs/design.md §7's table): the
 # fuzzer asserts the outcome, not only that an envelope came back.
 STATUS_CLASS = {401: "permission", 403: "permission", 408: "transient", 409: "transient",
                 500: "transient", 502: "transient", 503: "transient", 504: "transient",

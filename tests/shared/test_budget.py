@@ -1,4 +1,4 @@
-"""The context budget gate of DESIGN §2, at its edges."""
+"""The context budget gate of docs/design.md §2, at its edges."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ def _failure(**details: Any) -> ToolResult:
 
 
 def test_success_wire_has_exactly_the_success_fields() -> None:
-    """A success serialises with the DESIGN §2 wire names and no error fields."""
+    """A success serialises with the docs/design.md §2 wire names and no error fields."""
     wire = _success(elapsed_s=1.8, attempts=3).to_wire()
     assert set(wire) == SUCCESS_KEYS
     assert wire["ok"] is True
@@ -179,7 +179,7 @@ def test_to_mcp_failure_shape() -> None:
 def test_tool_error_defaults_follow_the_category_table(
     category: ErrorCategory, retryable: bool, action: str
 ) -> None:
-    """ToolError.of gives each category the retryability and next action of DESIGN §2."""
+    """ToolError.of gives each category the retryability and next action of docs/design.md §2."""
     error = ToolError.of(category, "some_type", "message")
     assert error.retryable is retryable
     assert error.next_safe_action == action

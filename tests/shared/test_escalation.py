@@ -24,7 +24,7 @@ def _escalation() -> Escalation:
 
 
 def test_escalation_wire_uses_the_wire_names() -> None:
-    """errorCategory and isRetryable appear under their wire names, with DESIGN's fields."""
+    """errorCategory and isRetryable appear under their wire names, with docs/design.md's fields."""
     wire = _escalation().to_wire()
     assert wire["errorCategory"] == "permission"
     assert wire["isRetryable"] is False
@@ -51,7 +51,7 @@ def test_escalation_without_category_is_allowed() -> None:
 
 
 def test_triggers_are_the_design_vocabulary() -> None:
-    """The trigger vocabulary is DESIGN §2's list (model_refusal, cancelled, interrupted and
+    """The trigger vocabulary is docs/design.md §2's list (model_refusal, cancelled, interrupted and
     no_evidence, answer_rejected and no_match included)."""
     assert set(TRIGGERS) == {
         "retries_exhausted", "no_progress", "threshold_breach", "business_rule",

@@ -52,7 +52,7 @@ def test_backoff_schedule() -> None:
 
 
 def test_policy_defaults_are_the_design_defaults() -> None:
-    """Where a file says nothing, the retry policy is DESIGN §5.1's default."""
+    """Where a file says nothing, the retry policy is docs/design.md §5.1's default."""
     assert RetryPolicy() == RetryPolicy(
         max_attempts=4, initial_backoff_s=0.5, multiplier=2, max_backoff_s=8, jitter="full",
         max_total_s=None,

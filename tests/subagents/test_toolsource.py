@@ -1,4 +1,4 @@
-"""combine(): the one way a job's tool sources become one (DESIGN §15)."""
+"""combine(): the one way a job's tool sources become one (docs/design.md §15)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What the providers' servers accept: server profiles and wire-safe tool names (DESIGN §7)."""
+"""What the providers' servers accept: server profiles and wire-safe tool names
+(docs/design.md §7)."""
 
 from typing import TYPE_CHECKING
 

@@ -1,11 +1,11 @@
 """Reading what an OpenAI-compatible server answers: a whole chat completion, or a
-streamed one gathered into one (DESIGN §7 "Real servers: profiles", §8 "Streaming").
+streamed one gathered into one (docs/design.md §7 "Real servers: profiles", §8 "Streaming").
 
 :func:`to_turn` normalises a completion whatever the server bent; :func:`gather_stream`
 adds up ``stream: true`` chunks into a completion first, text handed over as it comes.
 
 ``stream: true`` answers with ``chat.completion.chunk`` events. The servers bend them as
-they bend whole answers (DESIGN §7, "Real servers: profiles"), and what is gathered here
+they bend whole answers (docs/design.md §7, "Real servers: profiles"), and what is gathered here
 is then normalised by :func:`to_turn` exactly as a whole answer:
 
 - text comes as ``delta.content`` pieces (``on_text`` hears each at once);

@@ -1,6 +1,6 @@
 """Server profiles: what an OpenAI-compatible server accepts and how it bends the format.
 
-Every OpenAI-compatible server bends the wire format somewhere (DESIGN §7, "Real
+Every OpenAI-compatible server bends the wire format somewhere (docs/design.md §7, "Real
 servers: profiles"). A :class:`ServerProfile` says what fanout may send to a server and
 what it reads back leniently:
 
@@ -72,7 +72,7 @@ class ServerProfile:
     stream_usage: bool = True
     """A streamed request may ask for usage in its last chunk (``stream_options:
     {include_usage: true}``); else none is asked, and a stream without usage is taken as
-    it is (DESIGN §8)."""
+    it is (docs/design.md §8)."""
 
 
 PROFILES: Final[dict[str, ServerProfile]] = {

@@ -1,5 +1,5 @@
 """A model endpoint's facts: its window and slots, read or learned; a local one; a check
-before a run that it is there (DESIGN §7, "Fitting a local server")."""
+before a run that it is there (docs/design.md §7, "Fitting a local server")."""
 
 from typing import TYPE_CHECKING
 

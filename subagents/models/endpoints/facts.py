@@ -1,4 +1,4 @@
-"""What a model endpoint says about itself: its context window and its slots (DESIGN §7).
+"""What a model endpoint says about itself: its context window and its slots (docs/design.md §7).
 
 A local server's window is small and rarely stated, so it is **learned, never assumed**:
 

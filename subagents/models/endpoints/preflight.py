@@ -1,4 +1,4 @@
-"""Before a run: is the model's endpoint there, and is its base URL the API's? (DESIGN §7)
+"""Before a run: is the model's endpoint there, and is its base URL the API's? (docs/design.md §7)
 
 A newcomer's mistakes with a local server are an unreachable URL (the server is not
 started, or another port) and a base URL without its ``/v1``. Both used to surface deep
@@ -50,7 +50,7 @@ def endpoint_url(spec: ModelSpec, environ: Mapping[str, str]) -> str | None:
 
 def keyless(spec: ModelSpec, environ: Mapping[str, str]) -> bool:
     """Whether ``spec``'s endpoint is a local OpenAI-compatible server that needs no key
-    (``base_url``, or OPENAI_BASE_URL, on this machine or its network; DESIGN §7)."""
+    (``base_url``, or OPENAI_BASE_URL, on this machine or its network; docs/design.md §7)."""
     return (
         spec.provider == "openai"
         and not spec.api_key_env

@@ -1,4 +1,4 @@
-"""Asking an OpenAI-compatible server what it is: its window and its slots (DESIGN §7).
+"""Asking an OpenAI-compatible server what it is: its window and its slots (docs/design.md §7).
 
 One probe per endpoint and process, made with the first call: what ``GET /v1/models``
 answered (its ``owned_by`` and, on vLLM, ``max_model_len``), then the server's own word

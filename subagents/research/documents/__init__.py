@@ -1,4 +1,5 @@
-"""Documents read for the index: a folder's files, their text, their passages (DESIGN §10)."""
+"""Documents read for the index: a folder's files, their text, their passages
+(docs/design.md §10)."""
 
 from typing import TYPE_CHECKING
 

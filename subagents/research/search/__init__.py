@@ -1,4 +1,4 @@
-"""Search backends behind one interface: SearXNG, Brave, Tavily (DESIGN §10)."""
+"""Search backends behind one interface: SearXNG, Brave, Tavily (docs/design.md §10)."""
 
 from __future__ import annotations
 

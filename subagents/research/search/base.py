@@ -2,7 +2,7 @@
 
 A backend knows its request and its response format; everything else — the HTTP
 client, the status table, the result shape — is here, so a backend module is a request
-builder and a parser. Results are ``{title, url, snippet}`` (DESIGN §10), snippets with
+builder and a parser. Results are ``{title, url, snippet}`` (docs/design.md §10), snippets with
 markup removed: they are text for the model, never HTML.
 """
 

@@ -266,7 +266,7 @@ async def test_docs_from_python_search_and_read_your_own_folder(
 
 async def test_ask_without_a_model_answers_from_the_documents_alone(tmp_path: Path) -> None:
     """No model, a documents folder: retrieval only, as `fanout ask --docs` without
-    --model (DESIGN §7): the question searched, the best passages quoted, each cited."""
+    --model (docs/design.md §7): the question searched, the best passages quoted, each cited."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "cold.md").write_text(

@@ -1,4 +1,4 @@
-"""`fanout ask` as a newcomer meets it (DESIGN §7): no key and no model gives a cited
+"""`fanout ask` as a newcomer meets it (docs/design.md §7): no key and no model gives a cited
 retrieval-only answer; an endpoint's mistakes are one line naming the flag; a failed run
 exits 3."""
 

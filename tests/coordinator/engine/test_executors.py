@@ -1,4 +1,4 @@
-"""The executor a door asks for, and what a job must be to run on Temporal (DESIGN §15)."""
+"""The executor a door asks for, and what a job must be to run on Temporal (docs/design.md §15)."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ def _problems(text: str) -> list[str]:
 
 
 def test_design_example_loads_with_merged_defaults() -> None:
-    """The DESIGN §5 example loads; each subtask carries the job's defaults."""
+    """The docs/design.md §5 example loads; each subtask carries the job's defaults."""
     scenario = load_scenario(DESIGN_EXAMPLE)
     assert scenario.scenario == "partial-outage"
     assert scenario.seed == 7

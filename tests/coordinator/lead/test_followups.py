@@ -1,4 +1,4 @@
-"""The lead's follow-ups (DESIGN §11): planned from the gaps, checked like a plan, filling
+"""The lead's follow-ups (docs/design.md §11): planned from the gaps, checked like a plan, filling
 a gap only with evidence, seen by the synthesis and named in every view."""
 
 from __future__ import annotations

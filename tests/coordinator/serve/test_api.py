@@ -1,4 +1,4 @@
-"""Every row of DESIGN §8's table against a real ``fanout serve`` over loopback HTTP."""
+"""Every row of docs/design.md §8's table against a real ``fanout serve`` over loopback HTTP."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def run_count(server: Server) -> int:
 
 
 def test_openapi_document_lists_every_route(server: Server) -> None:
-    """/openapi.json describes each §8 route, with the bearer scheme and the models."""
+    """/openapi.json describes each docs/design.md §8 route, with the bearer scheme and the
+    models."""
     with server.client() as c:
         doc = c.get("/openapi.json").json()
     paths = doc["paths"]

@@ -1,5 +1,5 @@
 """`fanout serve --model openai:NAME --base-url URL`: the operator's local model answers
-POST /ask, with no key asked for, and jobs still never name an endpoint (DESIGN §7, §8)."""
+POST /ask, with no key asked for, and jobs still never name an endpoint (docs/design.md §7, §8)."""
 
 from __future__ import annotations
 

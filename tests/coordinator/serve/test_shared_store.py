@@ -1,5 +1,5 @@
 """Servers that share nothing but a Postgres store: runs read, streamed, cancelled and
-resumed across them (DESIGN §12)."""
+resumed across them (docs/design.md §12)."""
 
 from __future__ import annotations
 

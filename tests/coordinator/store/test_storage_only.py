@@ -1,4 +1,4 @@
-"""The run store is storage only (DESIGN §15): it imports none of the wings that run jobs,
+"""The run store is storage only (docs/design.md §15): it imports none of the wings that run jobs,
 and its base module imports neither database's backend (no circle through open_backend)."""
 
 from __future__ import annotations

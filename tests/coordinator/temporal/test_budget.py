@@ -1,7 +1,7 @@
 """job.budget through Temporal: the workflow meters the job, lends what is left to the
 rounds it starts, settles new subagents as budget gaps, and the synthesis keeps its
 reserve; the report equals the local replay's but for what running activities cannot
-know of each other (DESIGN §13, coordinator.temporal.budget)."""
+know of each other (docs/design.md §13, coordinator.temporal.budget)."""
 
 from __future__ import annotations
 

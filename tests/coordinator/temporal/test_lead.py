@@ -69,7 +69,7 @@ async def test_the_synthesis_continues_at_the_leads_next_turn(local: dict[str, A
                     session=1, position=plan.lead)
         answered = await synthesize(report, lead.context)
     assert answered.answer.text == local["answer"]["text"]
-    # Sources are numbered records now (DESIGN §10): compared as the wire has them.
+    # Sources are numbered records now (docs/design.md §10): compared as the wire has them.
     sources = [s.model_dump(mode="json") for s in answered.answer.sources or []]
     assert sources == local["answer"]["sources"]
 

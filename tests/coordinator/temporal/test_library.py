@@ -101,7 +101,7 @@ def test_the_library_has_scenarios_for_both_tests() -> None:
     assert {p.name for p in WITH_DEADLINE} >= {"deadline.yaml", "deadline_retry_round.yaml"}
     assert {p.name for p in DECOMPOSED} >= {
         "lead_decomposes.yaml", "lead_plan_never_valid.yaml", "research_lead.yaml",
-        # The lead's follow-ups (DESIGN §11): Temporal equals local for them too.
+        # The lead's follow-ups (docs/design.md §11): Temporal equals local for them too.
         "followup_fills_gap.yaml", "followup_fails_too.yaml", "followup_plan_refused.yaml",
     }
     assert "followup_no_time.yaml" in {p.name for p in WITH_DEADLINE}
@@ -113,7 +113,7 @@ def test_a_scenario_through_temporal_reports_what_its_replay_reports(
 ) -> None:
     """Statuses, attempts, rounds, gaps, routes, coverage, findings and the answer equal
     the local replay's report, for a job its lead decomposes too; only times and trace
-    ids differ (DESIGN §9)."""
+    ids differ (docs/design.md §9)."""
     _store, runs = library_runs
     local = replay(load_scenario(path)).report
     assert normalized(runs[path.name]["report"]) == normalized(local)
@@ -135,7 +135,8 @@ def test_temporal_runs_are_recorded_like_local_ones(
         ids = {s["id"] for s in line["report"]["subtasks"]}
         scenario = load_scenario(line["file"])
         if scenario.job.subtasks:
-            # A lead row here is its rejected answer's gap (DESIGN §7): no result of its own.
+            # A lead row here is its rejected answer's gap (docs/design.md §7): no result of its
+            # own.
             assert set(store.results(row.id)) == ids - {LEAD}
             assert set(store.checkpoints(row.id)) == ids - {LEAD}
         else:
@@ -145,7 +146,7 @@ def test_temporal_runs_are_recorded_like_local_ones(
             # left no lead position; one that planned, or degraded, did.
             assert set(store.checkpoints(row.id)) == ran | ({LEAD} if ran else set())
             planned = planned_scenario(scenario, store, row.id).job.subtasks
-            # The lead's follow-ups (DESIGN §11) follow its plan: not part of it.
+            # The lead's follow-ups (docs/design.md §11) follow its plan: not part of it.
             assert [s.id for s in planned] == [
                 s["id"] for s in line["report"]["subtasks"]
                 if s["id"] != LEAD and not s.get("followup_of")

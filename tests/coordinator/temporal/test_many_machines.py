@@ -1,4 +1,4 @@
-"""Workers and a server that share nothing but a Postgres store (DESIGN §12)."""
+"""Workers and a server that share nothing but a Postgres store (docs/design.md §12)."""
 
 from __future__ import annotations
 

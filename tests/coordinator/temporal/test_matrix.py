@@ -1,4 +1,4 @@
-"""One engine (DESIGN §15): the same scripted job gives the same report through every door
+"""One engine (docs/design.md §15): the same scripted job gives the same report through every door
 (``fanout run``, ``fanout ask``, ``POST /runs``, ``POST /ask``, ``coordinator.ask``,
 ``coordinator.run_file``) on either engine (in this process, on Temporal workers) and
 either store (SQLite, Postgres), times and ids aside.

@@ -1,5 +1,5 @@
 """A run on Temporal is one trace: from its submission through the workflow into every
-activity, exported by the CLI and the worker to a loopback OTLP receiver (DESIGN §13)."""
+activity, exported by the CLI and the worker to a loopback OTLP receiver (docs/design.md §13)."""
 
 from __future__ import annotations
 

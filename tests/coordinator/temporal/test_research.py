@@ -1,4 +1,4 @@
-"""Research tools on Temporal (DESIGN §10, §15): the workers open the job's documents and
+"""Research tools on Temporal (docs/design.md §10, §15): the workers open the job's documents and
 give the report a local run gives."""
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ async def test_paced_time_reads_its_sleeps_and_timeouts_at_the_pace_asked() -> N
         await anyio.sleep_forever()
     assert scope.cancelled_caught and clock.now() == 11.0
     with clock.fail_after(4):
-        await clock.sleep(4)  # exactly the limit: not a timeout (DESIGN §5.1)
+        await clock.sleep(4)  # exactly the limit: not a timeout (docs/design.md §5.1)
     async with anyio.create_task_group() as tg:
         for seconds in (1, 3, 2):
             tg.start_soon(clock.sleep, seconds)

@@ -1,4 +1,4 @@
-"""What an endpoint says of itself (DESIGN §7): its window and slots, read or learned, and
+"""What an endpoint says of itself (docs/design.md §7): its window and slots, read or learned, and
 the client sending nothing that cannot fit."""
 
 from __future__ import annotations

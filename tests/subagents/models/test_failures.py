@@ -1,4 +1,4 @@
-"""DESIGN §7's failure table, through the real SDK clients against loopback servers."""
+"""docs/design.md §7's failure table, through the real SDK clients against loopback servers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Server profiles: every quirk of DESIGN §7's list, through the openai SDK on loopback."""
+"""Server profiles: every quirk of docs/design.md §7's list, through the openai SDK on loopback."""
 
 from __future__ import annotations
 

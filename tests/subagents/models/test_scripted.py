@@ -102,7 +102,7 @@ async def test_running_out_of_turns_is_a_turn_with_no_text() -> None:
 async def test_an_error_turn_is_one_failed_attempt(
     error: str, kind: str, category: str, retryable: bool
 ) -> None:
-    """An error turn fails as DESIGN §7 lists, and the next call reads the next turn."""
+    """An error turn fails as docs/design.md §7 lists, and the next call reads the next turn."""
     model = _model({"s": [{"error": error, "retry_after_s": 2}, {"text": "recovered"}]})
     with pytest.raises(ModelCallFailed) as caught:
         await model.complete(_ask("s"))
