@@ -31,7 +31,7 @@ def required_margin(max_context: int, active_tool_budget: int = 8000) -> Fractio
 def should_compact_or_stop(
     token_count: int, max_context: int, active_tool_budget: int = 8000
 ) -> ContextDecision:
-    """Decide whether the context has room for the next tool call (DESIGN §2).
+    """Decide whether the context has room for the next tool call (docs/design.md §2).
 
     The comparison is exact (no rounding): 170,000 of 200,000 leaves exactly the
     30,000-token margin and continues; 171,000 compacts.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Final, Literal, get_args
 
 ErrorCategory = Literal["transient", "validation", "business", "permission", "internal"]
-"""How a failure happened; the coordinator routes on it (DESIGN §2)."""
+"""How a failure happened; the coordinator routes on it (docs/design.md §2)."""
 
 NextSafeAction = Literal[
     "continue",
@@ -36,10 +36,10 @@ Trigger = Literal[
     "model_refusal",
     "cancelled",
     # A model-planned subtask with tools ended without an ok envelope from any of them
-    # (it answered in its own words, or said nothing): coverage is evidence (DESIGN §7).
+    # (it answered in its own words, or said nothing): coverage is evidence (docs/design.md §7).
     "no_evidence",
     # The lead's answer failed its checks (an echo of the prompt, cut off, or citing
-    # nothing while sources exist) and an extractive answer is shown instead (DESIGN §7).
+    # nothing while sources exist) and an extractive answer is shown instead (docs/design.md §7).
     "answer_rejected",
     # A search found passages, but the best of them does not answer its query (too few
     # of the query's weighted terms, or too far in meaning): found is not answered.
@@ -72,14 +72,14 @@ DEFAULT_NEXT_ACTION: Final[dict[ErrorCategory, NextSafeAction]] = {
 TRANSIENT_ERROR_TYPES: Final[frozenset[str]] = frozenset(
     {"timeout", "unavailable", "connection_reset", "rate_limited"}
 )
-"""The transient error types of the scenario format (DESIGN §5)."""
+"""The transient error types of the scenario format (docs/design.md §5)."""
 
 EFFECT_MAY_HAVE_HAPPENED: Final[frozenset[str]] = frozenset({"timeout", "connection_reset"})
 """Transient failures after which a side effect may or may not have taken place."""
 
 
 def default_next_action(category: ErrorCategory, error_type: str | None = None) -> NextSafeAction:
-    """The next safe action for a failure, as DESIGN §2 tabulates it."""
+    """The next safe action for a failure, as docs/design.md §2 tabulates it."""
     if category == "transient" and error_type == "timeout":
         return "retry_with_smaller_input"
     return DEFAULT_NEXT_ACTION[category]

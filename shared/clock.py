@@ -130,7 +130,7 @@ class _FailAfter:
         deadline = math.inf
         if self._delay is not None:
             # One float step past the limit: a body that needs exactly its ``seconds``
-            # (a latency equal to the tool timeout, DESIGN §5.1: only a latency *above* it
+            # (a latency equal to the tool timeout, docs/design.md §5.1: only a latency *above* it
             # is a timeout) finishes; at an equal deadline trio would cancel it.
             deadline = math.nextafter(anyio.current_time() + self._delay, math.inf)
         self._scope = anyio.CancelScope(deadline=deadline)
@@ -292,7 +292,7 @@ def speed_of(clock: Clock) -> float:
 class RealTimeClock:
     """``base`` in real seconds: readings, waits and timeouts.
 
-    ``--speed`` scales simulated time only (DESIGN §7): a real model or MCP call keeps
+    ``--speed`` scales simulated time only (docs/design.md §7): a real model or MCP call keeps
     its real timeout, a real server's Retry-After is waited for in real seconds, and a
     real call's envelope says how long it really took (``elapsed_s``), so a recording
     replays it with its real latency against its real timeout. Job times (deadlines, the
@@ -364,7 +364,7 @@ def _steady_trio_scheduler() -> None:
     """Make trio's order among tasks woken at the same instant the same on every run.
 
     trio reverses each batch of runnable tasks at random (so no code comes to depend on
-    an order). Subagents are independent, but a shared model endpoint's limiter (DESIGN
+    an order). Subagents are independent, but a shared model endpoint's limiter (docs/design.md
     §13) hands its turns out in the order callers arrive: for a scenario to give the
     same report every time, the order of a batch must be the same every time. Seeding
     trio's scheduler stream is the one way to get that; it is private, so a trio that

@@ -2,7 +2,7 @@
 
 The JSON wire names (``isError``, ``errorCategory``, ``isRetryable``) are aliases; a
 success serialises only the success fields and a failure only the failure fields, as
-DESIGN §2 shows them.
+docs/design.md §2 shows them.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ class ToolError(BaseModel):
         message: str,
         **details: Any,
     ) -> ToolError:
-        """A ToolError with the retryability and next action DESIGN §2 gives its category."""
+        """A ToolError with the retryability and next action docs/design.md §2 gives its
+        category."""
         details.setdefault("retryable", RETRYABLE[category])
         details.setdefault("next_safe_action", default_next_action(category, error_type))
         return cls(category=category, error_type=error_type, message=message, **details)
@@ -223,7 +224,7 @@ class ToolResult(BaseModel):
 _TOOL_RESULT_PLAN: Final = field_plan(ToolResult)
 
 
-# The tools whose one result is one document (DESIGN §10): their findings carry where it
+# The tools whose one result is one document (docs/design.md §10): their findings carry where it
 # came from. A recording replays them as simulated tools of the same name, so a replay's
 # findings carry the same sources.
 _SOURCE_TOOLS: Final = {"web.fetch": "url", "docs.read": "path"}
