@@ -267,7 +267,8 @@ def _forward(w: dict[str, Array], ids: npt.NDArray[np.int64], mask: Array) -> Ar
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True)
-        context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, _HIDDEN)
+        heads = (scores @ v).transpose(0, 2, 1, 3).reshape(batch * length, _HIDDEN)
+        context = heads.astype(np.float32, copy=False)  # it is float32: for the checker
         attended = _dense(context, w, p + "attn.out")
         attended += h
         h = _layer_norm(attended, w[p + "attn.ln.g"], w[p + "attn.ln.b"])
