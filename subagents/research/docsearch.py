@@ -44,7 +44,7 @@ _SCAN = 20_000  # passages holding a word that bm25's weight of it may read
 _SAMPLE = 96  # passages ranked here, in Python, when even that is too many …
 _SLICES = 8  # … taken from this many stretches of the index
 WEIGHTS = (4.0, 2.0, 1.0)  # bm25 weights of title, heading, body
-_POOL = 120  # passages bm25 hands on to be scored again
+_POOL = 200  # passages bm25 hands on to be scored again
 # Which of several names of one text shows it: the rendered page first.
 _PREFERRED = {"html": 0, "markdown": 1, "text": 2, "pdf": 3}
 
@@ -239,6 +239,8 @@ def search(
 
 PER_DOCUMENT = 3  # passages of one document among the results, at most
 _DENSE_POOL = 40  # passages nearest in meaning added to bm25's candidates
+_MORE = 3  # a document's next best passages that raise each of its passages …
+_SPREAD = 0.2  # … each at this fraction of its own
 _RRF = 30  # reciprocal rank fusion's constant (smaller: the top ranks weigh more)
 SEMANTIC_THRESHOLD = 0.45
 """The cosine similarity of query and best passage under which a search with embeddings
@@ -289,7 +291,7 @@ def _fuse(cands: list[_Passage], similarity: dict[int, float]) -> None:
         for c in cands:
             c.semantic = similarity.get(c.id)
         orders.append(sorted(cands, key=lambda c: (-(c.semantic or -1.0), c.rank)))
-    weights = [0.5, 1.0, 1.0][:len(orders)]
+    weights = [1.0, 1.0, 1.0][:len(orders)]
     for c in cands:
         c.score = 0.0
     for weight, order in zip(weights, orders, strict=True):
@@ -298,6 +300,17 @@ def _fuse(cands: list[_Passage], similarity: dict[int, float]) -> None:
     # The fused score ranks; the passage's own share of the query breaks near-ties.
     for c in cands:
         c.score += 0.002 * c.lexical
+    # A document about the query has several good passages; a list of links mentions it
+    # once: each passage is raised a little by its document's next best ones.
+    by_file: dict[int, list[float]] = {}
+    for c in cands:
+        by_file.setdefault(c.file, []).append(c.score)
+    for scores in by_file.values():
+        scores.sort(reverse=True)
+    for c in cands:
+        others = by_file[c.file]
+        rest = [x for x in others[:_MORE + 1] if x != c.score][:_MORE]
+        c.score += _SPREAD * sum(rest)
 
 
 def _choose(cands: list[_Passage], limit: int) -> list[_Passage]:
