@@ -23,8 +23,12 @@ How it decides, per dimension (requests, input tokens, output tokens, all tokens
   configured limits sends one probe call first: until it has answered once (and told
   its limits in its headers), one call at a time, so the first burst is not a storm.
 
-Order is FIFO by request. Everything sleeps through the injected clock, so in virtual
-time (the scripted model with ``limits``) every wait is exact and scenarios pin it.
+Order is FIFO by request: one line, whose head goes when a slot is free and every
+dimension lets it start. Callers that ask at the same instant of virtual time join the
+line in the order of their keys (the subtask's id), not in the order the event loop
+happened to run them, so a replay hands out the same turns every time. Everything sleeps
+through the injected clock, so in virtual time (the scripted model with ``limits``) every
+wait is exact and scenarios pin it.
 """
 
 from __future__ import annotations
@@ -32,13 +36,13 @@ from __future__ import annotations
 import math
 import weakref
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
 
-from shared.clock import AnyioClock, Clock
+from shared.clock import AnyioClock, Clock, in_virtual_time
 from subagents.models.base import ModelRequest, ToolResultMessage, Usage, UserMessage
 from subagents.models.ratelimit_headers import Dimension, RateReport
 from subagents.models.spec import ModelLimits, ModelSpec
@@ -104,6 +108,16 @@ class _Dim:
         return 0.0 if self.per_minute is None else cost * 60.0 / self.per_minute
 
 
+@dataclass(eq=False)
+class _Caller:
+    """One call's place in the line: its key, how it is told of a wait, its turn."""
+
+    key: str
+    waiting: Callable[[], None]
+    turn: anyio.Event = field(default_factory=anyio.Event)  # set when it heads the line
+    through: bool = False  # let through, or gone
+
+
 @dataclass
 class Permit:
     """One attempt's place: its start, its estimate; told how the attempt ended."""
@@ -157,8 +171,11 @@ class EndpointLimiter:
         self._probing = probe and self.limits == ModelLimits()
         self._paused_until = -math.inf
         self._in_flight = 0
-        self._waiters: deque[anyio.Event] = deque()
-        self._line: deque[anyio.Event] = deque()  # callers waiting for their turn, FIFO
+        self._line: deque[_Caller] = deque()  # callers waiting for their turn, FIFO
+        self._arriving: list[_Caller] = []  # this instant's callers, not lined up yet
+        self._room: anyio.Event | None = None  # set when a call ends (the head waits on it)
+        self._blocked = False  # the head waits (for a slot or the clock): the line waits
+        self._untold: list[_Caller] = []  # callers in line not yet told they wait
 
     @property
     def active(self) -> bool:
@@ -192,11 +209,13 @@ class EndpointLimiter:
         estimate: Callable[[], int] | None = None,
         *,
         on_wait: Callable[[], None] | None = None,
+        key: str = "",
     ) -> AsyncIterator[Permit]:
         """Wait for the endpoint's turn; hold a concurrency slot for the body.
 
         ``estimate`` gives the input tokens (called only when tokens are limited);
-        ``on_wait`` is called once, before the first wait, if there is one.
+        ``on_wait`` is called once, before the first wait, if there is one. ``key`` (the
+        caller's subtask id) orders callers that ask at the same instant of virtual time.
         """
         waited_at: float | None = None
 
@@ -208,10 +227,8 @@ class EndpointLimiter:
                 if on_wait is not None:
                     on_wait()
 
-        await self._slot(waiting)
+        cost_in = await self._turn(_Caller(key, waiting), estimate)
         try:
-            cost_in = estimate() if estimate is not None and self._tokens_limited() else 0
-            await self._turn(cost_in, waiting)
             if waited_at is not None:
                 self.stats.waited_s += self.clock.now() - waited_at
             self.stats.permits += 1
@@ -226,7 +243,7 @@ class EndpointLimiter:
         finally:
             self._release()
 
-    # -- concurrency -------------------------------------------------------------------
+    # -- the line ----------------------------------------------------------------------
 
     def _capacity(self) -> int | None:
         if self._probing:
@@ -237,30 +254,111 @@ class EndpointLimiter:
         capacity = self._capacity()
         return capacity is None or self._in_flight < capacity
 
-    async def _slot(self, waiting: Callable[[], None]) -> None:
-        if not self._waiters and self._has_room():
-            self._in_flight += 1
-            return
-        event = anyio.Event()
-        self._waiters.append(event)
-        waiting()
+    async def _turn(self, me: _Caller, estimate: Callable[[], int] | None) -> int:
+        """Wait, FIFO, until a slot is free and every dimension lets this call start now;
+        then take the slot and book the call. Returns its input estimate.
+
+        Only the head of the line waits for a slot or sleeps on the clock, and it looks
+        again when it wakes: a 429 or a header that arrived meanwhile (a pause, a lower
+        limit) holds it longer, and everyone behind it keeps their place.
+        """
         try:
-            await event.wait()
-        except BaseException:
-            if event.is_set():
-                self._release()  # handed a slot just as it was cancelled: pass it on
+            await self._join(me)
+            if not self._line or self._line[0] is not me:
+                await me.turn.wait()
+            while True:
+                if not self._has_room():
+                    self._blocks()
+                    room = self._room = anyio.Event()
+                    await room.wait()
+                    continue
+                now = self.clock.now()
+                start = max(now, self._hold(), *(d.free_at for d in self._dims.values()))
+                if start <= now:
+                    break
+                self._blocks()
+                await self.clock.sleep(start - now)
+            cost_in = estimate() if estimate is not None and self._tokens_limited() else 0
+            self._in_flight += 1
+            self._book(cost_in)
+            return cost_in
+        finally:
+            self._leave(me)
+
+    async def _join(self, me: _Caller) -> None:
+        """Take a place at the end of the line.
+
+        In virtual time many callers ask at the same instant, and which of them the
+        event loop runs first is its own choice (trio varies it on purpose): the first
+        of an instant waits until every task is blocked, so all of that instant's
+        callers have asked, then lines them up by key. Live, callers come one at a time.
+        """
+        if not in_virtual_time():
+            self._enter((me,))
+            return
+        arriving = self._arriving
+        arriving.append(me)
+        if len(arriving) > 1:
+            return  # the first of this instant's callers lines this one up
+        try:
+            await anyio.wait_all_tasks_blocked()
+        finally:
+            # Cancelled or not, the callers that asked are lined up (sorted() is stable:
+            # one caller's own calls stay in the order it made them).
+            batch = sorted(arriving, key=lambda caller: caller.key)
+            arriving.clear()
+            self._enter(batch)
+
+    def _enter(self, callers: Iterable[_Caller]) -> None:
+        line = self._line
+        for caller in callers:
+            line.append(caller)
+            if line[0] is caller:
+                caller.turn.set()
+            elif self._blocked:
+                caller.waiting()
             else:
-                self._waiters.remove(event)
-            raise
+                self._untold.append(caller)
+
+    def _blocks(self) -> None:
+        """The head has to wait: so has everyone in the line, and each is told once.
+
+        A caller behind a head that goes at once has not waited: it is told only when a
+        head in front of it (or itself, as the head) waits for a slot or the clock.
+        """
+        self._blocked = True
+        self._line[0].waiting()
+        for caller in self._untold:
+            if not caller.through:
+                caller.waiting()
+        self._untold.clear()
+
+    def _leave(self, me: _Caller) -> None:
+        """``me`` is let through, or gives up (cancelled): the next caller heads the line."""
+        me.through = True
+        line = self._line
+        if line and line[0] is me:
+            line.popleft()
+            self._blocked = False
+            if line:
+                line[0].turn.set()
+            else:
+                self._untold.clear()
+        elif me in line:
+            line.remove(me)
+        elif me in self._arriving:
+            self._arriving.remove(me)
 
     def _release(self) -> None:
         self._in_flight -= 1
         self._wake()
 
     def _wake(self) -> None:
-        while self._waiters and self._has_room():
-            self._in_flight += 1
-            self._waiters.popleft().set()
+        """A slot may be free: the head, if it waits for one, looks again."""
+        room = self._room
+        if room is not None:
+            self._room = None
+            room.set()
 
     # -- pacing ------------------------------------------------------------------------
 
@@ -269,36 +367,6 @@ class EndpointLimiter:
 
     def _hold(self) -> float:
         return max(self._paused_until, *(d.held_until for d in self._dims.values()))
-
-    async def _turn(self, cost_in: int, waiting: Callable[[], None]) -> None:
-        """Wait, FIFO, until every dimension lets this call start now; then book it.
-
-        Only the head of the line sleeps on the clock, and it looks again when it wakes:
-        a 429 or a header that arrived meanwhile (a pause, a lower limit) holds it
-        longer, and everyone behind it keeps their place.
-        """
-        me = anyio.Event()
-        line = self._line
-        line.append(me)
-        try:
-            if line[0] is not me:
-                waiting()
-                await me.wait()
-            while True:
-                now = self.clock.now()
-                start = max(now, self._hold(), *(d.free_at for d in self._dims.values()))
-                if start <= now:
-                    break
-                waiting()
-                await self.clock.sleep(start - now)
-            self._book(cost_in)
-        finally:
-            if line and line[0] is me:
-                line.popleft()
-                if line:
-                    line[0].set()
-            else:
-                line.remove(me)
 
     def _book(self, cost_in: int) -> None:
         """Book a call starting now: each limited dimension is busy for its cost."""
