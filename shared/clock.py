@@ -349,12 +349,9 @@ def run_in_virtual_time(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     lines up the callers of one instant by subtask id), so a replay gives the same report
     every time without fixing the scheduler's order.
     """
-    try:
-        # trio.testing imports pytest where it is installed (for its RaisesGroup): 9 MiB
-        # and ~0.2 s of every replay. MockClock itself is defined in trio's core.
-        from trio._core._mock_clock import MockClock
-    except ImportError:  # a trio that moved it
-        from trio.testing import MockClock
+    # Imported here: trio.testing imports pytest where pytest is installed, and only a
+    # replay needs it.
+    from trio.testing import MockClock
 
     return anyio.run(
         fn, *args, backend="trio", backend_options={"clock": MockClock(autojump_threshold=0)}
