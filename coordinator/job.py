@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.categories import ErrorCategory
 from shared.clock import MAX_SECONDS
+from shared.trusted import FieldsSets, sharing_fields_set
 from subagents.models.spend import TokenBudget
 from subagents.spec import SubtaskSettings, SubtaskSpec
 
@@ -60,6 +61,22 @@ class JobSpec(BaseModel):
     def followup_rounds(self) -> int:
         """Rounds of follow-ups this job runs (0 or 1; a file's subtasks default to 0)."""
         return 0 if self.followups is None else self.followups
+
+    @field_validator("subtasks", mode="after")
+    @classmethod
+    def _one_fields_set_per_shape(cls, subtasks: list[SubtaskSpec]) -> list[SubtaskSpec]:
+        # Half of a validated subtask's memory was its own copy of an equal fields-set,
+        # and each step of its plan had one too. Each subtask is replaced in the list
+        # validation just made as the walk reaches it, so the next one rebuilt can reuse
+        # the memory freed (a given subtask and its plan are not changed).
+        common: FieldsSets = {}
+        for i, sub in enumerate(subtasks):
+            plan = [sharing_fields_set(step, common) for step in sub.plan]
+            if any(new is not old for new, old in zip(plan, sub.plan, strict=True)):
+                subtasks[i] = sharing_fields_set(sub, common, plan=plan)
+            else:
+                subtasks[i] = sharing_fields_set(sub, common)
+        return subtasks
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JobSpec:
