@@ -126,7 +126,7 @@ async def read_body(request: Request, limit: int, deadline_s: float = 30.0) -> b
 
 # The Idempotency-Key as check_key reads it, its constraints declared so that a client (and
 # schemathesis) knows an empty or over-long key is refused; check_key stays the one place
-# that checks it (the lean route of POST /runs reads the header itself).
+# that checks it.
 IdempotencyKey = Annotated[str | None, Header(
     description="The same key returns the run it made before: 1 to 200 visible ASCII "
     "characters.",
