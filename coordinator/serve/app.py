@@ -19,7 +19,6 @@ import contextlib
 import gc
 import signal
 import socket
-import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -437,11 +436,6 @@ def run_server(
     ``on_publish(run_id, seq)`` hears each live event as it is published (benchmarks).
     """
     app = create_app(config, on_publish=on_publish)
-    # The event loop and the store writer's thread hand the GIL to each other at every
-    # database call; with the loop busy (fifty requests at once) each hand-back waited
-    # up to the default 5 ms switch interval. At 1 ms, 50 submissions at once on
-    # Postgres: p50 89 → 70 ms (benchmarks.store_scale, 2 cores, runs at speed 1000).
-    sys.setswitchinterval(0.001)
     # The imports and the app live as long as the server: frozen, the collector's full
     # passes stop walking them. Those passes came every ~0.5 s under load and took
     # 50–80 ms each, a stall of the event loop and the store writer alike (the tail of
