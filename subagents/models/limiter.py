@@ -23,27 +23,26 @@ How it decides, per dimension (requests, input tokens, output tokens, all tokens
   configured limits sends one probe call first: until it has answered once (and told
   its limits in its headers), one call at a time, so the first burst is not a storm.
 
-Order is FIFO by request: one line, whose head goes when a slot is free and every
-dimension lets it start. Callers that ask at the same instant of virtual time join the
-line in the order of their keys (the subtask's id), not in the order the event loop
-happened to run them, so a replay hands out the same turns every time. Everything sleeps
-through the injected clock, so in virtual time (the scripted model with ``limits``) every
-wait is exact and scenarios pin it.
+Order is FIFO by request: one line (:mod:`subagents.models.line`), whose head goes when
+a slot is free and every dimension lets it start; callers that ask at the same instant of
+virtual time join it in the order of their keys (the subtask's id), not in the order the
+event loop happened to run them. Everything sleeps through the injected clock, so in
+virtual time (the scripted model with ``limits``) every wait is exact and scenarios pin it.
 """
 
 from __future__ import annotations
 
 import math
 import weakref
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
 
-from shared.clock import AnyioClock, Clock, in_virtual_time
+from shared.clock import AnyioClock, Clock
 from subagents.models.base import ModelRequest, ToolResultMessage, Usage, UserMessage
+from subagents.models.line import Caller, CallerLine
 from subagents.models.ratelimit_headers import Dimension, RateReport
 from subagents.models.spec import ModelLimits, ModelSpec
 
@@ -108,16 +107,6 @@ class _Dim:
         return 0.0 if self.per_minute is None else cost * 60.0 / self.per_minute
 
 
-@dataclass(eq=False)
-class _Caller:
-    """One call's place in the line: its key, how it is told of a wait, its turn."""
-
-    key: str
-    waiting: Callable[[], None]
-    turn: anyio.Event = field(default_factory=anyio.Event)  # set when it heads the line
-    through: bool = False  # let through, or gone
-
-
 @dataclass
 class Permit:
     """One attempt's place: its start, its estimate; told how the attempt ended."""
@@ -171,11 +160,8 @@ class EndpointLimiter:
         self._probing = probe and self.limits == ModelLimits()
         self._paused_until = -math.inf
         self._in_flight = 0
-        self._line: deque[_Caller] = deque()  # callers waiting for their turn, FIFO
-        self._arriving: list[_Caller] = []  # this instant's callers, not lined up yet
+        self._line = CallerLine()  # callers waiting for their turn
         self._room: anyio.Event | None = None  # set when a call ends (the head waits on it)
-        self._blocked = False  # the head waits (for a slot or the clock): the line waits
-        self._untold: list[_Caller] = []  # callers in line not yet told they wait
 
     @property
     def active(self) -> bool:
@@ -227,7 +213,7 @@ class EndpointLimiter:
                 if on_wait is not None:
                     on_wait()
 
-        cost_in = await self._turn(_Caller(key, waiting), estimate)
+        cost_in = await self._turn(Caller(key, waiting), estimate)
         try:
             if waited_at is not None:
                 self.stats.waited_s += self.clock.now() - waited_at
@@ -254,7 +240,7 @@ class EndpointLimiter:
         capacity = self._capacity()
         return capacity is None or self._in_flight < capacity
 
-    async def _turn(self, me: _Caller, estimate: Callable[[], int] | None) -> int:
+    async def _turn(self, me: Caller, estimate: Callable[[], int] | None) -> int:
         """Wait, FIFO, until a slot is free and every dimension lets this call start now;
         then take the slot and book the call. Returns its input estimate.
 
@@ -263,12 +249,10 @@ class EndpointLimiter:
         limit) holds it longer, and everyone behind it keeps their place.
         """
         try:
-            await self._join(me)
-            if not self._line or self._line[0] is not me:
-                await me.turn.wait()
+            await self._line.wait_turn(me)
             while True:
                 if not self._has_room():
-                    self._blocks()
+                    self._line.head_waits()
                     room = self._room = anyio.Event()
                     await room.wait()
                     continue
@@ -276,78 +260,14 @@ class EndpointLimiter:
                 start = max(now, self._hold(), *(d.free_at for d in self._dims.values()))
                 if start <= now:
                     break
-                self._blocks()
+                self._line.head_waits()
                 await self.clock.sleep(start - now)
             cost_in = estimate() if estimate is not None and self._tokens_limited() else 0
             self._in_flight += 1
             self._book(cost_in)
             return cost_in
         finally:
-            self._leave(me)
-
-    async def _join(self, me: _Caller) -> None:
-        """Take a place at the end of the line.
-
-        In virtual time many callers ask at the same instant, and which of them the
-        event loop runs first is its own choice (trio varies it on purpose): the first
-        of an instant waits until every task is blocked, so all of that instant's
-        callers have asked, then lines them up by key. Live, callers come one at a time.
-        """
-        if not in_virtual_time():
-            self._enter((me,))
-            return
-        arriving = self._arriving
-        arriving.append(me)
-        if len(arriving) > 1:
-            return  # the first of this instant's callers lines this one up
-        try:
-            await anyio.wait_all_tasks_blocked()
-        finally:
-            # Cancelled or not, the callers that asked are lined up (sorted() is stable:
-            # one caller's own calls stay in the order it made them).
-            batch = sorted(arriving, key=lambda caller: caller.key)
-            arriving.clear()
-            self._enter(batch)
-
-    def _enter(self, callers: Iterable[_Caller]) -> None:
-        line = self._line
-        for caller in callers:
-            line.append(caller)
-            if line[0] is caller:
-                caller.turn.set()
-            elif self._blocked:
-                caller.waiting()
-            else:
-                self._untold.append(caller)
-
-    def _blocks(self) -> None:
-        """The head has to wait: so has everyone in the line, and each is told once.
-
-        A caller behind a head that goes at once has not waited: it is told only when a
-        head in front of it (or itself, as the head) waits for a slot or the clock.
-        """
-        self._blocked = True
-        self._line[0].waiting()
-        for caller in self._untold:
-            if not caller.through:
-                caller.waiting()
-        self._untold.clear()
-
-    def _leave(self, me: _Caller) -> None:
-        """``me`` is let through, or gives up (cancelled): the next caller heads the line."""
-        me.through = True
-        line = self._line
-        if line and line[0] is me:
-            line.popleft()
-            self._blocked = False
-            if line:
-                line[0].turn.set()
-            else:
-                self._untold.clear()
-        elif me in line:
-            line.remove(me)
-        elif me in self._arriving:
-            self._arriving.remove(me)
+            self._line.leave(me)
 
     def _release(self) -> None:
         self._in_flight -= 1
