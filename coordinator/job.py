@@ -5,11 +5,12 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from coordinator.routing import Route, RoutingTable
 from shared.categories import ErrorCategory
 from shared.clock import MAX_SECONDS
+from shared.trusted import FieldsSets, sharing_fields_set
 from subagents.models.spend import TokenBudget
 from subagents.spec import SubtaskSettings, SubtaskSpec
 
@@ -66,6 +67,22 @@ class JobSpec(BaseModel):
         """The job's routing table, built once per job. A ``model_copy`` shares it: give
         a job other routes by building a new JobSpec, never by updating ``routing``."""
         return RoutingTable(self.routing)
+
+    @field_validator("subtasks", mode="after")
+    @classmethod
+    def _one_fields_set_per_shape(cls, subtasks: list[SubtaskSpec]) -> list[SubtaskSpec]:
+        # Half of a validated subtask's memory was its own copy of an equal fields-set,
+        # and each step of its plan had one too. Each subtask is replaced in the list
+        # validation just made as the walk reaches it, so the next one rebuilt can reuse
+        # the memory freed (a given subtask and its plan are not changed).
+        common: FieldsSets = {}
+        for i, sub in enumerate(subtasks):
+            plan = [sharing_fields_set(step, common) for step in sub.plan]
+            if any(new is not old for new, old in zip(plan, sub.plan, strict=True)):
+                subtasks[i] = sharing_fields_set(sub, common, plan=plan)
+            else:
+                subtasks[i] = sharing_fields_set(sub, common)
+        return subtasks
 
     @model_validator(mode="after")
     def _unique_ids(self) -> JobSpec:

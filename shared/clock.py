@@ -346,36 +346,19 @@ def run_in_virtual_time(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
 
     Backoff, latency and timeouts advance a mock clock, so hours replay in milliseconds.
     Work in worker threads is not virtualised: virtual-time runs must stay on the loop.
-    """
-    try:
-        # trio.testing imports pytest where it is installed (for its RaisesGroup): 9 MiB
-        # and ~0.2 s of every replay. MockClock itself is defined in trio's core.
-        from trio._core._mock_clock import MockClock
-    except ImportError:  # a trio that moved it
-        from trio.testing import MockClock
 
-    _steady_trio_scheduler()
+    trio runs the tasks woken at one instant in an order it varies on purpose; whatever
+    a replay's report depends on is ordered by key instead (the model endpoint's limiter
+    lines up the callers of one instant by subtask id), so a replay gives the same report
+    every time without fixing the scheduler's order.
+    """
+    # Imported here: trio.testing imports pytest where pytest is installed, and only a
+    # replay needs it.
+    from trio.testing import MockClock
+
     return anyio.run(
         fn, *args, backend="trio", backend_options={"clock": MockClock(autojump_threshold=0)}
     )
-
-
-def _steady_trio_scheduler() -> None:
-    """Make trio's order among tasks woken at the same instant the same on every run.
-
-    trio reverses each batch of runnable tasks at random (so no code comes to depend on
-    an order). Subagents are independent, but a shared model endpoint's limiter (docs/design.md
-    §13) hands its turns out in the order callers arrive: for a scenario to give the
-    same report every time, the order of a batch must be the same every time. Seeding
-    trio's scheduler stream is the one way to get that; it is private, so a trio that
-    moves it leaves the order as it was (random), and the scenario tests would show it.
-    """
-    import trio
-
-    core = getattr(getattr(trio, "_core", None), "_run", None)
-    stream = getattr(core, "_r", None)
-    if stream is not None and hasattr(stream, "seed"):
-        stream.seed(0)
 
 
 class JobClock:

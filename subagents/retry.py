@@ -15,13 +15,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt
+from tenacity.stop import stop_base
+from tenacity.wait import wait_base
 
 from shared.clock import MAX_SECONDS, Clock
 from shared.envelope import ToolResult
 from subagents.jitter import Jitter
-
-if TYPE_CHECKING:
-    from tenacity import RetryCallState
 
 
 class RetryPolicy(BaseModel):
@@ -77,6 +77,57 @@ async def run_with_retry(
     return await _retry(attempt, policy, first, started, clock=clock, rng=rng, on_wait=on_wait)
 
 
+class _Backoff(wait_base):
+    """The wait after attempt k: the policy's backoff for retry k, jittered from the
+    subtask's stream, never shorter than the failure's ``retry_after_s``.
+
+    Each wait is drawn once and kept, so stop (:class:`_TotalTime`) can weigh the same
+    wait tenacity sleeps, whichever of the two tenacity asks first. After the last
+    attempt no wait is drawn: the stream has one draw per wait that may be slept.
+    """
+
+    def __init__(self, policy: RetryPolicy, rng: Jitter) -> None:
+        self.policy = policy
+        self.rng = rng
+        self.drawn: dict[int, float] = {}
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        k = retry_state.attempt_number
+        if k >= self.policy.max_attempts:
+            return 0.0
+        seconds = self.drawn.get(k)
+        if seconds is None:
+            base = self.policy.backoff(k)
+            if self.policy.jitter == "full":
+                base = self.rng.uniform(0, base)
+            outcome = retry_state.outcome
+            last = outcome.result() if outcome is not None and not outcome.failed else None
+            floor = last.retry_after_s if isinstance(last, ToolResult) else None
+            seconds = self.drawn[k] = max(base, floor or 0.0)
+        return seconds
+
+
+class _TotalTime(stop_base):
+    """Stop when the next attempt would start more than ``max_total_s`` after the first
+    attempt started, on the injected clock, counting the coming wait."""
+
+    def __init__(self, limit: float, started: float, clock: Clock, wait: _Backoff) -> None:
+        self.limit = limit
+        self.started = started
+        self.clock = clock
+        self.wait = wait
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        next_start = self.clock.now() + self.wait(retry_state)
+        # To the clock's own nanosecond: the same call must stop the same way whenever it
+        # starts (a resumed run's clock runs from an offset; 14.1 - 13.1 is not 1.0).
+        return round(next_start - self.started, 9) > self.limit
+
+
+def _retryable(result: object) -> bool:
+    return isinstance(result, ToolResult) and result.retryable
+
+
 async def _retry(
     attempt: Callable[[int], Awaitable[ToolResult]],
     policy: RetryPolicy,
@@ -88,69 +139,36 @@ async def _retry(
     on_wait: WaitHook | None,
 ) -> tuple[ToolResult, int]:
     """Continue a logical call whose first attempt failed retryably (it is tenacity's first)."""
-    # Imported on the first retry: a process whose calls never fail retryably (most
-    # replays, `fanout --version`) does not load it.
-    from tenacity import AsyncRetrying
-
-    jitter_rng: Jitter = rng if rng is not None else random.Random()
     count = 1
     pending: ToolResult | None = first
-    # The envelope of the attempt tenacity is judging. tenacity keeps outcomes in
-    # concurrent.futures Futures, whose every read takes a lock; attempts never raise
-    # (only cancellation escapes, and tenacity re-raises it), so reading our own copy
-    # gives the same answers for less.
-    last: object = None
 
     async def once() -> ToolResult:
-        nonlocal count, pending, last
-        last = None
+        nonlocal count, pending
         if pending is not None:
             # Attempt 1 already ran: hand tenacity its outcome, so attempt numbers, waits
             # and bounds are exactly those of a call tenacity ran from the start.
             result, pending = pending, None
-        else:
-            count += 1
-            result = await attempt(count)
-        last = result
-        return result
+            return result
+        count += 1
+        return await attempt(count)
 
-    def retryable(state: RetryCallState) -> bool:
-        # retry_if_result(lambda r: isinstance(r, ToolResult) and r.retryable): a raised
-        # outcome (last is None) is not retried.
-        return isinstance(last, ToolResult) and last.retryable
-
-    def wait(state: RetryCallState) -> float:
-        if state.attempt_number >= policy.max_attempts:
-            # No retry will follow, so no wait is drawn: the jitter stream has one draw
-            # per wait that is actually considered.
-            return 0.0
-        base = policy.backoff(state.attempt_number)
-        if policy.jitter == "full":
-            base = jitter_rng.uniform(0, base)
-        floor = last.retry_after_s if isinstance(last, ToolResult) and last.retry_after_s else 0.0
-        return max(base, floor)
-
-    def stop(state: RetryCallState) -> bool:
-        if state.attempt_number >= policy.max_attempts:
-            return True
-        if policy.max_total_s is None:
-            return False
-        next_start = clock.now() + (state.upcoming_sleep or 0.0)
-        # To the clock's own nanosecond: the same call must stop the same way whenever it
-        # starts (a resumed run's clock runs from an offset; 14.1 - 13.1 is not 1.0).
-        return round(next_start - started, 9) > policy.max_total_s
+    wait = _Backoff(policy, rng if rng is not None else random.Random())
+    stop: stop_base = stop_after_attempt(policy.max_attempts)
+    if policy.max_total_s is not None:
+        stop = stop | _TotalTime(policy.max_total_s, started, clock, wait)
 
     def before_sleep(state: RetryCallState) -> None:
         if on_wait is not None:
-            on_wait(state.upcoming_sleep, state.attempt_number + 1)
+            on_wait(wait(state), state.attempt_number + 1)
 
     retrying = AsyncRetrying(
-        retry=retryable,
+        retry=retry_if_result(_retryable),
         wait=wait,
         stop=stop,
         sleep=clock.sleep,
         before_sleep=before_sleep,
-        retry_error_callback=lambda state: last,
+        # Out of attempts or time: the call's result is the last envelope.
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
     )
     result: object = await retrying(once)
     if not isinstance(result, ToolResult):  # pragma: no cover - attempt() always returns one

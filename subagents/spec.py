@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.categories import Trigger
 from shared.clock import MAX_SECONDS
-from shared.trusted import SharesFieldsSet
 from subagents.retry import RetryPolicy
 
 _SPEC = ConfigDict(frozen=True, extra="forbid")
@@ -21,7 +20,7 @@ PARALLEL_CALLS = 4
 """How many calls of one model turn run at once unless a job says otherwise."""
 
 
-class CallStep(SharesFieldsSet):
+class CallStep(BaseModel):
     """Call a tool; ``on_validation`` is merged into the arguments after a validation error."""
 
     model_config = _SPEC
@@ -31,7 +30,7 @@ class CallStep(SharesFieldsSet):
     on_validation: dict[str, Any] | None = None
 
 
-class EscalateStep(SharesFieldsSet):
+class EscalateStep(BaseModel):
     """Hand the subtask up on purpose (a question only a person can answer)."""
 
     model_config = _SPEC
@@ -40,7 +39,7 @@ class EscalateStep(SharesFieldsSet):
     message: str | None = None
 
 
-class FinishStep(SharesFieldsSet):
+class FinishStep(BaseModel):
     """End the subtask with a written conclusion (a finding when not empty)."""
 
     model_config = _SPEC
@@ -51,7 +50,7 @@ class FinishStep(SharesFieldsSet):
 PlanStep = CallStep | EscalateStep | FinishStep
 
 
-class SubtaskSettings(SharesFieldsSet):
+class SubtaskSettings(BaseModel):
     """Budgets and retry policy; a job's ``defaults`` and each subtask's overrides."""
 
     model_config = _SPEC

@@ -5,26 +5,43 @@ every piece of text passes through on its way out, and ``json.dumps`` then joins
 of it into one string. A report of 20,000 subtasks is some 20 MB of text, and that
 string was the third copy of the report held at once (after the models and their
 wire dict). Here containers are walked by one recursive function that appends to a
-short buffer, flushed to the stream every few thousand pieces; a container of scalars
-only (most of a report: its rows, its lists of ids) is written in one call to the
-standard library's C encoder, told to separate items with the newline and indent of
-its depth — the very text the pure-Python indenter would have produced.
+short buffer, flushed to the stream every few thousand pieces; a container of many
+scalars only (a report's rows, its lists of ids) is written in one call to a
+``json.JSONEncoder`` without ``indent`` (so the standard library runs its C encoder),
+told to separate items with the newline and indent of its depth — the very text the
+pure-Python indenter would have produced.
 """
 
 from __future__ import annotations
 
-import json.encoder
+import json
+import re
 from collections.abc import Callable
-from json.encoder import encode_basestring  # the C escaper, when built with it
 from typing import Any, TextIO
-
-# The C encoder (None in an interpreter built without it: then everything is walked here).
-c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
 
 _FLUSH_AT = 4096  # pieces of text (keys, values, punctuation) held before writing
 _INDENT = 2
 # Values the C encoder writes exactly as the indenter would (subclasses go the long way).
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+# A container of scalars with at least this many items is written by one encoder call;
+# a smaller one costs less walked here (each call of the encoder's public method builds
+# its C encoder anew).
+_FLAT_AT = 8
+
+# What json.dumps(ensure_ascii=False) escapes in a string: the quote, the backslash and
+# the control characters, five of them by their short names.
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\]')
+_ESCAPES = {code: f"\\u{code:04x}" for code in range(0x20)} | {
+    ord('"'): '\\"', ord("\\"): "\\\\", ord("\b"): "\\b", ord("\f"): "\\f",
+    ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t",
+}
+
+
+def _string(text: str) -> str:
+    """A string as ``json.dumps(text, ensure_ascii=False)`` writes it."""
+    if _NEEDS_ESCAPE.search(text) is None:
+        return '"' + text + '"'
+    return '"' + text.translate(_ESCAPES) + '"'
 
 
 def _float(value: float) -> str:
@@ -41,7 +58,7 @@ def _float(value: float) -> str:
 def _key(key: Any) -> str:
     """A mapping key as ``json.dumps`` writes it (skipkeys=False)."""
     if isinstance(key, str):
-        return encode_basestring(key)
+        return _string(key)
     if key is True:
         return '"true"'
     if key is False:
@@ -63,24 +80,21 @@ class _Writer:
         # One list for the whole walk, emptied in place: every level appends to it.
         self._parts: list[str] = []
         self._newlines = ["\n" + " " * (_INDENT * depth) for depth in range(32)]
-        self._flat: list[Callable[[Any, int], Any] | None] = []
+        self._flat: list[Callable[[Any], str]] = []
 
     def _newline(self, depth: int) -> str:
         while depth >= len(self._newlines):
             self._newlines.append("\n" + " " * (_INDENT * len(self._newlines)))
         return self._newlines[depth]
 
-    def _flat_encoder(self, depth: int) -> Callable[[Any, int], Any] | None:
-        """The C encoder of a flat container at ``depth`` (None without the C module)."""
+    def _flat_encoder(self, depth: int) -> Callable[[Any], str]:
+        """The text of a flat container at ``depth``, its items on lines of their own."""
         while depth >= len(self._flat):
             separator = "," + self._newline(len(self._flat) + 1)
-            self._flat.append(
-                None
-                if c_make_encoder is None
-                else c_make_encoder(
-                    None, None, encode_basestring, None, ": ", separator, False, False, True
-                )
+            encoder = json.JSONEncoder(
+                ensure_ascii=False, check_circular=False, separators=(separator, ": ")
             )
+            self._flat.append(encoder.encode)
         return self._flat[depth]
 
     def flush(self) -> None:
@@ -91,7 +105,7 @@ class _Writer:
     def value(self, value: Any, depth: int) -> None:
         parts = self._parts
         if isinstance(value, str):
-            parts.append(encode_basestring(value))
+            parts.append(_string(value))
         elif value is None:
             parts.append("null")
         elif value is True:
@@ -115,12 +129,10 @@ class _Writer:
             parts.append("{}")
             return
         inner = self._newline(depth + 1)
-        if set(map(type, value.values())) <= _SCALARS:
-            flat = self._flat_encoder(depth)
-            if flat is not None:
-                text = "".join(flat(value, 0))
-                parts.append("{" + inner + text[1:-1] + self._newline(depth) + "}")
-                return
+        if len(value) >= _FLAT_AT and set(map(type, value.values())) <= _SCALARS:
+            text = self._flat_encoder(depth)(value)
+            parts.append("{" + inner + text[1:-1] + self._newline(depth) + "}")
+            return
         first = True
         for key, item in value.items():
             parts.append(("{" if first else ",") + inner + _key(key) + ": ")
@@ -136,12 +148,10 @@ class _Writer:
             parts.append("[]")
             return
         inner = self._newline(depth + 1)
-        if set(map(type, value)) <= _SCALARS:
-            flat = self._flat_encoder(depth)
-            if flat is not None:
-                text = "".join(flat(value, 0))
-                parts.append("[" + inner + text[1:-1] + self._newline(depth) + "]")
-                return
+        if len(value) >= _FLAT_AT and set(map(type, value)) <= _SCALARS:
+            text = self._flat_encoder(depth)(value)
+            parts.append("[" + inner + text[1:-1] + self._newline(depth) + "]")
+            return
         first = True
         for item in value:
             parts.append(("[" if first else ",") + inner)

@@ -89,7 +89,7 @@ async def serve_http(config: DoorConfig, sock: socket.socket, *, token: str | No
     import uvicorn
 
     # The service's HTTP/1.1 protocol with its header deadline: one place for it.
-    from coordinator.serve.app import QuietServer, deadline_protocol
+    from coordinator.serve.server import QuietServer, deadline_protocol
 
     host = sock.getsockname()[0]
     protocol = deadline_protocol(header_timeout_s)

@@ -14,19 +14,13 @@ after their last checkpoint, their recorders are flushed and each run is left
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import gc
-import signal
 import socket
-import sys
-import threading
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 
 import anyio.to_thread
-import h11
 import uvicorn
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -34,8 +28,6 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
-from uvicorn.server import HANDLED_SIGNALS
 
 from coordinator.serve.auth import Authorizer, LoginRequired
 from coordinator.serve.events import PublishHook
@@ -46,7 +38,11 @@ from coordinator.serve.records import KeyReused, QueueFull
 from coordinator.serve.refusals import ASKED, BodyLimit, problem, request_problems
 from coordinator.serve.routes import ask_router, events_router, openapi_router, runs_router
 from coordinator.serve.schemas import AskRequest, InputProblems
-from coordinator.serve.server import HEADER_TIMEOUT_S, ServeConfig
+from coordinator.serve.server import (
+    ServeConfig,
+    StreamsFirstServer,
+    deadline_protocol,
+)
 from coordinator.store.runs import RunStore, StoreError
 from subagents.telemetry import enable_metrics
 
@@ -261,87 +257,6 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
     return app
 
 
-class _DeadlineH11(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a header deadline: a connection must send its
-    request head within ``header_timeout_s`` of connecting (or of a keep-alive
-    request's first byte), else it gets 408 and is closed (slowloris)."""
-
-    header_timeout_s: float = HEADER_TIMEOUT_S
-    _head_deadline: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_head_deadline()
-
-    def data_received(self, data: bytes) -> None:
-        if self._head_deadline is None and self.conn.their_state is h11.IDLE:
-            self._arm_head_deadline()
-        super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self._disarm_head_deadline()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_head_deadline()
-        super().connection_lost(exc)
-
-    def _arm_head_deadline(self) -> None:
-        self._disarm_head_deadline()
-        self._head_deadline = self.loop.call_later(self.header_timeout_s, self._head_late)
-
-    def _disarm_head_deadline(self) -> None:
-        if self._head_deadline is not None:
-            self._head_deadline.cancel()
-            self._head_deadline = None
-
-    def _head_late(self) -> None:
-        self._head_deadline = None
-        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
-            return
-        body = b'{"detail":"the request head did not arrive in time"}'
-        self.transport.write(
-            b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
-        )
-        self.transport.close()
-
-
-def deadline_protocol(header_timeout_s: float) -> type[H11Protocol]:
-    """uvicorn's HTTP/1.1 protocol whose request heads must arrive within
-    ``header_timeout_s`` (``fanout serve``'s, and ``fanout mcp --http``'s)."""
-    return type("DeadlineH11", (_DeadlineH11,), {"header_timeout_s": header_timeout_s})
-
-
-class QuietServer(uvicorn.Server):
-    """uvicorn, without raising again the signal that stopped it cleanly (the exit code is
-    0): ``fanout serve``'s and ``fanout mcp --http``'s."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        original = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in original.items():
-                signal.signal(sig, handler)
-
-
-class _Server(QuietServer):
-    """uvicorn, quiet, whose streams end before connections are waited for."""
-
-    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None]) -> None:
-        super().__init__(config)
-        self._on_shutdown = on_shutdown
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        # uvicorn waits for open responses before the app's lifespan ends; event streams
-        # never end by themselves, so they are told to first.
-        self._on_shutdown()
-        await super().shutdown(sockets)
-
-
 def run_server(
     config: ServeConfig,
     sock: socket.socket,
@@ -354,11 +269,6 @@ def run_server(
     ``on_publish(run_id, seq)`` hears each live event as it is published (benchmarks).
     """
     app = create_app(config, on_publish=on_publish)
-    # The event loop and the store writer's thread hand the GIL to each other at every
-    # database call; with the loop busy (fifty requests at once) each hand-back waited
-    # up to the default 5 ms switch interval. At 1 ms, 50 submissions at once on
-    # Postgres: p50 89 → 70 ms (benchmarks.store_scale, 2 cores, runs at speed 1000).
-    sys.setswitchinterval(0.001)
     # The imports and the app live as long as the server: frozen, the collector's full
     # passes stop walking them. Those passes came every ~0.5 s under load and took
     # 50–80 ms each, a stall of the event loop and the store writer alike (the tail of
@@ -378,4 +288,4 @@ def run_server(
         # Proxies may idle-close at 60 s; SSE pings come every ping_interval_s anyway.
         timeout_keep_alive=30,
     )
-    _Server(uv, manager.begin_shutdown).run(sockets=[sock])
+    StreamsFirstServer(uv, manager.begin_shutdown).run(sockets=[sock])

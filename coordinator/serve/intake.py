@@ -80,7 +80,7 @@ def media_kind(content_type: str | None) -> BodyKind:
 
 # The Idempotency-Key as check_key reads it, its constraints declared so that a client (and
 # schemathesis) knows an empty or over-long key is refused; check_key stays the one place
-# that checks it (the lean route of POST /runs reads the header itself).
+# that checks it.
 IdempotencyKey = Annotated[str | None, Header(
     description="The same key with the same request returns the run it made before (a "
     "key that made a run from a different request is refused with 422): 1 to 200 visible "

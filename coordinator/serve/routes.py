@@ -7,16 +7,12 @@ path segment reaches nothing but that SQL lookup.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from fastapi import APIRouter, Body, Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
-from fastapi.routing import APIRoute
-from fastapi.security import HTTPAuthorizationCredentials
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -171,65 +167,6 @@ def ask_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> AP
     return router
 
 
-_PLAIN_SPEED = re.compile(r"\d{1,5}(?:\.\d{1,6})?")
-
-
-def _plain_args(
-    request: Request,
-) -> tuple[float, str | None, HTTPAuthorizationCredentials | None] | None:
-    """The speed, Idempotency-Key and bearer credentials of a submission whose query and
-    headers are the plain kind (at most one decimal speed in range, at most one key, a
-    bearer token or none); None for anything else, which FastAPI reads as declared."""
-    query = request.query_params
-    speeds = query.getlist("speed")
-    if len(query) != len(speeds) or len(speeds) > 1:
-        return None
-    speed = 1.0
-    if speeds:
-        if _PLAIN_SPEED.fullmatch(speeds[0]) is None:
-            return None
-        speed = float(speeds[0])
-        if not 0 < speed <= 10_000:
-            return None
-    headers = request.headers
-    keys = headers.getlist("idempotency-key")
-    authorization = headers.getlist("authorization")
-    if len(keys) > 1 or len(authorization) > 1:
-        return None
-    credentials = None
-    if authorization:
-        scheme, _, token = authorization[0].partition(" ")
-        if scheme.lower() != "bearer" or not token or " " in token:
-            return None
-        credentials = HTTPAuthorizationCredentials(scheme=scheme, credentials=token)
-    return speed, keys[0] if keys else None, credentials
-
-
-class _LeanRoute(APIRoute):
-    """``POST /runs``, answered without FastAPI's per-request machinery in the common case.
-
-    Resolving the declared parameters and dependencies took a fifth of the event loop's
-    time per submission, and fifty submissions at once queue behind each other on that
-    loop. Decision: a submission whose query and headers are the plain kind (see
-    :func:`_plain_args`) is read here, with the same token check (``Authorizer.api``),
-    the same handler and the app's exception handlers; anything else (an odd speed, two
-    keys, another auth scheme) goes through FastAPI as declared, so its errors are those
-    FastAPI gives. The declaration (OpenAPI) is FastAPI's either way.
-    """
-
-    plain: Callable[[Request], Awaitable[Response | None]]
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        declared = super().get_route_handler()
-        plain = type(self).plain
-
-        async def handler(request: Request) -> Response:
-            answer = await plain(request)
-            return answer if answer is not None else await declared(request)
-
-        return handler
-
-
 def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> APIRouter:
     """``/runs``: submit, list, read, report, gaps, cancel, and stream tickets."""
     router = APIRouter(
@@ -269,15 +206,6 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
     ) -> Response:
         return await submit(request, speed, idempotency_key)
 
-    async def plain_submission(request: Request) -> Response | None:
-        """The common submission (see :class:`_LeanRoute`); None for any other."""
-        args = _plain_args(request)
-        if args is None:
-            return None
-        speed, key, credentials = args
-        await auth.api(request, credentials)
-        return await submit(request, speed, key)
-
     router.add_api_route(
         "", submit_run, methods=["POST"],
         status_code=201,
@@ -289,8 +217,6 @@ def runs_router(manager: RunManager, auth: Authorizer, config: ServeConfig) -> A
                    422: {"model": InputProblems, "description": JOB_REFUSED},
                    **SUBMISSION_REFUSED},
         summary="Submit a job file",
-        route_class_override=type("SubmitRoute", (_LeanRoute,),
-                                  {"plain": staticmethod(plain_submission)}),
     )
 
     @router.get("", response_model=RunList, summary="Every stored run, newest first")

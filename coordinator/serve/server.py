@@ -1,4 +1,5 @@
-"""The service's settings, its token, the bind rule and its listening socket.
+"""The service's settings, its token, the bind rule, its listening socket, and uvicorn
+as it serves that socket (a header deadline, a clean stop).
 
     ServeError                   the service cannot start (exit 2)
     ├── TokenError               --token-file unreadable or without a token
@@ -10,14 +11,23 @@ serves on the socket made here (``run_server``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import logging
 import os
+import signal
 import socket
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Final
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from coordinator.jobfile.research import ResearchPolicy
 from coordinator.serve.refusals import ASKED
@@ -252,3 +262,169 @@ def url_of(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
+
+
+# -- uvicorn on the socket -----------------------------------------------------------
+
+
+class _HeadDeadline(asyncio.Protocol):
+    """uvicorn's HTTP/1.1 protocol behind a header deadline: a connection must send its
+    request head within ``header_timeout_s`` of connecting (or of a keep-alive request's
+    first byte), else it gets 408 and is closed (slowloris).
+
+    uvicorn has no such timeout (its only one is keep-alive, between requests), and an
+    ASGI app hears of a request only once its head is complete. So this protocol stands
+    between the transport and uvicorn's: it passes every call of asyncio's protocol
+    interface through, reading nothing of uvicorn's, and follows the requests in a copy
+    of the bytes with an h11 connection of its own to see where each head ends.
+    """
+
+    header_timeout_s: float = HEADER_TIMEOUT_S
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Made as uvicorn makes its protocol (Config(http=...) names this class).
+        self._inner: asyncio.Protocol = H11Protocol(*args, **kwargs)
+        self._heads: h11.Connection | None = h11.Connection(h11.SERVER)
+        self._transport: asyncio.Transport | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._arm()
+        self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self._heads is not None:
+            self._follow(self._heads, data)
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        self._heads = None
+        self._inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._inner.resume_writing()
+
+    def _follow(self, heads: h11.Connection, data: bytes) -> None:
+        """Arm at a request's first byte, disarm at the end of its head."""
+        if heads.their_state is h11.IDLE and self._deadline is None:
+            self._arm()
+        heads.receive_data(data)
+        try:
+            while (event := heads.next_event()) is not h11.NEED_DATA:
+                if isinstance(event, h11.Request):
+                    self._disarm()
+                elif isinstance(event, h11.EndOfMessage):
+                    # uvicorn answers the request; this copy only needs to be ready for
+                    # the next one on the connection.
+                    heads.send(h11.Response(status_code=204, headers=[]))
+                    heads.send(h11.EndOfMessage())
+                    heads.start_next_cycle()
+                    if heads.trailing_data[0]:  # the next request has begun
+                        self._arm()
+                elif event is h11.PAUSED or isinstance(event, h11.ConnectionClosed):
+                    self._heads = None  # nothing more to follow (an upgrade, the end)
+                    return
+        except h11.ProtocolError:
+            # A malformed request, or one after which the connection closes: uvicorn
+            # answers it as it does; no later head on this connection needs a deadline.
+            self._heads = None
+            self._disarm()
+
+    def _arm(self) -> None:
+        self._disarm()
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.call_later(self.header_timeout_s, self._head_late)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _head_late(self) -> None:
+        self._deadline = None
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if not transport.is_reading():
+            # uvicorn stopped reading: it is still answering an earlier request (and
+            # holds the next one's bytes back); the head is not late on the client's side.
+            self._arm()
+            return
+        body = b'{"detail":"the request head did not arrive in time"}'
+        transport.write(
+            b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        transport.close()
+
+
+def deadline_protocol(header_timeout_s: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol whose request heads must arrive within
+    ``header_timeout_s`` (``fanout serve``'s, and ``fanout mcp --http``'s)."""
+    return type("HeadDeadline", (_HeadDeadline,), {"header_timeout_s": header_timeout_s})
+
+
+@contextlib.contextmanager
+def _stopping_signals_end_cleanly() -> Iterator[None]:
+    """SIGINT and SIGTERM, raised again by uvicorn after its graceful stop, end nothing.
+
+    While it serves, uvicorn handles both signals itself; when it has stopped it puts
+    back the handlers it found and raises the signal again for them ("cooperative
+    signal handling", uvicorn 0.29). The handlers it finds are these, which do nothing:
+    a server stopped cleanly exits 0, not by the signal.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only; uvicorn leaves them alone too
+        return
+    stopping = (signal.SIGINT, signal.SIGTERM)
+    original = {sig: signal.signal(sig, _stopped) for sig in stopping}
+    try:
+        yield
+    finally:
+        for sig, handler in original.items():
+            signal.signal(sig, handler)
+
+
+def _stopped(sig: int, frame: FrameType | None) -> None:
+    """The signal that stopped the server, raised again once it has stopped: done."""
+
+
+class QuietServer(uvicorn.Server):
+    """uvicorn whose clean stop on SIGTERM or SIGINT exits 0: ``fanout serve``'s and
+    ``fanout mcp --http``'s."""
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        with _stopping_signals_end_cleanly():
+            await super().serve(sockets)
+
+
+class StreamsFirstServer(QuietServer):
+    """uvicorn, quiet, whose event streams are told to end as soon as it is asked to stop.
+
+    uvicorn waits for open responses before the app's lifespan ends, and event streams
+    never end by themselves. ``handle_exit`` is the method uvicorn binds to SIGINT and
+    SIGTERM; this one only schedules ``on_shutdown`` on the event loop (safe from a
+    signal handler) before uvicorn's own, so the streams end while uvicorn waits.
+    """
+
+    def __init__(self, config: uvicorn.Config, on_shutdown: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_shutdown: Callable[[], None] | None = on_shutdown
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        on_shutdown, self._on_shutdown = self._on_shutdown, None
+        if on_shutdown is not None:
+            try:
+                asyncio.get_running_loop().call_soon_threadsafe(on_shutdown)
+            except RuntimeError:  # no loop running yet: nothing to race with
+                on_shutdown()
+        super().handle_exit(sig, frame)

@@ -188,7 +188,9 @@ def _admission(
     async def admit() -> AsyncIterator[None]:
         nonlocal waited
         waited = False
-        async with limiter.permit(lambda: estimate_tokens(request), on_wait=waiting) as permit:
+        async with limiter.permit(
+            lambda: estimate_tokens(request), on_wait=waiting, key=request.subtask_id
+        ) as permit:
             if waited and on_wait is not None:
                 on_wait(False)
             permits.append(permit)

@@ -24,15 +24,17 @@ How it decides, per dimension (requests, input tokens, output tokens, all tokens
   configured limits sends one probe call first: until it has answered once (and told
   its limits in its headers), one call at a time, so the first burst is not a storm.
 
-Order is FIFO by request. Everything sleeps through the injected clock, so in virtual
-time (the scripted model with ``limits``) every wait is exact and scenarios pin it.
+Order is FIFO by request: one line (:mod:`subagents.models.line`), whose head goes when
+a slot is free and every dimension lets it start; callers that ask at the same instant of
+virtual time join it in the order of their keys (the subtask's id), not in the order the
+event loop happened to run them. Everything sleeps through the injected clock, so in
+virtual time (the scripted model with ``limits``) every wait is exact and scenarios pin it.
 """
 
 from __future__ import annotations
 
 import math
 import weakref
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -41,6 +43,7 @@ import anyio
 
 from shared.clock import AnyioClock, Clock
 from subagents.models.base import ModelRequest, ToolResultMessage, Usage, UserMessage
+from subagents.models.line import Caller, CallerLine
 from subagents.models.ratelimit_headers import Dimension, RateReport
 from subagents.models.spec import ModelLimits, ModelSpec
 
@@ -158,8 +161,8 @@ class EndpointLimiter:
         self._probing = probe and self.limits == ModelLimits()
         self._paused_until = -math.inf
         self._in_flight = 0
-        self._waiters: deque[anyio.Event] = deque()
-        self._line: deque[anyio.Event] = deque()  # callers waiting for their turn, FIFO
+        self._line = CallerLine()  # callers waiting for their turn
+        self._room: anyio.Event | None = None  # set when a call ends (the head waits on it)
 
     @property
     def active(self) -> bool:
@@ -193,11 +196,13 @@ class EndpointLimiter:
         estimate: Callable[[], int] | None = None,
         *,
         on_wait: Callable[[], None] | None = None,
+        key: str = "",
     ) -> AsyncIterator[Permit]:
         """Wait for the endpoint's turn; hold a concurrency slot for the body.
 
         ``estimate`` gives the input tokens (called only when tokens are limited);
-        ``on_wait`` is called once, before the first wait, if there is one.
+        ``on_wait`` is called once, before the first wait, if there is one. ``key`` (the
+        caller's subtask id) orders callers that ask at the same instant of virtual time.
         """
         waited_at: float | None = None
 
@@ -209,10 +214,8 @@ class EndpointLimiter:
                 if on_wait is not None:
                     on_wait()
 
-        await self._slot(waiting)
+        cost_in = await self._turn(Caller(key, waiting), estimate)
         try:
-            cost_in = estimate() if estimate is not None and self._tokens_limited() else 0
-            await self._turn(cost_in, waiting)
             if waited_at is not None:
                 self.stats.waited_s += self.clock.now() - waited_at
             self.stats.permits += 1
@@ -227,7 +230,7 @@ class EndpointLimiter:
         finally:
             self._release()
 
-    # -- concurrency -------------------------------------------------------------------
+    # -- the line ----------------------------------------------------------------------
 
     def _capacity(self) -> int | None:
         if self._probing:
@@ -238,30 +241,45 @@ class EndpointLimiter:
         capacity = self._capacity()
         return capacity is None or self._in_flight < capacity
 
-    async def _slot(self, waiting: Callable[[], None]) -> None:
-        if not self._waiters and self._has_room():
-            self._in_flight += 1
-            return
-        event = anyio.Event()
-        self._waiters.append(event)
-        waiting()
+    async def _turn(self, me: Caller, estimate: Callable[[], int] | None) -> int:
+        """Wait, FIFO, until a slot is free and every dimension lets this call start now;
+        then take the slot and book the call. Returns its input estimate.
+
+        Only the head of the line waits for a slot or sleeps on the clock, and it looks
+        again when it wakes: a 429 or a header that arrived meanwhile (a pause, a lower
+        limit) holds it longer, and everyone behind it keeps their place.
+        """
         try:
-            await event.wait()
-        except BaseException:
-            if event.is_set():
-                self._release()  # handed a slot just as it was cancelled: pass it on
-            else:
-                self._waiters.remove(event)
-            raise
+            await self._line.wait_turn(me)
+            while True:
+                if not self._has_room():
+                    self._line.head_waits()
+                    room = self._room = anyio.Event()
+                    await room.wait()
+                    continue
+                now = self.clock.now()
+                start = max(now, self._hold(), *(d.free_at for d in self._dims.values()))
+                if start <= now:
+                    break
+                self._line.head_waits()
+                await self.clock.sleep(start - now)
+            cost_in = estimate() if estimate is not None and self._tokens_limited() else 0
+            self._in_flight += 1
+            self._book(cost_in)
+            return cost_in
+        finally:
+            self._line.leave(me)
 
     def _release(self) -> None:
         self._in_flight -= 1
         self._wake()
 
     def _wake(self) -> None:
-        while self._waiters and self._has_room():
-            self._in_flight += 1
-            self._waiters.popleft().set()
+        """A slot may be free: the head, if it waits for one, looks again."""
+        room = self._room
+        if room is not None:
+            self._room = None
+            room.set()
 
     # -- pacing ------------------------------------------------------------------------
 
@@ -270,36 +288,6 @@ class EndpointLimiter:
 
     def _hold(self) -> float:
         return max(self._paused_until, *(d.held_until for d in self._dims.values()))
-
-    async def _turn(self, cost_in: int, waiting: Callable[[], None]) -> None:
-        """Wait, FIFO, until every dimension lets this call start now; then book it.
-
-        Only the head of the line sleeps on the clock, and it looks again when it wakes:
-        a 429 or a header that arrived meanwhile (a pause, a lower limit) holds it
-        longer, and everyone behind it keeps their place.
-        """
-        me = anyio.Event()
-        line = self._line
-        line.append(me)
-        try:
-            if line[0] is not me:
-                waiting()
-                await me.wait()
-            while True:
-                now = self.clock.now()
-                start = max(now, self._hold(), *(d.free_at for d in self._dims.values()))
-                if start <= now:
-                    break
-                waiting()
-                await self.clock.sleep(start - now)
-            self._book(cost_in)
-        finally:
-            if line and line[0] is me:
-                line.popleft()
-                if line:
-                    line[0].set()
-            else:
-                line.remove(me)
 
     def _book(self, cost_in: int) -> None:
         """Book a call starting now: each limited dimension is busy for its cost."""

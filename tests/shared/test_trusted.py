@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from shared.trusted import Prevalidated, SharesFieldsSet
+from shared.trusted import FieldsSets, Prevalidated, sharing_fields_set
 
 
 class Row(BaseModel):
@@ -56,100 +56,40 @@ def test_values_must_name_every_field() -> None:
 
 def test_only_frozen_models_are_accepted() -> None:
     """A model whose fields-set could grow cannot share one."""
-    with pytest.raises(TypeError):
-        Prevalidated(Loose)
     with pytest.raises(TypeError, match="not frozen"):
-
-        class LooseShared(SharesFieldsSet):
-            name: str
+        Prevalidated(Loose)
 
 
-def test_validated_models_with_equal_fields_sets_end_up_sharing_one() -> None:
-    """Equal fields-sets become one object as each model is made; different ones stay
-    apart, all unchanged, and a copy with an update gets a set of its own."""
-
-    class Shared(SharesFieldsSet):
-        model_config = ConfigDict(frozen=True, extra="forbid")
-
-        name: str
-        count: int = 0
-
-    rows = [Shared(name="a"), Shared(name="b"), Shared(name="c", count=1)]
-    assert rows[0].model_fields_set is rows[1].model_fields_set == {"name"}
-    assert rows[2].model_fields_set == {"name", "count"}
-    assert rows[0].model_dump(exclude_unset=True) == {"name": "a"}
-    moved = rows[0].model_copy(update={"count": 3})
-    assert moved.model_fields_set == {"name", "count"}
-    assert rows[1].model_fields_set == {"name"}
+def test_a_model_with_an_equal_fields_set_is_rebuilt_around_the_shared_one() -> None:
+    """The first of a shape lends its set; an equal later one comes back equal, holding
+    that set; a different shape keeps its own."""
+    common: FieldsSets = {}
+    first, second, other = Row(name="a"), Row(name="b"), Row(name="c", count=1)
+    assert sharing_fields_set(first, common) is first
+    rebuilt = sharing_fields_set(second, common)
+    assert rebuilt == second
+    assert rebuilt.model_fields_set is first.model_fields_set
+    assert sharing_fields_set(other, common).model_fields_set == {"name", "count"}
+    changed = sharing_fields_set(first, common, tags=["t"])
+    assert changed.tags == ["t"]
+    assert changed.model_fields_set is first.model_fields_set
 
 
-# --- the canary: what shared/trusted.py assumes of pydantic's internals -------------------
-# Prevalidated writes a model's instance state itself, and SharesFieldsSet replaces the
-# fields-set validation made. Both hold only while pydantic keeps that state in exactly
-# these slots and assigns the fields-set before model_post_init runs. A pydantic that
-# changes either fails here first (pyproject bounds pydantic to the versions seen pass).
-SLOTS = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+def test_a_jobs_subtasks_and_steps_share_their_fields_sets() -> None:
+    """Validated subtasks (and their plans' steps) of one shape hold one fields-set; the
+    subtasks a caller passed in are left as they were."""
+    from coordinator.job import JobSpec
+    from subagents.spec import CallStep, SubtaskSpec
 
-
-def test_pydantic_keeps_an_instances_state_in_the_four_slots_trusted_writes() -> None:
-    """BaseModel's per-instance state is the four slots Prevalidated sets, and no other."""
-    assert BaseModel.__slots__ == SLOTS
-
-
-@pytest.mark.parametrize(
-    ("model", "values"),
-    [
-        pytest.param(Row, {"name": "a", "count": 2, "tags": ["x"]}, id="row"),
-        pytest.param("coordinator.report:SubtaskOutcome", None, id="subtask-outcome"),
-        pytest.param("shared.envelope:Finding", None, id="finding"),
-    ],
-)
-def test_a_prevalidated_instance_is_what_model_construct_makes(
-    model: type[BaseModel] | str, values: dict[str, object] | None
-) -> None:
-    """Slot for slot, Prevalidated makes the instance pydantic's documented
-    model_construct(_fields_set=...) makes, for the models fanout builds with it."""
-    import importlib
-
-    if isinstance(model, str):
-        module, _, name = model.partition(":")
-        model = getattr(importlib.import_module(module), name)
-    assert isinstance(model, type)
-    if values is None:  # a validated instance of the real model gives valid values
-        values = dict(_example(model).__dict__)
-    build = Prevalidated(model)
-    ours, theirs = build(dict(values)), model.model_construct(build.fields_set, **values)
-    for slot in SLOTS:
-        assert getattr(ours, slot) == getattr(theirs, slot), slot
-    assert ours == theirs
-    assert ours.model_dump_json() == theirs.model_dump_json()
-
-
-def _example(model: type[BaseModel]) -> BaseModel:
-    from coordinator.report import SubtaskOutcome
-    from shared.envelope import Finding
-
-    if model is SubtaskOutcome:
-        return SubtaskOutcome(id="s1", query="q", weight=1.0, status="complete", attempts=1,
-                              rounds=1, steps=2, findings=1, started_s=0.0, ended_s=1.0)
-    assert model is Finding
-    return Finding(tool="search", data={"hits": 1}, args={"q": "x"}, empty=False,
-                   complete=True, trace_id="t1")
-
-
-def test_pydantic_sets_the_fields_set_before_model_post_init() -> None:
-    """SharesFieldsSet swaps the fields-set in model_post_init: validation must have set
-    it already, and must not set it again after."""
-    seen: list[set[str]] = []
-
-    class Probe(BaseModel):
-        model_config = ConfigDict(frozen=True)
-        name: str
-
-        def model_post_init(self, context: object, /) -> None:
-            seen.append(self.__pydantic_fields_set__)
-            object.__setattr__(self, "__pydantic_fields_set__", {"swapped"})
-
-    probe = Probe(name="a")
-    assert seen == [{"name"}]
-    assert probe.model_fields_set == {"swapped"}
+    given = [SubtaskSpec(id=f"s{i}", query="q", plan=[CallStep(call="t")]) for i in range(3)]
+    plans = [list(sub.plan) for sub in given]
+    job = JobSpec(query="x", subtasks=given)
+    assert job.subtasks == given
+    assert len({id(sub.model_fields_set) for sub in job.subtasks}) == 1
+    assert len({id(sub.plan[0].model_fields_set) for sub in job.subtasks}) == 1
+    assert [list(sub.plan) for sub in given] == plans
+    assert all(sub.plan[0] is plan[0] for sub, plan in zip(given, plans, strict=True))
+    loaded = JobSpec.model_validate(
+        {"query": "x", "subtasks": [{"id": "a", "query": "q"}, {"id": "b", "query": "q"}]}
+    )
+    assert loaded.subtasks[0].model_fields_set is loaded.subtasks[1].model_fields_set

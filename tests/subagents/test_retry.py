@@ -114,6 +114,24 @@ async def test_full_jitter_draws_from_the_given_stream() -> None:
 
 
 @pytest.mark.anyio
+async def test_max_total_weighs_the_jittered_wait_it_sleeps() -> None:
+    """With jitter and a time bound, stop weighs the very wait that is slept, drawn once:
+    the attempts stop where the drawn waits say, and the stream stays in step."""
+    policy = RetryPolicy(max_attempts=10, initial_backoff_s=1, multiplier=2, jitter="full",
+                         max_total_s=5)
+    rng = random.Random(7)
+    _, attempts, waits, elapsed = await _run(_failing(20), policy, rng=rng)
+    reference = random.Random(7)
+    drawn: list[float] = []
+    while sum(drawn) <= 5:
+        drawn.append(reference.uniform(0, policy.backoff(len(drawn) + 1)))
+    assert waits == drawn[:-1]  # the last draw would have started an attempt after 5 s
+    assert attempts == len(drawn)
+    assert elapsed == pytest.approx(sum(waits))
+    assert rng.random() == reference.random()
+
+
+@pytest.mark.anyio
 async def test_max_backoff_caps_the_wait() -> None:
     """No wait exceeds max_backoff_s."""
     policy = RetryPolicy(
@@ -203,70 +221,3 @@ async def test_wait_hook_is_told_the_next_attempt_number() -> None:
         _failing(5), policy, clock=AnyioClock(), on_wait=lambda s, n: seen.append((s, n))
     )
     assert seen == [(1, 2), (2, 3)]
-
-
-# --- the canary: what subagents/retry.py assumes of tenacity ------------------------------
-# retry.py gives tenacity its own retry, wait, stop, before-sleep and error callbacks, and
-# they rely on the order tenacity calls them in after each attempt: the retry predicate,
-# then the wait (its value already in ``upcoming_sleep`` when stop decides, which is how
-# max_total_s counts the coming wait), then stop; the error callback's value is the
-# result. A tenacity that changes that order fails here first (pyproject bounds it).
-
-
-@pytest.mark.anyio
-async def test_tenacity_calls_retry_then_wait_then_stop_as_retry_py_expects() -> None:
-    """Two failures and a success: the calls come in the order retry.py's strategies need."""
-    from tenacity import AsyncRetrying, RetryCallState
-
-    calls: list[str] = []
-    attempts = 0
-
-    async def once() -> str:
-        nonlocal attempts
-        attempts += 1
-        calls.append(f"attempt {attempts}")
-        return "ok" if attempts == 3 else "again"
-
-    def retry(state: RetryCallState) -> bool:
-        calls.append("retry")
-        return state.outcome is not None and state.outcome.result() == "again"
-
-    def wait(state: RetryCallState) -> float:
-        calls.append(f"wait {state.attempt_number}")
-        return float(state.attempt_number)
-
-    def stop(state: RetryCallState) -> bool:
-        calls.append(f"stop sees {state.upcoming_sleep}")
-        return False
-
-    async def sleep(seconds: float) -> None:
-        calls.append(f"sleep {seconds}")
-
-    result: str = await AsyncRetrying(
-        retry=retry, wait=wait, stop=stop, sleep=sleep,
-        before_sleep=lambda state: calls.append(f"before_sleep {state.upcoming_sleep}"),
-    )(once)
-    assert result == "ok"
-    assert calls == [
-        "attempt 1", "retry", "wait 1", "stop sees 1.0", "before_sleep 1.0", "sleep 1.0",
-        "attempt 2", "retry", "wait 2", "stop sees 2.0", "before_sleep 2.0", "sleep 2.0",
-        "attempt 3", "retry",
-    ]
-
-
-@pytest.mark.anyio
-async def test_tenacity_returns_the_error_callbacks_value_when_stop_says_so() -> None:
-    """At stop, the result is what retry_error_callback gives (retry.py: the last envelope)."""
-    from tenacity import AsyncRetrying
-
-    async def never() -> str:
-        return "again"
-
-    async def sleep(seconds: float) -> None:
-        pass
-
-    result: str = await AsyncRetrying(
-        retry=lambda state: True, stop=lambda state: state.attempt_number >= 2, sleep=sleep,
-        retry_error_callback=lambda state: "last",
-    )(never)
-    assert result == "last"

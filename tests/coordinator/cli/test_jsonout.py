@@ -27,6 +27,10 @@ CASES = {
     "tuples": {"t": (1, (2, 3))},
     "deep": {"a": [{"b": [{"c": [[[]]]}]}]},
     "top-level scalar": "just a string",
+    # Containers of this many scalars go to the standard library's encoder in one call.
+    "many scalars": [None, True, 0, 2**70, -0.0, 1e16, float("inf"), "é\n\"", "日本", 7],
+    "many keys": {1: 1, 2.5: 2, False: 3, None: 4, "a\t": "\u0001", "b": 0.1, "c": -1,
+                  "d": "x" * 100, "e": [], "f": [1] * 9},
 }
 
 

@@ -86,6 +86,24 @@ def test_a_silent_connection_is_closed_after_the_header_deadline(
         assert _answer(sock).startswith(b"HTTP/1.1 408")
 
 
+def test_a_keep_alive_request_whose_head_never_ends_gets_408(
+    limited: dict[str, Server],
+) -> None:
+    """After one answered request, the next head on the connection has its deadline too."""
+    server = limited["queue"]
+    with socket.create_connection(_address(server)) as sock:
+        sock.sendall(b"GET /runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                     + str(server.token).encode() + b"\r\n\r\n")
+        first = b""
+        sock.settimeout(10)
+        while b"\r\n\r\n" not in first:  # the first answer's head, at least
+            first += sock.recv(4096)
+        assert first.startswith(b"HTTP/1.1 200"), first
+        sock.sendall(b"GET /runs HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+        rest = _answer(sock)
+    assert b"HTTP/1.1 408" in first + rest
+
+
 @pytest.mark.parametrize(("path", "media", "start"), [
     pytest.param("/runs", b"application/yaml", b"scenario: x\n", id="runs"),
     pytest.param("/ask", b"application/json", b'{"question": ', id="ask"),

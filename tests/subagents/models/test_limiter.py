@@ -137,6 +137,44 @@ async def test_output_tokens_are_charged_when_the_answer_arrives() -> None:
         permit.answered(None, None)
 
 
+async def test_callers_asking_at_one_instant_go_in_key_order() -> None:
+    """Callers that ask at the same virtual instant are lined up by key, whatever order
+    the event loop ran them in."""
+    clock = AnyioClock()
+    limiter = EndpointLimiter(ModelLimits(requests_per_minute=60), clock=clock)
+    t0 = clock.now()
+    starts: dict[str, float] = {}
+
+    async def one(key: str) -> None:
+        async with limiter.permit(key=key) as permit:
+            starts[key] = round(clock.now() - t0, 6)
+            permit.answered(None, None)
+
+    async with anyio.create_task_group() as tg:
+        for key in ("c", "a", "b"):
+            tg.start_soon(one, key)
+            await anyio.lowlevel.checkpoint()  # they ask in the order c, a, b
+    assert starts == {"a": 0.0, "b": 1.0, "c": 2.0}
+    assert limiter.stats.waits == 2
+
+
+async def test_a_caller_behind_a_head_that_goes_at_once_has_not_waited() -> None:
+    """Lined up behind callers that all go at once, nobody is told of a wait."""
+    clock = AnyioClock()
+    limiter = EndpointLimiter(ModelLimits(concurrency=3), clock=clock)
+    told: list[str] = []
+
+    async def one(key: str) -> None:
+        async with limiter.permit(key=key, on_wait=lambda: told.append(key)) as permit:
+            permit.answered(None, None)
+
+    async with anyio.create_task_group() as tg:
+        for key in ("a", "b", "c"):
+            tg.start_soon(one, key)
+    assert told == []
+    assert limiter.stats.permits == 3
+
+
 def test_the_input_estimate_grows_with_the_request() -> None:
     """The estimate is about a token per four characters of everything sent."""
     small = ModelRequest(system="s", messages=[UserMessage("x" * 40)])
@@ -206,3 +244,47 @@ async def test_one_subagents_429_slows_its_siblings_and_waiting_is_not_an_attemp
     assert starts["b"] == 3.0  # held until a's retry-after was over
     assert waits["b"] == [True, False]
     assert attempts == {"a": 2, "b": 1}
+
+
+TIE = """\
+scenario: tie-at-the-limiter
+description: three subagents search for 0.5 s, then ask one paced endpoint at once
+seed: 1
+model:
+  provider: scripted
+  latency_s: 1
+  limits: {requests_per_minute: 30}
+  turns:
+    c: [{text: "c (kb_search)."}]
+    a: [{text: "a (kb_search)."}]
+    b: [{text: "b (kb_search)."}]
+job:
+  query: "ties"
+  concurrency: 3
+  subtasks:
+    - {id: c, query: "qc", tools: [kb_search]}
+    - {id: a, query: "qa", tools: [kb_search]}
+    - {id: b, query: "qb", tools: [kb_search]}
+tools:
+  kb_search:
+    search: true
+    params:
+      query: {type: string}
+    latency_s: 0.5
+    responses:
+      - ok: {results: [{path: x.md, title: "x", snippet: "x"}]}
+"""
+
+
+def test_a_replay_hands_out_the_turns_of_one_instant_by_subtask_id() -> None:
+    """Subagents whose searches end together reach the limiter at one virtual instant:
+    their model calls go 2 s apart in subtask-id order, the same on every replay."""
+    from coordinator.jobfile.loader import load_scenario_text
+    from coordinator.replay import replay
+
+    ended = [
+        {row["id"]: row["ended_s"] for row in replay(load_scenario_text(TIE, "tie.yaml"))
+         .report["subtasks"]}
+        for _ in range(3)
+    ]
+    assert ended == [{"a": 1.5, "b": 3.5, "c": 5.5}] * 3
