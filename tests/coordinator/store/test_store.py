@@ -225,7 +225,7 @@ def test_reading_commands_on_a_finished_run(target: str, tmp_path: Path) -> None
     report = json.loads(fanout("report", "--format", "json", "--store", store).stdout)
     assert report["coverage"] == pytest.approx(0.875)
     gaps = fanout("gaps", "--store", store)
-    assert "permission_denied" in gaps.stdout and "patents:read" in gaps.stdout
+    assert "access denied" in gaps.stdout and "patents:read" in gaps.stdout  # plain words
     lines = fanout("trace", "--json", "--store", store).stdout.splitlines()
     entries = [json.loads(line) for line in lines]
     assert {"trace_id", "subtask_id", "attempt", "at", "envelope"} <= set(entries[0])
