@@ -8,7 +8,9 @@ the request's: a request that stops waiting (``wait_s``) leaves its run going, a
 subagents hand up what they found with trigger ``cancelled``, the rest become gaps, and
 the partial report is recorded. A run a killed server left going is resumed here too
 (:meth:`Door.resume`, :mod:`~coordinator.mcpserve.resume`), driven as ``fanout resume``
-drives one, and cancelled the same way.
+drives one and cancelled the same way; but as the server stops it is cut and left
+interrupted, for the next start, rather than ended (no client of this server asked for
+it).
 
     Busy                the queue is full (``--max-queued`` runs wait for a slot)
 """
@@ -86,6 +88,7 @@ class Ticket:
         self.opened = anyio.Event()  # the run has its id (or ended before it had one)
         self.ended = anyio.Event()
         self.scope = anyio.CancelScope()
+        self.cancelling = anyio.Event()  # a cancel reached it: it ends with what it has
         self._send, self.updates = anyio.create_memory_object_stream[Update](math.inf)
         self._states: dict[str, str] = {}
         self._ends = 0
@@ -132,6 +135,7 @@ class Ticket:
     def cancel(self) -> None:
         """Cancel the run: it winds down, hands up what it found and records its report
         (idempotent)."""
+        self.cancelling.set()
         self.scope.cancel()
 
 
@@ -194,27 +198,12 @@ class Door:
         ticket.open(run_id)
 
     async def _run(self, ticket: Ticket) -> None:
-        queued = True
         job = ticket.job
         try:
-            with ticket.scope:
-                async with self._slots:
-                    self.waiting -= 1
-                    queued = False
-                    if isinstance(job, Resumption):
-                        await _drive(job, ticket)
-                    else:
-                        await execute(job, on_event=ticket.hear,
-                                      store=_Announcing(self.store,
-                                                        partial(self._opened, ticket),
-                                                        STORED_FILES[ticket.tool]),
-                                      speed=ticket.speed, on_report=ticket.keep,
-                                      executor=self.executor, temporal=self.temporal)
-            if queued and isinstance(job, Resumption):
-                # cancel_run reached a resumed run still waiting for a slot: it ends now,
-                # without one, cancelled, with what it had (as in a slot, at once).
-                with anyio.CancelScope(shield=True):
-                    await _drive(job, ticket, cut=True)
+            if isinstance(job, Resumption):
+                await self._continue(ticket, job)
+            else:
+                await self._start(ticket, job)
         except Exception as exc:
             # What stops a job before it runs (a missing key, a folder that cannot be
             # indexed) is the request's answer; a job's own failures are in its report.
@@ -227,63 +216,64 @@ class Door:
                 log.exception("a run failed outside its job")
             ticket.error = exc
         finally:
-            if queued:
-                self.waiting -= 1
             if isinstance(job, Resumption) and ticket.report is None:
-                # Stopped before it had a report (the server stops while it waits for a
-                # slot, or its tools failed to open): it stays interrupted, for the next
-                # start of the server or `fanout resume`.
+                # Stopped before it had a report (the server stopped, or its tools failed
+                # to open): flushed and let go, it reads interrupted, for the next start of
+                # the server (or `fanout resume`).
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(_let_go, self.store, job.recorder)
             if ticket.run_id is not None:
                 self.live.pop(ticket.run_id, None)
             ticket.finish()
 
+    async def _start(self, ticket: Ticket, job: Prepared) -> None:
+        """A new run, in a slot: a cancel (the ticket's, or the door's as the server
+        stops) winds it down to its partial report, which is recorded."""
+        queued = True
+        try:
+            with ticket.scope:
+                async with self._slots:
+                    self.waiting -= 1
+                    queued = False
+                    store = _Announcing(self.store, partial(self._opened, ticket),
+                                        STORED_FILES[ticket.tool])
+                    await execute(job, on_event=ticket.hear, store=store, speed=ticket.speed,
+                                  on_report=ticket.keep, executor=self.executor,
+                                  temporal=self.temporal)
+        finally:
+            if queued:
+                self.waiting -= 1
+
+    async def _continue(self, ticket: Ticket, resumed: Resumption) -> None:
+        """A resumed run, in a slot: driven as ``fanout resume`` drives one.
+
+        A cancel (``cancel_run``) winds it down to its partial report, at once when it
+        still waits for a slot (without taking one). The server stopping cuts it instead
+        and leaves it interrupted: no client of this server started it, so none leaving
+        ends it; the next start resumes it again.
+        """
+        slot = False
+        try:
+            with ticket.scope:  # cancelled by cancel_run: stop waiting for a slot
+                await self._slots.acquire_on_behalf_of(ticket)
+                slot = True
+        finally:
+            self.waiting -= 1
+        try:
+            request = RunRequest(resumed.start.scenario, resumed.spec_text, resumed.file,
+                                 speed=resumed.speed)
+            executor = LocalExecutor(recorder=resumed.recorder, start=resumed.start,
+                                     clock=resumed.clock)
+            report = await executor.execute(
+                request, Hooks(observer=ticket.hear, cancel=ticket.cancelling))
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(resumed.recorder.close)
+            ticket.keep(report)
+        finally:
+            if slot:
+                self._slots.release_on_behalf_of(ticket)
+
 
 def _let_go(store: RunStore, recorder: RunRecorder) -> None:
     recorder.close()
     store.release(recorder.run_id)
-
-
-async def _drive(resumed: Resumption, ticket: Ticket, *, cut: bool = False) -> None:
-    """Drive a resumed run to its report, recorded in its next session; cancelled as
-    :func:`~coordinator.api.run.execute` cancels a new one: the caller's cancellation
-    sets the run's cancel and the run still hands up and records its report (``cut``:
-    cancelled before it starts)."""
-    cancel = anyio.Event()
-    if cut:
-        cancel.set()
-    request = RunRequest(resumed.start.scenario, resumed.spec_text, resumed.file,
-                         speed=resumed.speed)
-    executor = LocalExecutor(recorder=resumed.recorder, start=resumed.start,
-                             clock=resumed.clock)
-    hooks = Hooks(observer=ticket.hear, cancel=cancel)
-    ended = anyio.Event()
-    failures: list[Exception] = []
-
-    async def shielded() -> None:
-        # The run winds down on `cancel`, never by the caller's scope: it then still
-        # builds and records its whole report.
-        try:
-            with anyio.CancelScope(shield=True):
-                try:
-                    ticket.keep(await executor.execute(request, hooks))
-                finally:
-                    if ticket.report is not None:  # else _let_go closes it, and releases
-                        await anyio.to_thread.run_sync(resumed.recorder.close)
-        except Exception as exc:
-            failures.append(exc)  # raised as itself, not in an exception group
-        finally:
-            ended.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(shielded)
-        try:
-            await ended.wait()
-        except anyio.get_cancelled_exc_class():
-            cancel.set()
-            with anyio.CancelScope(shield=True):
-                await ended.wait()
-            raise
-    if failures:
-        raise failures[0]

@@ -21,6 +21,10 @@ an operator sees a run change hands. A client that comes back reads it as before
   unset, a job today's loader refuses) is left ``interrupted``, with a warning saying
   why; ``fanout resume RUN_ID`` continues it by hand.
 - Resumed runs take the door's slots (``--max-runs``) like new ones, first come.
+- When this server stops in turn (its client leaves, SIGTERM), a resumed run still going
+  is cut and left ``interrupted``, not cancelled as the runs its clients started are:
+  no client of this server asked for it, so none leaving (an inspector that only lists
+  the tools) ends it; the next start resumes it again, with what it has kept.
 - Runs on Temporal are not resumed here: their workers continue them. A server started
   with ``--executor temporal`` resumes nothing in this process.
 - A run a killed server still had queued, waiting for a slot, was never recorded (its

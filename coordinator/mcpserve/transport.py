@@ -3,8 +3,9 @@ HTTP (``--http HOST:PORT``, a bearer token as ``fanout serve`` takes it).
 
 Runs live in a task group around the transport: when the client goes (stdin closes, the
 HTTP server stops on SIGTERM or SIGINT) the runs still going are cancelled, and each
-records its partial report before the process exits. A process killed outright cannot:
-its runs are resumed by the next ``fanout mcp`` on the store as it starts
+records its partial report before the process exits (a run resumed here is left
+interrupted instead, for the next start). A process killed outright cannot: its runs are
+resumed by the next ``fanout mcp`` on the store as it starts
 (:mod:`~coordinator.mcpserve.resume`).
 """
 

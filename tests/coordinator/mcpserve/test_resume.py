@@ -240,3 +240,31 @@ async def test_cancelling_resumed_runs_in_a_slot_or_waiting_for_one_records_thei
         assert row.status == "finished" and row.sessions == 2
         assert ("stuck", "cancelled") in [(g.subtask_id, g.trigger) for g in ticket.report.gaps]
         assert row.report is not None and row.report["outcome"] in ("partial", "failed")
+
+
+@pytest.mark.anyio
+async def test_a_resumed_run_outlives_a_server_that_stops_left_interrupted(
+    tmp_path: Path,
+) -> None:
+    """The server stops (its task group cancelled, as when the client leaves) while a
+    resumed run is stuck: the run is cut without a report and reads interrupted, and the
+    next start claims it again."""
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        run_id = _left_by_a_dead_server(store, HALF_DONE_JOB, STORED_FILES["run_job"])
+        resumed = claim(_config(tmp_path), store, run_id)
+        assert resumed is not None
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                door = Door(store, tg, max_runs=1, max_queued=4)
+                ticket = door.resume(resumed)
+                await anyio.wait_all_tasks_blocked()  # it runs, stuck
+                tg.cancel_scope.cancel()
+        row = store.get(run_id)
+        again = claim(_config(tmp_path), store, run_id)
+        assert again is not None
+        again.recorder.close()
+    finally:
+        store.close()
+    assert ticket.ended.is_set() and ticket.report is None and door.live == {}
+    assert row.status == "interrupted" and row.report is None and row.sessions == 2
