@@ -37,6 +37,7 @@ from coordinator.mcpserve.config import (
     MAX_SUBTASKS,
     ArgumentRefused,
     DoorConfig,
+    refused,
 )
 from coordinator.mcpserve.door import Busy, Door, Ticket
 from coordinator.report import CoverageReport
@@ -251,6 +252,13 @@ async def cancel_run(
     app = _app(ctx)
     try:
         reading.check_run_id(run_id)
+        if app.config.executor == "temporal":
+            # As `POST /runs/{id}/cancel` on Temporal: the workflow has no cancel that
+            # keeps its findings yet. Said plainly rather than stopping to follow it.
+            await anyio.to_thread.run_sync(reading.run_row, app.store, run_id)
+            raise refused("run_id", "a run this server executes itself", f"{run_id!r}: with "
+                          "--executor temporal runs go on on the workers, which cannot "
+                          "cancel one yet; it finishes in the store")
     except ArgumentRefused as exc:
         raise ToolError(str(exc)) from None
     ticket = app.door.cancel(run_id)
@@ -271,8 +279,8 @@ async def cancel_run(
                        "down and keeps what it has found.")
     said = (f"Run {run_id} is cancelled: it ended with what it had found."
             if reading.was_cancelled(report) else
-            f"Run {run_id} had already ended when the cancel reached it: its report is "
-            "as it ended.")
+            f"Run {run_id} has ended: no subtask was still going when the cancel reached "
+            "it.")
     return _result(render.finished(run_id, report), said)
 
 

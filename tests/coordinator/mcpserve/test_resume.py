@@ -268,3 +268,20 @@ async def test_a_resumed_run_outlives_a_server_that_stops_left_interrupted(
         store.close()
     assert ticket.ended.is_set() and ticket.report is None and door.live == {}
     assert row.status == "interrupted" and row.report is None and row.sessions == 2
+
+
+def test_an_asks_stored_job_resumes_only_while_its_folder_is_served(tmp_path: Path) -> None:
+    """The job an ask composed is read back as it ran (its folder, its model) while the
+    folder is served, and refused naming docs once the server serves another."""
+    from coordinator.mcpserve.config import ArgumentRefused
+    from coordinator.mcpserve.intake import ask_job, stored_job
+
+    papers = make_papers(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    asked = ask_job(_config(tmp_path, papers), "q?", docs=None, web=False, max_subtasks=3,
+                    budget=None)
+    again = stored_job(_config(tmp_path, papers), STORED_FILES["ask"], asked.spec_text)
+    assert again.scenario.research_tools == asked.scenario.research_tools
+    with pytest.raises(ArgumentRefused, match="docs: expected a folder the server serves"):
+        stored_job(_config(tmp_path, other), STORED_FILES["ask"], asked.spec_text)
