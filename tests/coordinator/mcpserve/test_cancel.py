@@ -12,10 +12,12 @@ import anyio
 import pytest
 from mcp import ClientSession
 
+from coordinator.api.run import ExecutorName
 from tests.coordinator.mcpserve.conftest import HALF_DONE_JOB, QUICK_JOB, over_stdio, text_of
 
-# Each test starts `fanout mcp` over stdio as a process of its own (tests/tiers.py).
-pytestmark = [pytest.mark.anyio, pytest.mark.process]
+pytestmark = pytest.mark.anyio
+# A test marked `process` starts `fanout mcp` over stdio as a process of its own
+# (tests/tiers.py); the others reach the server in this process.
 
 
 async def _report(session: ClientSession, run_id: str) -> dict[str, Any]:
@@ -36,6 +38,7 @@ async def _quick_one_done(session: ClientSession, run_id: str) -> None:
     raise AssertionError(f"run {run_id}'s quick subtask did not finish")
 
 
+@pytest.mark.process
 async def test_a_run_left_going_after_wait_s_is_cancelled_with_its_partial_report(
     tmp_path: Path,
 ) -> None:
@@ -69,6 +72,7 @@ async def test_a_run_left_going_after_wait_s_is_cancelled_with_its_partial_repor
     assert listed[run_id]["status"] == "finished" and listed[run_id]["outcome"] == "partial"
 
 
+@pytest.mark.process
 async def test_a_call_still_waiting_answers_with_the_report_cancel_run_cut(
     tmp_path: Path,
 ) -> None:
@@ -104,6 +108,7 @@ async def test_a_call_still_waiting_answers_with_the_report_cancel_run_cut(
             ("stuck", "cancelled")]
 
 
+@pytest.mark.process
 async def test_cancelling_what_does_not_run_here_is_a_tool_error_naming_run_id(
     tmp_path: Path,
 ) -> None:
@@ -129,3 +134,42 @@ async def test_cancelling_what_does_not_run_here_is_a_tool_error_naming_run_id(
     for result in (unknown, malformed, missing, finished):
         assert "Traceback" not in text_of(result)
     assert stored["outcome"] == "complete" and stored["gaps"] == []
+
+
+@pytest.mark.parametrize(("executor", "said"), [
+    pytest.param("local", "which another process runs", id="held-elsewhere"),
+    pytest.param("temporal", "with --executor temporal runs go on on the workers",
+                 id="on-temporal"),
+])
+async def test_a_run_this_server_does_not_execute_is_refused_in_process(
+    tmp_path: Path, executor: ExecutorName, said: str,
+) -> None:
+    """Through the SDK's in-process client: a run another live process holds, or any run
+    of a server whose runs go to Temporal, is a tool error naming run_id, and the run is
+    left as it was."""
+    from mcp import Client
+
+    from coordinator.mcpserve import DoorConfig, build_server
+    from coordinator.mcpserve.door import Door
+    from coordinator.mcpserve.server import App
+    from coordinator.store import RunStore
+
+    config = DoorConfig(store=str(tmp_path / "runs.sqlite"), executor=executor)
+    store = RunStore(config.store)
+    try:
+        # Held by this test's process: alive, and not the server's own run.
+        recorder = store.create_run(job="j", query="q", file="job.yaml", spec_text="x",
+                                    seed="1", speed=1.0)
+        recorder.close()
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                door = Door(store, tg, max_runs=1, max_queued=1)
+                async with Client(build_server(App(config, store, door))) as client:
+                    result = await client.call_tool("cancel_run", {"run_id": recorder.run_id})
+                tg.cancel_scope.cancel()
+        row = store.get(recorder.run_id)
+    finally:
+        store.close()
+    assert result.is_error and "run_id: expected" in text_of(result)
+    assert said in text_of(result) and recorder.run_id in text_of(result)
+    assert row.status == "running" and row.report is None
