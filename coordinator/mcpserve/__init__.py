@@ -1,8 +1,9 @@
 """fanout as an MCP server (docs/design.md §16): ``fanout mcp``, over stdio or streamable HTTP.
 
-Tools ``ask``, ``run_job``, ``get_report`` and ``list_runs``; resources
+Tools ``ask``, ``run_job``, ``get_report``, ``list_runs`` and ``cancel_run``; resources
 ``fanout://runs/{id}/report.md`` and ``.json``; a progress notification as each subtask
-ends; ``notifications/cancelled`` cancels the run, whose partial report is kept.
+ends; ``notifications/cancelled`` or ``cancel_run`` cancels a run, whose partial report
+is kept. A killed server's runs are resumed by the next one on the store as it starts.
 """
 
 from typing import TYPE_CHECKING

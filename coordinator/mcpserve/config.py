@@ -19,6 +19,9 @@ from coordinator.jobfile.research import ResearchPolicy, served_folder
 MAX_JOB_BYTES: Final = 1 << 20  # a run_job's YAML, as POST /runs takes a job file (≤ 1 MiB)
 MAX_QUESTION_CHARS: Final = 4000  # as POST /ask
 MAX_SUBTASKS: Final = 50  # as POST /ask
+# What the store names as the job file of a run of this door: which tool made it, and
+# the mark by which a restarted `fanout mcp` knows the runs that are its to resume.
+STORED_FILES: Final = {"ask": "fanout mcp ask", "run_job": "fanout mcp run_job"}
 
 
 class ArgumentRefused(Exception):

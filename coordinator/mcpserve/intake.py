@@ -7,6 +7,8 @@ folders and search backend. ``run_job`` is read as ``POST /runs`` reads a job fi
 folders), and then held to what this door adds: no ``mcp_servers`` at all (a request
 never starts a command), and the web only through the operator's own backend. Every
 refusal is an :class:`~coordinator.mcpserve.config.ArgumentRefused` naming the field.
+A run a killed server left going meets the same checks again before it is resumed
+(:func:`stored_job`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from typing import TYPE_CHECKING
 
 from coordinator.api.run import Prepared
 from coordinator.jobfile.ask import build_ask_job, parse_search_flag
+from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.mcpserve.config import (
     MAX_JOB_BYTES,
+    STORED_FILES,
     ArgumentRefused,
     DoorConfig,
     refused,
@@ -162,3 +166,27 @@ def _absolute_docs(config: DoorConfig, scenario: Scenario) -> Scenario:
     docs = spec.docs.model_copy(update={"path": folder})
     return scenario.model_copy(
         update={"research_tools": spec.model_copy(update={"docs": docs})})
+
+
+def stored_job(config: DoorConfig, file: str, text: str) -> Prepared:
+    """The job of a run this door stored (``file``: ``fanout mcp run_job`` or ``fanout
+    mcp ask``), held to the operator's settings of today before it is resumed: a server
+    restarted with fewer folders or another search backend does not resume what it
+    would now refuse.
+
+    A ``run_job``'s YAML is the request's text: it is read again as :func:`run_job`
+    reads it. An ``ask``'s is the job the server composed from its own settings; what
+    the request chose in it, its folder, must still be served (on a server that serves
+    none, a folder can only be the operator's tools file's own).
+
+    Raises:
+        ArgumentRefused: the job would be refused today (each line names the field).
+        InputFileErrors: an ask's stored job no longer loads.
+    """
+    if file == STORED_FILES["run_job"]:
+        return run_job(config, text)
+    scenario = load_scenario_text(text, ASK_TOOL)
+    spec = scenario.research_tools
+    if config.docs and spec is not None and spec.docs is not None:
+        config.served_folder(spec.docs.path)
+    return Prepared(scenario, text, {})

@@ -28,20 +28,56 @@ def report_uri(run_id: str, fmt: ReportFormat = "md") -> str:
     return f"fanout://runs/{run_id}/report.{fmt}"
 
 
+def check_run_id(run_id: str) -> None:
+    """Refuse what is not a run id before anything is looked up.
+
+    Raises:
+        ArgumentRefused: ``run_id`` has not the shape of the ids the store makes.
+    """
+    if not isinstance(run_id, str) or _RUN_ID.fullmatch(run_id) is None:
+        raise refused("run_id", "a run id as list_runs gives them (YYYYMMDD-HHMMSS-hex)",
+                      repr(run_id))
+
+
 def run_row(store: RunStore, run_id: str) -> RunRow:
     """The stored run ``run_id``.
 
     Raises:
         ArgumentRefused: not a run id, or no run of the store has it.
     """
-    if not isinstance(run_id, str) or _RUN_ID.fullmatch(run_id) is None:
-        raise refused("run_id", "a run id as list_runs gives them (YYYYMMDD-HHMMSS-hex)",
-                      repr(run_id))
+    check_run_id(run_id)
     try:
         return store.get(run_id)
     except RunNotFound:
         raise refused("run_id", "the id of a run in this server's store (see list_runs)",
                       repr(run_id)) from None
+
+
+def was_cancelled(report: CoverageReport) -> bool:
+    """Whether a report is a cancelled run's: a subtask was cut with trigger cancelled."""
+    return any(gap.trigger == "cancelled" for gap in report.gaps)
+
+
+def check_cancellable(row: RunRow) -> None:
+    """Refuse to cancel a run this server does not run: it has ended (unless it ended
+    cancelled: cancelling again is no error), it was interrupted, or another process
+    runs it.
+
+    Raises:
+        ArgumentRefused: naming ``run_id`` and why there is nothing to cancel.
+    """
+    expected = "the id of a run still going in this server"
+    if row.status == "finished":
+        report = CoverageReport.model_validate(row.report) if row.report is not None else None
+        if report is not None and was_cancelled(report):
+            return
+        raise refused("run_id", expected, f"{row.id!r}, which has finished (outcome "
+                      f"{row.outcome}): there is nothing to cancel")
+    if row.status == "interrupted":
+        raise refused("run_id", expected, f"{row.id!r}, which was interrupted (the process "
+                      "running it stopped): nothing runs it to cancel")
+    raise refused("run_id", expected, f"{row.id!r}, which another process runs (fanout "
+                  "run, or another server on this store): only it can cancel it")
 
 
 def stored_report(store: RunStore, row: RunRow) -> CoverageReport:

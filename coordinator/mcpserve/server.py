@@ -12,7 +12,7 @@ goes on here and ``get_report(run_id)`` (or the resource
 ``fanout://runs/{id}/report.md``) gives its report, as far as it has got, at any time.
 The run's id is also the first progress notification. A client that gives up instead
 (its request timeout) cancels the request: the run is cancelled and its partial report
-kept.
+kept. ``cancel_run(run_id)`` cancels a run the call no longer waits for, the same way.
 """
 
 from __future__ import annotations
@@ -37,8 +37,10 @@ from coordinator.mcpserve.config import (
     MAX_SUBTASKS,
     ArgumentRefused,
     DoorConfig,
+    refused,
 )
 from coordinator.mcpserve.door import Busy, Door, Ticket
+from coordinator.report import CoverageReport
 from coordinator.store import RunStore
 from shared.errors import FanoutError, InputFileError
 
@@ -46,11 +48,17 @@ INSTRUCTIONS = (
     "fanout researches a question with a lead agent and subagents over the operator's "
     "documents and web search, and answers with numbered sources [n] and what it could "
     "not cover. ask takes a question; run_job a fanout job YAML. Both record the run: "
-    "get_report(run_id) and the resource fanout://runs/{id}/report.md read it later."
+    "get_report(run_id) and the resource fanout://runs/{id}/report.md read it later, and "
+    "cancel_run(run_id) stops a run still going, keeping what it found."
 )
 RUNS_AT_ONCE = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                idempotent_hint=False, open_world_hint=True)
 READS = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+CANCELS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                          open_world_hint=False)
+# How long cancel_run waits for the run to wind down and record its report (as `POST
+# /runs/{id}/cancel` waits); a run slower than that answers "running" and ends later.
+CANCEL_WAIT_S = 10.0
 _LEVELS: dict[str, Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]] = {
     "debug": "DEBUG", "info": "INFO", "warning": "WARNING", "error": "ERROR",
     "critical": "CRITICAL"}
@@ -114,11 +122,11 @@ async def _wait(ticket: Ticket, limit: float | None) -> None:
         await ticket.ended.wait()
 
 
-async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, speed: float = 1.0,
-                  wait_s: float | None) -> CallToolResult:
+async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, tool: str,
+                  speed: float = 1.0, wait_s: float | None) -> CallToolResult:
     """Run ``job`` and answer with its report, or with its id when ``wait_s`` runs out."""
     try:
-        ticket = app.door.submit(job, speed=speed)
+        ticket = app.door.submit(job, tool=tool, speed=speed)
     except Busy as exc:
         raise ToolError(str(exc)) from None
     limit = wait_s if wait_s is not None else app.config.wait_s
@@ -146,7 +154,15 @@ async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, speed: flo
         raise ToolError(f"run {ticket.run_id} was stopped before it had a report")
     else:
         result = render.finished(ticket.run_id, ticket.report)
-    return CallToolResult(content=[TextContent(type="text", text=render.as_text(result))],
+    return _result(result)
+
+
+def _result(result: render.RunAnswer, preface: str | None = None) -> CallToolResult:
+    """The tool result of a run's answer: text for a model (after ``preface``) and data."""
+    text = render.as_text(result)
+    if preface is not None:
+        text = f"{preface}\n\n{text}"
+    return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=render.structured(result))
 
 
@@ -173,7 +189,7 @@ async def ask(
                              max_subtasks=max_subtasks, budget=budget)
     except ArgumentRefused as exc:
         raise ToolError(str(exc)) from None
-    return await _answer(app, ctx, job, wait_s=wait_s)
+    return await _answer(app, ctx, job, tool="ask", wait_s=wait_s)
 
 
 async def run_job(
@@ -190,7 +206,7 @@ async def run_job(
         prepared = intake.run_job(app.config, job)
     except ArgumentRefused as exc:
         raise ToolError(str(exc)) from None
-    return await _answer(app, ctx, prepared, speed=speed, wait_s=wait_s)
+    return await _answer(app, ctx, prepared, tool="run_job", speed=speed, wait_s=wait_s)
 
 
 async def get_report(
@@ -223,6 +239,49 @@ async def list_runs(
              for r in rows] or ["no runs yet"]
     return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))],
                           structured_content=RunsList(runs=rows).model_dump(mode="json"))
+
+
+async def cancel_run(
+    run_id: Annotated[str, Field(description="The run to cancel, as ask, run_job or "
+                                 "list_runs give it.")],
+    ctx: Context[App, Any],
+) -> Annotated[CallToolResult, render.RunAnswer]:
+    """Cancel a run still going (one a call stopped waiting for): running subagents hand
+    up what they found, the rest become gaps, and the partial report is kept; the run's
+    status and report. Cancelling a cancelled run again is no error."""
+    app = _app(ctx)
+    try:
+        reading.check_run_id(run_id)
+        if app.config.executor == "temporal":
+            # As `POST /runs/{id}/cancel` on Temporal: the workflow has no cancel that
+            # keeps its findings yet. Said plainly rather than stopping to follow it.
+            await anyio.to_thread.run_sync(reading.run_row, app.store, run_id)
+            raise refused("run_id", "a run this server executes itself", f"{run_id!r}: with "
+                          "--executor temporal runs go on on the workers, which cannot "
+                          "cancel one yet; it finishes in the store")
+    except ArgumentRefused as exc:
+        raise ToolError(str(exc)) from None
+    ticket = app.door.cancel(run_id)
+    if ticket is not None:
+        with anyio.move_on_after(CANCEL_WAIT_S):
+            await ticket.ended.wait()
+    try:
+        row = await anyio.to_thread.run_sync(reading.run_row, app.store, run_id)
+        if ticket is None and run_id not in app.door.cancelled:
+            reading.check_cancellable(row)
+    except ArgumentRefused as exc:
+        raise ToolError(str(exc)) from None
+    report = ticket.report if ticket is not None else None
+    if report is None and row.report is not None:
+        report = CoverageReport.model_validate(row.report)
+    if report is None:
+        return _result(render.unfinished(run_id), f"Cancelling run {run_id}: it is winding "
+                       "down and keeps what it has found.")
+    said = (f"Run {run_id} is cancelled: it ended with what it had found."
+            if reading.was_cancelled(report) else
+            f"Run {run_id} has ended: no subtask was still going when the cancel reached "
+            "it.")
+    return _result(render.finished(run_id, report), said)
 
 
 async def _resource(ctx: Context[App, Any], run_id: str, fmt: reading.ReportFormat) -> str:
@@ -271,7 +330,7 @@ class FanoutServer(MCPServer[App]):
 
 
 def build_server(app: App) -> FanoutServer:
-    """The MCP server of ``app``: four tools and two resource templates."""
+    """The MCP server of ``app``: five tools and two resource templates."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[App]) -> AsyncIterator[App]:
@@ -290,6 +349,7 @@ def build_server(app: App) -> FanoutServer:
     server.add_tool(run_job, annotations=RUNS_AT_ONCE)
     server.add_tool(get_report, annotations=READS)
     server.add_tool(list_runs, annotations=READS)
+    server.add_tool(cancel_run, annotations=CANCELS)
     server.resource("fanout://runs/{run_id}/report.md", name="report.md",
                     mime_type="text/markdown")(report_md)
     server.resource("fanout://runs/{run_id}/report.json", name="report.json",

@@ -3,7 +3,10 @@ HTTP (``--http HOST:PORT``, a bearer token as ``fanout serve`` takes it).
 
 Runs live in a task group around the transport: when the client goes (stdin closes, the
 HTTP server stops on SIGTERM or SIGINT) the runs still going are cancelled, and each
-records its partial report before the process exits.
+records its partial report before the process exits (a run resumed here is left
+interrupted instead, for the next start). A process killed outright cannot: its runs are
+resumed by the next ``fanout mcp`` on the store as it starts
+(:mod:`~coordinator.mcpserve.resume`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from coordinator.mcpserve.config import MAX_JOB_BYTES, DoorConfig
 from coordinator.mcpserve.door import Door
 from coordinator.mcpserve.guards import BearerGuard, BodyLimits
+from coordinator.mcpserve.resume import resume_left
 from coordinator.mcpserve.server import App, FanoutServer, build_server
 from coordinator.store import RunStore
 
@@ -35,7 +39,9 @@ async def _serving(config: DoorConfig) -> AsyncIterator[FanoutServer]:
         async with anyio.create_task_group() as tg:
             door = Door(store, tg, max_runs=config.max_runs, max_queued=config.max_queued,
                         executor=config.executor, temporal=config.temporal)
-            yield build_server(App(config, store, door))
+            server = build_server(App(config, store, door))  # logging is set up here
+            await resume_left(door, config)
+            yield server
             tg.cancel_scope.cancel()  # the client is gone: its runs wind down, recorded
     finally:
         store.close()
