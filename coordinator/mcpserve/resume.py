@@ -37,7 +37,7 @@ import logging
 import os
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import anyio
 import anyio.to_thread
@@ -50,9 +50,6 @@ from coordinator.store import RunRecorder, RunStore
 from shared.clock import AnyioClock
 from shared.errors import FanoutError
 from shared.tokens import TokenCounter
-
-if TYPE_CHECKING:
-    from coordinator.mcpserve.door import Door
 
 log = logging.getLogger("fanout.mcp")
 
@@ -119,7 +116,17 @@ def claim(config: DoorConfig, store: RunStore, run_id: str) -> Resumption | None
     return Resumption(run_id, row.spec_text, row.file, row.speed, start, clock, recorder)
 
 
-async def resume_left(door: Door, config: DoorConfig) -> list[str]:
+class Resumes(Protocol):
+    """What resuming needs of the door (:class:`coordinator.mcpserve.door.Door`): its
+    store, and a way to start a claimed run — a protocol, so neither imports the other."""
+
+    store: RunStore
+
+    def resume(self, resumed: Resumption) -> object:
+        """Start ``resumed`` in a slot of the door; what tracks it."""
+
+
+async def resume_left(door: Resumes, config: DoorConfig) -> list[str]:
     """Claim the runs a killed ``fanout mcp`` left going and start them in ``door``;
     the ids resumed, oldest first."""
     store = door.store
