@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-__all__ = ["naive_index", "naive_search"]
+__all__ = ["naive_index", "naive_search", "peak_rss_mib"]
 
 NAIVE_SUFFIXES = (".html", ".htm", ".txt", ".md", ".markdown", ".rst", ".text")
 
@@ -69,7 +69,8 @@ def naive_search(db_path: str, query: str, limit: int) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def _peak_rss_mib() -> float:
+def peak_rss_mib() -> float:
+    """This process's peak resident memory, in MiB (``VmHWM``)."""
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
             if line.startswith("VmHWM:"):
@@ -98,7 +99,7 @@ def main(argv: list[str]) -> None:
     seconds = time.perf_counter() - started
     cpu = os.times()
     sys.stdout.write(json.dumps({"seconds": seconds, "cpu_s": cpu.user + cpu.system,
-                                 "peak_rss_mib": _peak_rss_mib(),
+                                 "peak_rss_mib": peak_rss_mib(),
                                  "passages": passages}) + "\n")
 
 

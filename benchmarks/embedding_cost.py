@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
+from benchmarks.docs_child import peak_rss_mib
 from benchmarks.stats import BenchResult, Figure, Stats
 
 KEY = "embedding_cost"
@@ -60,16 +61,6 @@ def passages(n: int) -> tuple[list[str], str]:
     return made, "generated"
 
 
-def _peak_rss_mib() -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def child(n: int, max_tokens: int, workers: int) -> dict[str, float]:
     """One run, in this interpreter: load the model, encode the passages once."""
     from subagents.research.embedding import load_embedder, semantic_unavailable_reason
@@ -85,7 +76,7 @@ def child(n: int, max_tokens: int, workers: int) -> dict[str, float]:
     vectors = embedder.encode(texts, workers=workers)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     assert vectors.shape == (n, embedder.dim)
-    return {"load_s": loaded, "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": _peak_rss_mib(),
+    return {"load_s": loaded, "wall_s": wall, "cpu_s": cpu, "peak_rss_mib": peak_rss_mib(),
             "mean_pieces": sum(pieces) / n}
 
 
