@@ -230,6 +230,10 @@ def search(
         file, start, path, title, kind, sig, heading, body = meta[pid]
         cands.append(_Passage(pid, file, start, path, title, kind, sig, heading, body, rank,
                               terms))
+    # The best window is looked for in the likeliest candidates only (by their share of
+    # the query, then bm25's rank): it reads every sentence, the rest only count words.
+    for c in sorted(cands, key=lambda c: (-c.cover, c.rank))[:_CLOSER]:
+        c.look_closer(terms)
     similarity = dense.of([c.id for c in cands]) if dense is not None else {}
     _fuse(cands, similarity)
     chosen = _choose(cands, limit)
@@ -239,6 +243,8 @@ def search(
 
 PER_DOCUMENT = 3  # passages of one document among the results, at most
 _DENSE_POOL = 40  # passages nearest in meaning added to bm25's candidates
+_CLOSER = 40  # candidates whose best window is looked for
+_LOOK = 6  # candidates looked at per result wanted (the rest cannot be shown)
 _MORE = 3  # a document's next best passages that raise each of its passages …
 _SPREAD = 0.2  # … each at this fraction of its own
 _RRF = 30  # reciprocal rank fusion's constant (smaller: the top ranks weigh more)
@@ -259,14 +265,21 @@ class _Passage:
         self.title, self.kind, self.sig = title, kind, sig
         self.heading, self.body, self.rank = heading, body, rank
         self.cover = terms.coverage(f"{title}\n{heading}\n{body}")
+        self.window = (0, len(body))
+        self.lexical = self.cover
+        self.semantic: float | None = None
+        self.score = 0.0
+        self.also: list[str] = []
+
+    def look_closer(self, terms: Terms) -> None:
+        """Find the passage's best window; its share of the query counts half of its
+        lexical score (done for the likeliest candidates only: it reads every sentence)."""
+        title, heading, body = self.title, self.heading, self.body
         w_start, w_end = best_window(body, terms, heading=f"{title} {heading}")
         self.window = (w_start, w_end)
         inside = terms.coverage(f"{title}\n{heading}\n{body[w_start:w_end]}")
         # What the passage holds of the query, and how much of it sits in one window.
         self.lexical = 0.5 * self.cover + 0.5 * inside
-        self.semantic: float | None = None
-        self.score = 0.0
-        self.also: list[str] = []
 
     def result(self) -> dict[str, Any]:
         start, end = self.window
@@ -319,6 +332,9 @@ def _choose(cands: list[_Passage], limit: int) -> list[_Passage]:
     groups: list[list[_Passage]] = []  # the documents seen, as groups of twins
     sketch: dict[int, Sketches] = {}
     group_of: dict[int, int] = {}
+    # Only the best candidates can be shown: comparing every document with every other
+    # for twins cost more than the rest of a search.
+    cands = sorted(cands, key=lambda c: -c.score)[:limit * _LOOK]
     for c in cands:
         if c.file in group_of:
             continue
