@@ -2,9 +2,14 @@
 
 Every ``÷ baseline`` in the table divides two figures measured in the same run, on the
 same machine, minutes apart: the current tree's, and the same benchmark of the
-baseline tree (``git archive`` of a ref into a temporary directory, run by its own
-``python -m benchmarks --only KEY`` on this interpreter, right after the current
-tree's). Nothing is read from a file of figures taken in another session.
+baseline tree (``git archive`` of a ref into a temporary directory, its module run in a
+fresh interpreter on this one, right after the current tree's). Nothing is read from a
+file of figures taken in another session.
+
+The baseline tree's benchmark runs with the current tree's parameters for the run's
+mode (``make bench``'s sizes, or ``make bench-full``'s), not with its own registry's: the
+two sides of a ratio measure the same workload, and a tree from before a mode existed
+(or with other sizes in it) is still run at this run's size.
 
 The ref is ``--baseline-ref``; by default the newest release tag, and without one the
 first parent of ``HEAD`` (on ``main`` after a merge: the tree before that merge).
@@ -19,11 +24,56 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+NO_SUCH_BENCHMARK = 3
+"""The driver's exit status when the baseline tree's registry has no such key."""
+
+# Run in the baseline tree (its own ``benchmarks`` package first on the path): its
+# registry's entry for the key names the module; the parameters are this run's.
+_DRIVER = """
+import importlib, json, sys
+from pathlib import Path
+from benchmarks.registry import REGISTRY
+
+def decode(value):
+    if isinstance(value, dict):
+        if set(value) == {"__path__"}:
+            return Path.cwd() / value["__path__"]
+        return {k: decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return tuple(decode(v) for v in value)
+    return value
+
+key, params, out = sys.argv[1], decode(json.loads(sys.argv[2])), sys.argv[3]
+entry = next((e for e in REGISTRY if e.key == key), None)
+if entry is None:
+    sys.exit(NO_SUCH_BENCHMARK)
+result = importlib.import_module(entry.module).run(**params)
+Path(out).write_text(json.dumps({"benchmarks": {key: result.to_json()}}))
+""".replace("NO_SUCH_BENCHMARK", str(NO_SUCH_BENCHMARK))
+
+
+def encode_params(params: Mapping[str, Any]) -> str:
+    """``params`` as JSON for the driver: tuples as lists (read back as tuples), a path
+    inside this tree as its place relative to the tree (read back inside the baseline
+    tree, so it runs on its own files), any other path as it is."""
+
+    def encode(value: Any) -> Any:
+        if isinstance(value, Path):
+            inside = value.resolve().is_relative_to(ROOT)
+            return {"__path__": str(value.resolve().relative_to(ROOT) if inside else value)}
+        if isinstance(value, Mapping):
+            return {str(k): encode(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [encode(v) for v in value]
+        return value
+
+    return json.dumps(encode(params))
 
 __all__ = ["BaselineTree", "default_ref"]
 
@@ -86,16 +136,16 @@ class BaselineTree:
                               capture_output=True, text=True, check=False)
         return proc.stdout.strip() or proc.stderr.strip()[-300:]
 
-    def run(self, key: str, *, quick: bool) -> dict[str, Any] | str:
-        """The baseline tree's figures of benchmark ``key`` (its results entry), or why not."""
+    def run(self, key: str, params: Mapping[str, Any]) -> dict[str, Any] | str:
+        """The baseline tree's figures of benchmark ``key`` run with ``params`` (its results
+        entry), or why not."""
         if self.unavailable or self.path is None:
             return self.unavailable or "no baseline tree"
         out = self.path / f"baseline-{key}.json"
-        command = [sys.executable, "-m", "benchmarks", "--only", key, "--out", str(out),
-                   *(["--quick"] if quick else [])]
+        command = [sys.executable, "-c", _DRIVER, key, encode_params(params), str(out)]
         proc = subprocess.run(command, cwd=self.path, env=self._env(), capture_output=True,
                               text=True, check=False)
-        if "invalid choice" in proc.stderr:
+        if proc.returncode == NO_SUCH_BENCHMARK:
             return f"the baseline tree ({self.commit}) has no {key} benchmark"
         if not out.exists():
             tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]

@@ -2,31 +2,37 @@
 
 ``README.md`` (its Performance section) holds the headline figures between
 ``<!-- bench:start -->`` and ``<!-- bench:end -->``; ``benchmarks/README.md`` holds the
-whole table between its results markers. A full ``make bench`` rewrites both from the
-results it has just written; ``python -m benchmarks.readme_table [RESULTS.json]``
-rewrites them from a results file (``tests/test_benchmarks_smoke.py`` checks that the
-README says what ``benchmarks/results.json`` says).
+whole table between its results markers, and between ``<!-- sizes:start -->`` and
+``<!-- sizes:end -->`` each benchmark's sizes in ``make bench`` and ``make bench-full``
+(from :mod:`benchmarks.registry`) with the seconds it took in the recorded run. A
+complete ``make bench`` (or ``make bench-full``) rewrites them all from the results it
+has just written, and says which run they come from; ``python -m benchmarks.readme_table
+[RESULTS.json]`` rewrites them from a results file (``tests/test_benchmarks_smoke.py``
+checks that the READMEs say what ``benchmarks/results.json`` says).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks import results
+from benchmarks.registry import REGISTRY
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 RESULTS = HERE / "results.json"
 START = "<!-- bench:start -->"
 END = "<!-- bench:end -->"
+SIZES_START = "<!-- sizes:start -->"
+SIZES_END = "<!-- sizes:end -->"
 # Benchmarks without a target show this many of their figures.
 UNTARGETED_ROWS = 4
 
-__all__ = ["headline", "main", "rewrite", "update_all"]
+__all__ = ["headline", "main", "rewrite", "sizes", "update_all"]
 
 
 def _fmt(value: float | None) -> str:
@@ -77,8 +83,38 @@ def headline(doc: dict[str, Any]) -> str:
     against = (f"the baseline tree {base.get('commit')} ({base.get('ref')}), run in the same "
                "run" if base.get("commit") else "no baseline tree")
     m = doc["machine"]
-    lines += ["", f"From one `{doc['command']}` of {doc['generated']} ({doc['duration_s']:g} s, "
-              f"{m['cpu_count']} CPUs, Python {m['python']}); baseline: {against}."]
+    lines += ["", f"From one `{doc['command']}` ({results.sizes(doc)}) of {doc['generated']} "
+              f"({doc['duration_s']:g} s, {m['cpu_count']} CPUs, Python {m['python']}); "
+              f"baseline: {against}."]
+    return "\n".join(lines)
+
+
+def _params(params: Mapping[str, Any]) -> str:
+    def shown(value: Any) -> str:
+        if isinstance(value, Path):
+            return value.name
+        if isinstance(value, tuple | list):
+            return "(" + ", ".join(shown(v) for v in value) + ")"
+        return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else (
+            str(value))
+
+    return ", ".join(f"{k}={shown(v)}" for k, v in params.items()) or "(defaults)"
+
+
+def sizes(doc: dict[str, Any]) -> str:
+    """Each benchmark's parameters in ``make bench`` and ``make bench-full``, and the
+    seconds it took in ``doc``'s run (this tree's + the baseline tree's)."""
+    timings: dict[str, dict[str, float]] = doc.get("timings") or {}
+    mode = f"{doc['mode']}: " if doc.get("mode") else ""
+    lines = [f"| benchmark | `make bench` | `make bench-full` | s in the recorded run ({mode}"
+             "tree + baseline) |", "|---|---|---|---:|"]
+    for entry in REGISTRY:
+        took = timings.get(entry.key)
+        spent = f"{took['current_s']:g} + {took['baseline_s']:g}" if took else "—"
+        lines.append(f"| {entry.key} | {_params(entry.bench)} | {_params(entry.full)} | "
+                     f"{spent} |")
+    total = f"{doc['duration_s']:g} s in all" if timings else "no timings recorded"
+    lines += ["", f"The recorded run (`{doc['command']}`, {doc['generated']}): {total}."]
     return "\n".join(lines)
 
 
@@ -99,8 +135,10 @@ def update_all(doc: dict[str, Any], root: Path = ROOT) -> list[Path]:
     changed = []
     if rewrite(root / "README.md", headline(doc)):
         changed.append(root / "README.md")
-    if results.update_readme(root / "benchmarks" / "README.md", doc):
-        changed.append(root / "benchmarks" / "README.md")
+    bench_readme = root / "benchmarks" / "README.md"
+    tables = results.update_readme(bench_readme, doc)
+    if rewrite(bench_readme, sizes(doc), SIZES_START, SIZES_END) or tables:
+        changed.append(bench_readme)
     return changed
 
 

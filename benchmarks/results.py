@@ -49,12 +49,15 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-def document(results: Sequence[BenchResult], *, command: str, seconds: float) -> dict[str, Any]:
-    """The JSON document ``benchmarks/results.json`` holds."""
+def document(results: Sequence[BenchResult], *, command: str, seconds: float,
+             mode: str | None = None) -> dict[str, Any]:
+    """The JSON document ``benchmarks/results.json`` holds (``mode``: the registry's size,
+    ``quick``, ``bench`` or ``full``; None for a benchmark run alone by its own command)."""
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     return {
         "generated": generated,
         "command": command,
+        "mode": mode,
         "duration_s": round(seconds, 1),
         "machine": machine(),
         "versions": versions(),
@@ -195,14 +198,28 @@ README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
 
 
+SIZES = {
+    "quick": "the smoke run's tiny sizes: the figures mean nothing",
+    "bench": "`make bench`: the reduced sizes of each entry's `bench` in registry.py",
+    "full": "`make bench-full`: the issues' sizes, each entry's `full` in registry.py",
+}
+"""What a results document's ``mode`` means, as the tables under it say."""
+
+
+def sizes(doc: dict[str, Any]) -> str:
+    """Which run (and so which sizes) a results document comes from."""
+    return SIZES.get(str(doc.get("mode")), "sizes not recorded")
+
+
 def markdown_from_json(doc: dict[str, Any]) -> str:
-    """The Markdown table of a results document, with the machine it was taken on."""
+    """The Markdown table of a results document, with the run and machine it comes from."""
     lines = _markdown_rows(doc)
     m, v = doc["machine"], doc["versions"]
     installed = ", ".join(f"{k} {val}" for k, val in v.items() if val) or "none"
     lines += [
         "",
-        f"Taken {doc['generated']} with `{doc['command']}` ({doc['duration_s']:g} s) on "
+        f"Taken {doc['generated']} with `{doc['command']}` ({sizes(doc)}; "
+        f"{doc['duration_s']:g} s) on "
         f"{m['platform']}, {m['cpu_count']} CPUs, Python {m['python']}; {installed}.",
     ]
     return "\n".join(lines)
