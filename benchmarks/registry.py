@@ -196,6 +196,7 @@ REGISTRY: tuple[Entry, ...] = (
         # installed) at the default cut and the model's limit, and on two workers.
         "embedding_cost", "benchmarks.embedding_cost",
         full={"passages_n": 1_000, "configs": ((128, 1), (256, 1), (128, 2)), "repeat": 3},
+        bench={"passages_n": 200, "configs": ((128, 1),), "repeat": 2},
         quick={"passages_n": 8, "configs": ((128, 1),), "repeat": 1},
         needs=("numpy", "tokenizers", "safetensors", "threadpoolctl"),
     ),
