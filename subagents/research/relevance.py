@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -343,28 +343,3 @@ def _cut(text: str, start: int, end: int) -> int:
         return at
     at = text.rfind(" ", start, end)
     return at if at > start else end
-
-
-def best_segments(
-    texts: Sequence[str], terms: Terms, count: int
-) -> list[tuple[int, Segment, float]]:
-    """The ``count`` segments of ``texts`` that best answer ``terms``: ``(text index,
-    segment, score)``, best first. A term found in most of the candidates discriminates
-    little between them and counts less."""
-    cands: list[tuple[int, Segment, list[bool]]] = []
-    for t, text in enumerate(texts):
-        for seg in segments(text):
-            cands.append((t, seg, terms.present(text[seg.start:seg.end])))
-    if not cands:
-        return []
-    n = len(cands)
-    local = []
-    for k in range(len(terms.words)):
-        df = sum(1 for _, _, hit in cands if hit[k])
-        local.append(math.log(1.0 + n / (1 + df)))
-    scored = []
-    for t, seg, hit in cands:
-        score = sum(w * lw for w, lw, h in zip(terms.weights, local, hit, strict=True) if h)
-        scored.append((t, seg, score))
-    scored.sort(key=lambda c: (-c[2], c[0], c[1].start))
-    return scored[:count]
