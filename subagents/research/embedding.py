@@ -313,7 +313,8 @@ class Embedder:
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """How many word pieces each text is embedded by (after the cut at max_tokens)."""
-        return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+        return [len(e.ids) for start in range(0, len(texts), _TEXTS_PER_ROUND)
+                for e in self._tokenizer.encode_batch(list(texts[start:start + _TEXTS_PER_ROUND]))]
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, *, workers: int = 1) -> Array:
         """The texts' embeddings, in order: (len(texts), 384) float32, each row unit length.
