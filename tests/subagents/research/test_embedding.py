@@ -127,6 +127,11 @@ def test_batching_and_padding_do_not_change_a_vector(embedder: Embedder) -> None
     batched = embedder.encode(texts, batch_size=5, workers=2)
     np.testing.assert_allclose(batched[:6], alone, atol=1e-5)
     np.testing.assert_allclose(embedder.encode(texts, batch_size=32), batched, atol=1e-5)
+    # Past the first few hundred texts, encode tokenises and batches a round at a time.
+    many = [f"n{i}" if i % 2 else f"note {i}" for i in range(520)]
+    picked = [0, 511, 512, 519]
+    np.testing.assert_allclose(embedder.encode(many, workers=2)[picked],
+                               embedder.encode([many[i] for i in picked]), atol=1e-5)
 
 
 def test_a_long_text_is_embedded_by_its_beginning() -> None:
