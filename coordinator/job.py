@@ -15,6 +15,22 @@ from subagents.models.spend import TokenBudget
 from subagents.spec import SubtaskSettings, SubtaskSpec
 
 
+class EscalationWait(BaseModel):
+    """How long an escalation handed to a person waits, and what a timeout decides
+    (docs/design.md §17)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    wait_s: float = Field(
+        default=900, gt=0, le=MAX_SECONDS,
+        description="Seconds an escalation waits for a person's decision.",
+    )
+    on_timeout: Literal["accept", "stop"] = Field(
+        default="accept",
+        description="What a wait that times out decides (by: timeout): keep the gap, or stop.",
+    )
+
+
 class JobSpec(BaseModel):
     """The job a coordinator runs; subtasks arrive with their defaults already merged."""
 
@@ -58,6 +74,27 @@ class JobSpec(BaseModel):
         ),
     )
 
+    # A person decides (docs/design.md §17); both left out of the wire when unset, so a job
+    # that sets neither serialises as before.
+    escalations: EscalationWait | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description=(
+            "Escalations wait for a person's decision: wait_s bounds the wait, on_timeout "
+            "(accept or stop) decides one nobody answered. On fanout serve, setting it "
+            "attaches a person to the run."
+        ),
+    )
+    review_plan: bool = Field(
+        default=False,
+        exclude_if=lambda v: v is False,
+        description="The lead's plan waits for a person to approve, edit or reject it.",
+    )
+
+    def escalation_wait(self) -> EscalationWait:
+        """The job's bound on a wait for a decision (the default when it set none)."""
+        return self.escalations or _DEFAULT_WAIT
+
     def followup_rounds(self) -> int:
         """Rounds of follow-ups this job runs (0 or 1; a file's subtasks default to 0)."""
         return 0 if self.followups is None else self.followups
@@ -92,3 +129,6 @@ class JobSpec(BaseModel):
                 raise ValueError(f"duplicate subtask id {sub.id!r}")
             seen.add(sub.id)
         return self
+
+
+_DEFAULT_WAIT = EscalationWait()

@@ -20,7 +20,7 @@ from coordinator.job import JobSpec
 from coordinator.routing import Route, RoutingTable
 from shared.categories import ErrorCategory, Trigger
 from shared.envelope import Finding
-from shared.escalation import Escalation
+from shared.escalation import Do, Escalation
 from shared.trusted import Prevalidated
 from subagents.alternatives import alternatives_for
 from subagents.models.spend import TokenBudget, TokenMeter
@@ -89,6 +89,9 @@ class Gap(BaseModel):
     # The follow-ups that covered this gap, with evidence (docs/design.md §11): the gap stays
     # listed, its subtask's weight counts as covered.
     filled_by: list[str] | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The escalation whose decision settled this gap (``accept``: kept, decided); the
+    # report's ``decisions`` say who and when (docs/design.md §17).
+    decided: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Section(BaseModel):
@@ -145,13 +148,50 @@ class Answer(BaseModel):
     verified: bool | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class DecisionChange(BaseModel):
+    """What a decision changed: its subtask's status and the job's coverage, before → after."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status_before: SubtaskStatus
+    status_after: SubtaskStatus
+    coverage_before: float
+    coverage_after: float
+
+
 class Decision(BaseModel):
-    """What an escalation handler chose for an escalation (an alternative, or a note)."""
+    """What a person (or a handler, or a timed-out wait) chose for an escalation.
+
+    ``choice`` says it in words (the option's text, or an alternative a handler
+    returned); a decision on an escalation's options (docs/design.md §17) also names the
+    escalation, the option and its kind, who decided and when, and what it changed. Each
+    of those is left out of the wire when absent, so a handler's bare choice serialises
+    as before.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     subtask_id: str
     choice: str
+    escalation: str | None = Field(default=None, exclude_if=_absent)
+    option: str | None = Field(default=None, exclude_if=_absent)
+    do: Do | None = Field(default=None, exclude_if=_absent)
+    # answer: the person's text and its source URL; requery: the changed query.
+    text: str | None = Field(default=None, exclude_if=_absent)
+    source: str | None = Field(default=None, exclude_if=_absent)
+    tool: str | None = Field(default=None, exclude_if=_absent)
+    args: dict[str, Any] | None = Field(default=None, exclude_if=_absent)
+    query: str | None = Field(default=None, exclude_if=_absent)
+    # Who decided: a token's name, an OS user, an MCP client, "scenario", or "timeout".
+    by: str | None = Field(default=None, exclude_if=_absent)
+    # When: the wall time (ISO 8601, UTC) where the door knows it, and the run's seconds.
+    at: str | None = Field(default=None, exclude_if=_absent)
+    at_s: float | None = Field(default=None, exclude_if=_absent)
+    change: DecisionChange | None = Field(default=None, exclude_if=_absent)
 
 
 class CoverageReport(BaseModel):
@@ -295,6 +335,30 @@ class ReportBuilder:
 
     def __contains__(self, subtask_id: object) -> bool:
         return subtask_id in self._rows
+
+    def status(self, subtask_id: str) -> SubtaskStatus:
+        """The subtask's status so far ("gap" while it has no result)."""
+        rows = self._rows.get(subtask_id)
+        return "gap" if rows is None else rows.outcome.status
+
+    def coverage(self) -> float:
+        """The job's coverage so far, every subtask without a result counted not covered
+        (a decision's before → after, docs/design.md §17)."""
+        outcomes = [rows.outcome for rows in self._rows.values()]
+        gaps = [rows.gap for rows in self._rows.values() if rows.gap is not None]
+        covered = total = 0.0
+        filled = {g.subtask_id for g in gaps if g.filled_by}
+        for spec in self.job.subtasks:
+            total += spec.weight
+        for o in outcomes:
+            if o.status in ("complete", "empty") or o.id in filled:
+                covered += o.weight
+        if total > 0:
+            return round(covered / total, 12)
+        if not self.job.subtasks:
+            return 0.0
+        done = sum(o.status in ("complete", "empty") or o.id in filled for o in outcomes)
+        return round(done / len(self.job.subtasks), 12)
 
     def add(self, result: SubagentResult) -> None:
         """Count ``result`` (a result for no subtask of the job is ignored)."""
@@ -528,3 +592,24 @@ def with_tokens(report: CoverageReport, meter: TokenMeter) -> CoverageReport:
         budget=meter.budget,
     )
     return report.model_copy(update={"subtasks": rows, "tokens": total})
+
+
+def with_decisions(report: CoverageReport, decisions: Sequence[Decision]) -> CoverageReport:
+    """The report with ``decisions`` listed after its own; a gap whose escalation was
+    decided ``accept`` is kept and marked ``decided`` (docs/design.md §17).
+
+    Unchanged when ``decisions`` is empty, so a run nobody decided for keeps its report
+    byte for byte.
+    """
+    if not decisions:
+        return report
+    accepted = {d.subtask_id: d.escalation or d.subtask_id for d in decisions if d.do == "accept"}
+    gaps = [
+        gap.model_copy(update={"decided": accepted[gap.subtask_id]})
+        if gap.subtask_id in accepted and gap.decided is None
+        else gap
+        for gap in report.gaps
+    ]
+    return report.model_copy(
+        update={"decisions": [*report.decisions, *decisions], "gaps": gaps}
+    )

@@ -4,8 +4,9 @@ The synthesis shows the lead model each source with its number and asks it to ci
 ``[n]`` after each claim (docs/design.md §10); ``answer.sources`` are the sources its text cites.
 A page (``web.fetch``) or a document (``docs.read``) is a source by its URL or path; a
 search result (``web.search``, ``docs.search``) is one too, by the URL or path it names;
-any other tool's result (simulated, MCP) is a source named by its tool and subtask. The
-model's own words are never a source. Numbers follow the job's subtask order, and one URL
+any other tool's result (simulated, MCP) is a source named by its tool and subtask; a
+person's answer (docs/design.md §17) is a source titled "given by NAME, DATE". The model's own
+words are never a source. Numbers follow the job's subtask order, and one URL
 or path is one source however many subtasks found it (the first names it).
 """
 
@@ -17,8 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.decision import given_by
 from coordinator.report import Section, Source
-from shared.envelope import Finding
+from shared.envelope import PERSON, Finding
 
 __all__ = [
     "Evidence",
@@ -53,6 +55,13 @@ def _items(finding: Finding) -> list[_Item]:
     if finding.tool in _NOT_SOURCES or finding.empty:
         return []
     data: Any = finding.data
+    if finding.by_person:
+        # A person's answer (docs/design.md §17) is evidence of its own kind: one source per
+        # subtask, cited "given by NAME, DATE", its URL (if any) where to check it.
+        text = data.get("text") if isinstance(data, dict) else data
+        title = given_by(finding.by, finding.at)
+        return [(f"tool:{PERSON}:{finding.by}:{finding.at}", finding.url, None, title, text,
+                 "", None)]
     if finding.url is not None or finding.path is not None:
         text = data.get("text") if isinstance(data, dict) else None
         body = text if isinstance(text, str) else data

@@ -230,6 +230,10 @@ _TOOL_RESULT_PLAN: Final = field_plan(ToolResult)
 _SOURCE_TOOLS: Final = {"web.fetch": "url", "docs.read": "path"}
 
 
+PERSON: Final = "person"
+"""The tool name of a finding a person gave (docs/design.md §17): evidence, cited as such."""
+
+
 class Finding(BaseModel):
     """One successful result a subagent found; empty results are findings too.
 
@@ -249,6 +253,16 @@ class Finding(BaseModel):
     url: str | None = Field(default=None, exclude_if=lambda v: v is None)
     path: str | None = Field(default=None, exclude_if=lambda v: v is None)
     title: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # A person's finding (tool ``person``, docs/design.md §17): who gave it and when (ISO 8601
+    # where the door knows the wall time, else the run's seconds as "+30s"); its text is
+    # ``data.text`` and its source, if any, ``url``. Left out of the wire for tool findings.
+    by: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    at: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @property
+    def by_person(self) -> bool:
+        """Whether a person gave this finding (an ``answer`` decision), not a tool."""
+        return self.tool == PERSON and self.by is not None
 
     @classmethod
     def from_result(cls, result: ToolResult, args: dict[str, Any]) -> Finding:
@@ -275,6 +289,8 @@ class Finding(BaseModel):
                 "url": url,
                 "path": path,
                 "title": title,
+                "by": None,
+                "at": None,
             }
         )
 

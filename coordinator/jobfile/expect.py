@@ -52,7 +52,9 @@ def _match(path: str, expected: Any, actual: Any, out: list[Mismatch]) -> None:
 def check_expect(expect: Mapping[str, Any], report: Mapping[str, Any]) -> list[Mismatch]:
     """Every way ``report`` (wire JSON) differs from ``expect`` (only listed keys count).
 
-    ``subtasks`` and ``gaps`` are keyed by subtask id; ``escalations`` is a count.
+    ``subtasks`` and ``gaps`` are keyed by subtask id; ``escalations`` is a count;
+    ``decisions`` a count, or keyed by escalation id (``patents:1``) or subtask id (its
+    first decision).
     """
     out: list[Mismatch] = []
     for key, value in expect.items():
@@ -66,6 +68,8 @@ def check_expect(expect: Mapping[str, Any], report: Mapping[str, Any]) -> list[M
             by_id = {g["subtask_id"]: g for g in report.get("gaps", [])}
             for sid, fields in value.items():
                 _match(f"gaps.{sid}", fields, by_id.get(sid, "<no gap>"), out)
+        elif key == "decisions":
+            _decisions(value, report.get("decisions", []), out)
         elif key == "escalations" and isinstance(value, int):
             actual = len(report.get("escalations", []))
             if actual != value:
@@ -73,3 +77,18 @@ def check_expect(expect: Mapping[str, Any], report: Mapping[str, Any]) -> list[M
         else:
             _match(key, value, report.get(key, "<absent>"), out)
     return out
+
+
+def _decisions(expected: Any, actual: list[Mapping[str, Any]], out: list[Mismatch]) -> None:
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        if len(actual) != expected:
+            out.append(Mismatch(path="decisions", expected=expected, actual=len(actual)))
+        return
+    if not isinstance(expected, Mapping):
+        _match("decisions", expected, actual, out)
+        return
+    for key, fields in expected.items():
+        found = next((d for d in actual if d.get("escalation") == key), None)
+        if found is None:
+            found = next((d for d in actual if d.get("subtask_id") == key), None)
+        _match(f"decisions.{key}", fields, found if found is not None else "<no decision>", out)

@@ -25,6 +25,7 @@ from coordinator.jobfile.model_block import (
     mark_planners,
     without_keys,
 )
+from coordinator.jobfile.people import check_people
 from coordinator.jobfile.scenario import Scenario, scenario_json_schema
 from coordinator.jobfile.yamlpos import (
     FieldPath,
@@ -96,6 +97,7 @@ def load_scenario_text(text: str, file: str) -> Scenario:
     problems = list(parsed.problems)
     problems += _check_references(data, parsed, file)
     problems += check_model_block(data, parsed, file)
+    problems += check_people(data, parsed, file)
     prepared = {**without_keys(data), "source": file}
     if "job" in data:
         prepared["job"] = mark_planners(_merge_defaults(data["job"]), "model" in data)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.job import JobSpec
+from coordinator.jobfile.people import PersonStep
 from subagents.mcp.spec import SERVER_NAME_PATTERN, McpServerSpec
 from subagents.models.spec import ModelSpec
 from subagents.research.spec import ResearchToolsSpec
@@ -52,6 +53,13 @@ class Expect(BaseModel):
             "{kind: extractive, checks: {not_prompt: {ok: false}}}."
         ),
     )
+    decisions: int | dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        description=(
+            "How many decisions the report lists, or per escalation id (SUBTASK_ID:N) or "
+            "subtask id, decision fields to match (do, by, change, ...)."
+        ),
+    )
 
 
 class Scenario(BaseModel):
@@ -89,6 +97,13 @@ class Scenario(BaseModel):
         description=(
             "The model that plans every subtask without a plan (and, without subtasks, "
             "decomposes the query); provider scripted replays its turns (docs/design.md §7)."
+        ),
+    )
+    people: list[PersonStep] = Field(
+        default_factory=list,
+        description=(
+            "A scripted person (docs/design.md §17): decisions, plan reviews and requests at "
+            "virtual times; a scenario with people attaches a person, so escalations wait."
         ),
     )
     source: str = Field(default="", exclude=True)
@@ -147,6 +162,16 @@ def scenario_json_schema() -> dict[str, Any]:
     servers = schema["properties"]["mcp_servers"]
     servers["patternProperties"] = {SERVER_NAME_PATTERN: servers.pop("additionalProperties")}
     servers["additionalProperties"] = False
+
+    # A plan review is a word or an edit in the file (coordinator.jobfile.people.ReviewSpec).
+    review = defs["PersonStep"]["properties"]["review_plan"]
+    review["anyOf"] = [
+        {"enum": ["approve", "reject"]},
+        {"type": "object", "properties": {"edit": {"$ref": "#/$defs/PlanEdit"}},
+         "required": ["edit"], "additionalProperties": False},
+        {"type": "null"},
+    ]
+    defs.pop("ReviewSpec", None)
 
     pattern = defs["ParamSpec"]["properties"]["pattern"]
     pattern["anyOf"][0]["format"] = "regex"
