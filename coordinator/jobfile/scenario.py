@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from coordinator.job import JobSpec
-from coordinator.jobfile.people import PersonStep
+from coordinator.scripted_person import PersonStep
 from subagents.mcp.spec import SERVER_NAME_PATTERN, McpServerSpec
 from subagents.models.spec import ModelSpec
 from subagents.research.spec import ResearchToolsSpec

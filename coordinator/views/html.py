@@ -16,8 +16,17 @@ from coordinator.views.answer_marks import (
     marked_lines,
     nothing_missing,
 )
+from coordinator.views.decisions import decision_line, split_findings
 from coordinator.views.followups import followup_lines
-from coordinator.views.html_text import cut, esc, finding_html, link, linked, pill
+from coordinator.views.html_text import (
+    cut,
+    esc,
+    finding_html,
+    link,
+    linked,
+    person_html,
+    pill,
+)
 from coordinator.views.not_covered import filled_lines, missing_lines
 from coordinator.views.style import CSS, OUTCOME_BADGE, STATUS_COLOURS
 from coordinator.views.timeline import legend_html, seconds, timeline_svg
@@ -175,7 +184,10 @@ def _gaps(report: Mapping[str, Any]) -> str:
 
 def _escalations(report: Mapping[str, Any]) -> str:
     escalations = list(report.get("escalations", []))
-    decisions = {d.get("subtask_id"): d.get("choice") for d in report.get("decisions", [])}
+    decisions: dict[Any, str] = {}
+    for d in report.get("decisions", []):
+        sid = d.get("subtask_id")
+        decisions[sid] = (decisions[sid] + "; " if sid in decisions else "") + decision_line(d)
     if not escalations:
         body = "<p>No escalations: nothing was handed to a person.</p>"
     else:
@@ -208,7 +220,12 @@ def _answer(report: Mapping[str, Any]) -> str:
         status = str(s.get("status", ""))
         covered = (_badge("covered", "#2f9e44") if s.get("covered")
                    else _badge("not covered", "#c92a2a"))
-        findings = "".join(finding_html(f) for f in s.get("findings", []))
+        tool_findings, given = split_findings(s.get("findings", []))
+        findings = "".join(finding_html(f) for f in tool_findings)
+        if given:
+            # A person's answer is evidence of its own kind: apart from what tools found.
+            findings += ('<div class="given"><p class="note">Given by a person:</p>'
+                         + "".join(person_html(f) for f in given) + "</div>")
         if not findings:
             findings = '<p class="note">No findings.</p>'
         said = gap_line(gaps[s["subtask_id"]]) if s.get("subtask_id") in gaps else s.get("gap")

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from coordinator.decision import given_by
+
 __all__ = ["compact", "cut", "data_html", "esc", "finding_html", "link", "linked", "pill"]
 
 MAX_TEXT = 280  # characters of one finding value before it is cut
@@ -150,6 +152,19 @@ def finding_html(f: Mapping[str, Any]) -> str:
                         or f"<code>{esc(where)}</code>")
     return (f'<div class="finding"><span class="tool"{tip}>{esc(f.get("tool"))}</span>{flags}'
             f"{source}{body}</div>")
+
+
+def person_html(f: Mapping[str, Any]) -> str:
+    """A finding a person gave: "given by NAME, DATE", the text, its source as a link."""
+    data = f.get("data")
+    text = data.get("text") if isinstance(data, Mapping) else data
+    url = f.get("url")
+    source = ""
+    if url:
+        source = " " + (link(url, str(url)) or f"<code>{esc(url)}</code>")
+    return (f'<div class="finding person"><span class="tool">'
+            f"{esc(given_by(f.get('by'), f.get('at')))}</span>{source}"
+            f"<p>{esc(str(text))}</p></div>")
 
 
 _URL_IN_TEXT = re.compile(r"https?://[^\s<>\"'\])]+[^\s<>\"'\]).,;:!?]", re.IGNORECASE)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from coordinator.views.answer_marks import extractive_note, marked_lines, nothing_missing
+from coordinator.views.decisions import decision_line, person_line, split_findings
 from coordinator.views.followups import followup_lines
 from coordinator.views.not_covered import filled_lines, missing_lines
 from coordinator.views.words import gap_line, trigger_words
@@ -216,8 +217,7 @@ def _escalations(report: Mapping[str, Any]) -> list[str]:
                      f"{md_text(esc.get('errorCategory') or 'no category')} / "
                      f"{_code(esc.get('trigger'))} — {md_text(esc.get('message', ''))}")
     for d in report.get("decisions", []):
-        lines.append(f"- decision for **{md_text(d.get('subtask_id'))}**: "
-                     f"{md_text(d.get('choice', ''))}")
+        lines.append(f"- decision {md_text(decision_line(d))}")
     return [*lines, ""]
 
 
@@ -230,7 +230,7 @@ def _answer(report: Mapping[str, Any]) -> list[str]:
         covered = "covered" if s.get("covered") else "not covered"
         lines += [f"### {md_text(s.get('subtask_id'))} — {md_text(s.get('status', ''))}, "
                   f"{covered}", "", f"*{md_text(s.get('query', ''))}*", ""]
-        findings = s.get("findings", [])
+        findings, given = split_findings(s.get("findings", []))
         for f in findings:
             flags = []
             if f.get("empty"):
@@ -240,8 +240,12 @@ def _answer(report: Mapping[str, Any]) -> list[str]:
             tail = f" ({', '.join(flags)})" if flags else ""
             lines.append(f"- **{md_text(f.get('tool'))}**{tail}")
             lines.extend(_data_lines(f.get("data"), "  "))
-        if not findings:
+        if not findings and not given:
             lines.append("No findings.")
+        if given:
+            # A person's answer is evidence of its own kind: apart from what tools found.
+            lines += ["", "*Given by a person:*", ""]
+            lines += [f"- {md_text(person_line(f))}" for f in given]
         if s.get("gap"):
             said = gap_line(gaps[s["subtask_id"]]) if s.get("subtask_id") in gaps else s["gap"]
             lines += ["", f"> gap: {md_text(said)}"]

@@ -116,6 +116,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .finding { margin: 8px 0 0; padding-top: 8px; border-top: 1px dashed var(--line); }
 .finding .tool { font-weight: 600; font-size: 13px; }
 .finding ul { margin: 4px 0 0; padding-left: 18px; }
+.given { margin-top: 8px; padding-left: 8px; border-left: 3px solid var(--line); }
 .finding li { margin: 1px 0; }
 .finding .k { color: var(--muted); }
 .finding .hit { margin: 4px 0; }

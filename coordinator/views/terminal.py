@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from coordinator.views.answer_marks import extractive_note, marked_lines, nothing_missing
+from coordinator.views.decisions import decision_line
 from coordinator.views.followups import followup_lines
 from coordinator.views.not_covered import filled_lines, missing_lines
 from coordinator.views.words import gap_words, route_words
@@ -246,7 +247,7 @@ def report_view(report: CoverageReport) -> RenderableType:
             )
         )
     for d in report.decisions:
-        parts.append(Text(f"decision for {d.subtask_id}: {d.choice}", style="cyan"))
+        parts.append(Text(decision_line(d.model_dump(mode="json")), style="cyan"))
     parts.append(Text(report.answer.summary, style="italic"))
     return Group(*parts)
 

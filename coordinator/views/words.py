@@ -115,4 +115,5 @@ def gap_line(gap: Mapping[str, Any]) -> str:
     """A gap (its wire form) in one line: "access denied → handed to a person: role
     analyst lacks patents:read"."""
     cause = gap_words(gap.get("errorCategory"), gap.get("trigger"))
-    return f"{cause} → {route_words(gap.get('route'))}: {gap.get('message', '')}"
+    decided = f" (decided: kept, {gap['decided']})" if gap.get("decided") else ""
+    return f"{cause} → {route_words(gap.get('route'))}: {gap.get('message', '')}{decided}"
