@@ -190,6 +190,9 @@ def _escalations(report: Mapping[str, Any]) -> str:
         decisions[sid] = (decisions[sid] + "; " if sid in decisions else "") + decision_line(d)
     if not escalations:
         body = "<p>No escalations: nothing was handed to a person.</p>"
+        if decisions:
+            # Decided escalations a person answered are no longer listed: their decisions are.
+            body = "".join(f"<p><b>decision:</b> {esc(line)}</p>" for line in decisions.values())
     else:
         items = []
         for e in escalations:

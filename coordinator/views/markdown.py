@@ -211,7 +211,10 @@ def _escalations(report: Mapping[str, Any]) -> list[str]:
     escalations = list(report.get("escalations", []))
     lines = [f"## Escalations ({len(escalations)})", ""]
     if not escalations:
-        return [*lines, "Nothing was handed to a person.", ""]
+        if report.get("decisions"):
+            lines += ["Nothing is left with a person.", ""]
+        else:
+            lines.append("Nothing was handed to a person.")
     for esc in escalations:
         lines.append(f"- **{md_text(esc.get('subtask_id'))}**: "
                      f"{md_text(esc.get('errorCategory') or 'no category')} / "

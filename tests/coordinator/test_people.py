@@ -140,7 +140,7 @@ async def test_a_cancelled_wait_no_longer_waits() -> None:
 
 async def test_an_escalation_must_be_offered_before_it_waits() -> None:
     """Waiting on an escalation without id and options is a programming error."""
-    with pytest.raises(ValueError, match="Desk.offer"):
+    with pytest.raises(ValueError, match=r"Desk\.offer"):
         await Desk(AnyioClock()).wait(_escalation(), timeout_s=1)
 
 
