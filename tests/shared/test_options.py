@@ -117,3 +117,37 @@ def test_numbers_count_from_one() -> None:
     """An escalation numbered 0 is a programming error."""
     with pytest.raises(ValueError, match="from 1"):
         escalation_id("a", 0)
+
+
+_TOOLS = st.sampled_from(["db", "web_search", "web.fetch", "docs.read", "patent_db"])
+
+
+@given(
+    category=st.sampled_from([None, "transient", "validation", "business", "permission",
+                              "internal"]),
+    trigger=st.sampled_from(["permission_denied", "unknown_state", "retries_exhausted",
+                             "no_match", "step_budget"]),
+    failed=st.one_of(st.none(), _TOOLS),
+    allowlist=st.lists(_TOOLS, unique=True, max_size=4),
+    alternatives=st.lists(
+        st.one_of(st.text(max_size=30), _TOOLS.map(lambda t: f"try {t} instead"),
+                  st.text(alphabet="abc xyz", min_size=1, max_size=12).map(
+                      lambda q: f'search for "{q}"')),
+        max_size=4),
+)
+def test_options_hold_their_rules_for_any_escalation(
+    category: str | None, trigger: str, failed: str | None, allowlist: list[str],
+    alternatives: list[str],
+) -> None:
+    """Ids run o1…oN; answer, accept, stop close every list; a use_tool names another
+    allowlisted tool, once; each option's text is non-empty."""
+    esc = _esc(category=category, trigger=trigger, tool=failed, alternatives=alternatives)
+    options = options_for(esc, allowlist)
+    assert [o.id for o in options] == [f"o{i}" for i in range(1, len(options) + 1)]
+    assert [o.do for o in options][-3:] == ["answer", "accept", "stop"]
+    tools = [o.tool for o in options if o.do == "use_tool"]
+    assert len(tools) == len(set(tools))
+    assert all(t in allowlist and t != failed for t in tools)
+    assert all(o.query for o in options if o.do == "requery")
+    assert all(o.text for o in options)
+    assert options_for(esc, allowlist) == options  # the same escalation, the same options
