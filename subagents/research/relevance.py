@@ -36,6 +36,7 @@ __all__ = [
     "Terms",
     "best_window",
     "content_words",
+    "introduces",
     "segments",
 ]
 
@@ -325,8 +326,33 @@ def best_window(
             # is kept from winning by the length term.
     start, end = best_span
     if end - start > limit:
-        end = _cut(text, start, start + limit)
+        return start, _cut(text, start, start + limit)
+    # A window that ends announcing a command or a list ends with it: the sentence "you
+    # should configure APT as the following." answers only with what follows (up to
+    # half a window more).
+    last = next((k for k, s in enumerate(segs) if s.end == end), None)
+    while last is not None and introduces(text, segs, last) and \
+            segs[last + 1].end - start <= limit + limit // 2:
+        last += 1
+        end = segs[last].end
     return start, end
+
+
+# A sentence that announces what follows it ("… as the following:", "… by the
+# following.", "For example:"): the command or list after it is its answer.
+_INTRODUCER = re.compile(
+    r"(?::|\b(?:the\s+following|as\s+follows|like\s+this|for\s+example)\s*[.:]?)\s*$",
+    re.IGNORECASE)
+
+
+def introduces(text: str, segs: list[Segment], i: int) -> bool:
+    """Whether segment ``i`` announces the one after it (a sentence ending "as the
+    following." or ":" before a code block, a list or a command line)."""
+    if i + 1 >= len(segs) or segs[i].kind == "code":
+        return False
+    if segs[i + 1].kind not in ("code", "item") and not segs[i + 1].labelled:
+        return False
+    return bool(_INTRODUCER.search(text[segs[i].start:segs[i].end]))
 
 
 def _opens(text: str, seg: Segment) -> bool:
