@@ -35,15 +35,18 @@ _INLINE = re.compile(
 _TAG = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9]*)([^>]*)>|<!--|<[!?][^>]*>")
 _TITLE = re.compile(rb"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 _ANY_TAG = re.compile(r"<[^>]*>")
-# heading, block, line break, skipped with its content, code (skipped to its end tag)
-_H, _B, _N, _S, _C = 1, 2, 3, 4, 5
+# heading, block, line break, skipped with its content, code (skipped to its end tag),
+# a table cell (a space: a row is one paragraph, its cells side by side, as a reader
+# sees it — "u  remount all mounted filesystems read-only" is one fact, not two)
+_H, _B, _N, _S, _C, _T = 1, 2, 3, 4, 5, 6
 _KIND: dict[bytes, int] = {}
 for _kind, _names in (
     (_H, "h1 h2 h3 h4 h5 h6"),
     (_B, "address article aside blockquote body caption center dd details div dl dt "
          "fieldset figcaption figure footer header html li main ol p pre section summary "
-         "table tbody td tfoot th thead ul"),
-    (_N, "br hr tr"),
+         "table tbody tfoot thead tr ul"),
+    (_N, "br hr"),
+    (_T, "td th"),
     (_C, "script style noscript template svg math textarea"),
     (_S, "head nav form button select option iframe object embed canvas audio video map "
          "dialog"),
@@ -155,6 +158,9 @@ def _blocks(markup: bytes) -> bytes:
             add(_CLOSE + _PARA if closing else _PARA + _OPEN + name[1:2])
         elif kind == _N:
             add(_LINE)
+        elif kind == _T:
+            if not closing:
+                add(b" ")
         elif closing:
             continue
         elif kind == _C:
