@@ -119,54 +119,61 @@ def _blocks(markup: bytes) -> bytes:
     kinds = _KIND
     last = pre = 0
     pre_first = False
-    for m in _TAG.finditer(markup):
-        start = m.start()
-        if start < last:
-            continue  # inside a part skipped whole
-        closing, name, attrs = m.groups()
-        if start > last:
-            segment = markup[last:start]
-            if pre:
-                # A code block's lines keep their spaces and are indented by four: what
-                # the index, docs.read and an answer show of it reads as code.
-                if pre_first:
-                    segment = segment.lstrip(b"\r\n")
-                    pre_first = False
-                if closing and name in (b"pre", b"PRE"):
-                    segment = segment.rstrip(b"\r\n \t")
-                segment = _INDENT + segment.replace(b"\n", _LINE + _INDENT).replace(
-                    b" ", _KEEP)
-            add(segment)
-        last = m.end()
-        if name is None:
-            if markup.startswith(b"<!--", start):
-                end = markup.find(b"-->", start + 4)
-                last = len(markup) if end < 0 else end + 3
-            continue  # a comment, a declaration or a processing instruction
-        kind = kinds.get(name) or kinds.get(name.lower())
-        if kind is None:
-            continue  # an inline tag the first pass left (upper case)
-        if kind == _B:
-            if attrs and not closing and name in _CONTAINERS and _boilerplate(attrs):
-                last = _end_of(markup, name, last)
+    tags = _TAG.finditer(markup)
+    while True:
+        for m in tags:
+            start = m.start()
+            if start < last:
+                # Inside a part skipped whole (an SVG diagram is thousands of tags):
+                # the search starts again after it.
+                tags = _TAG.finditer(markup, last)
+                break
+            closing, name, attrs = m.groups()
+            if start > last:
+                segment = markup[last:start]
+                if pre:
+                    # A code block's lines keep their spaces and are indented by four: what
+                    # the index, docs.read and an answer show of it reads as code.
+                    if pre_first:
+                        segment = segment.lstrip(b"\r\n")
+                        pre_first = False
+                    if closing and name in (b"pre", b"PRE"):
+                        segment = segment.rstrip(b"\r\n \t")
+                    segment = _INDENT + segment.replace(b"\n", _LINE + _INDENT).replace(
+                        b" ", _KEEP)
+                add(segment)
+            last = m.end()
+            if name is None:
+                if markup.startswith(b"<!--", start):
+                    end = markup.find(b"-->", start + 4)
+                    last = len(markup) if end < 0 else end + 3
+                continue  # a comment, a declaration or a processing instruction
+            kind = kinds.get(name) or kinds.get(name.lower())
+            if kind is None:
+                continue  # an inline tag the first pass left (upper case)
+            if kind == _B:
+                if attrs and not closing and name in _CONTAINERS and _boilerplate(attrs):
+                    last = _end_of(markup, name, last)
+                    continue
+                if name == b"pre" or name == b"PRE":
+                    pre = max(0, pre + (-1 if closing else 1))
+                    pre_first = not closing
+                add(_PARA)
+            elif kind == _H:
+                add(_CLOSE + _PARA if closing else _PARA + _OPEN + name[1:2])
+            elif kind == _N:
+                add(_LINE)
+            elif kind == _T:
+                if not closing:
+                    add(b" ")
+            elif closing:
                 continue
-            if name == b"pre" or name == b"PRE":
-                pre = max(0, pre + (-1 if closing else 1))
-                pre_first = not closing
-            add(_PARA)
-        elif kind == _H:
-            add(_CLOSE + _PARA if closing else _PARA + _OPEN + name[1:2])
-        elif kind == _N:
-            add(_LINE)
-        elif kind == _T:
-            if not closing:
-                add(b" ")
-        elif closing:
-            continue
-        elif kind == _C:
-            last = _closed(markup, name, last)
-        elif not attrs.endswith(b"/"):
-            last = _end_of(markup, name, last)
+            elif kind == _C:
+                last = _closed(markup, name, last)
+            elif not attrs.endswith(b"/"):
+                last = _end_of(markup, name, last)
+        else:
+            break  # every tag read
     add(markup[last:])
     return b"".join(parts)
 
