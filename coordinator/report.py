@@ -280,11 +280,16 @@ def _gap(
     if (match := unmatched(result)) is not None:
         missing = [str(m) for m in match.get("missing") or []]
         lacks = f"; no passage holds {', '.join(missing)}" if missing else ""
+        by, score, threshold = match.get("by"), match.get("score"), match.get("threshold")
+        terms, needed = match.get("terms"), match.get("terms_threshold")
+        if isinstance(score, (int, float)) and isinstance(threshold, (int, float)) and \
+                score >= threshold and terms is not None:
+            by, score, threshold = "terms", terms, needed  # similar, but the words fell short
         return Gap(subtask_id=result.subtask_id, trigger="no_match", route=route or "gap",
                    attempted_query=spec.query, partial_results=list(result.findings),
                    alternatives=alternatives_for("no_match", spec, detail={"missing": missing}),
-                   message=f"passages were found, but none answers the query ({match.get('by')}"
-                   f" score {match.get('score')} under {match.get('threshold')}{lacks})")
+                   message=f"passages were found, but none answers the query ({by}"
+                   f" score {score} under {threshold}{lacks})")
     return None
 
 

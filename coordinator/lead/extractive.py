@@ -39,7 +39,7 @@ from typing import Any
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Section, Source, prepend_rows
 from coordinator.sources import Evidence, evidence, number_sources
-from subagents.research.relevance import Segment, Terms, segments
+from subagents.research.relevance import Segment, Terms, introduces, segments
 from subagents.result import LEAD
 from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
@@ -139,9 +139,13 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
         # What the page and section are about counts for the sentences under them, at
         # half weight ("The default mode is serialized." under "Multi-Threaded").
         context = terms.present(f"{item.title} {item.heading}")
-        for seg in segments(text):
+        segs = segments(text)
+        announced: float | None = None  # the score of a sentence announcing this one
+        before: float | None = None  # the score of the sentence before, in its paragraph
+        for at, seg in enumerate(segs):
             key = " ".join(text[seg.start:seg.end].split()).lower()
             if not key or key in seen:
+                announced = before = None
                 continue  # the same words from another passage or another name
             seen.add(key)
             hits = terms.present(text[seg.start:seg.end])
@@ -154,7 +158,23 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
                 score *= 1.3  # "how many", "what … by default": a value answers
             score += 0.15 * _pairs(terms, quoted)
             # A passage the search ranked higher is a little more likely to answer.
-            cands.append((score + 0.1 / (1 + rank), rank, item, text, seg))
+            score += 0.1 / (1 + rank)
+            if announced is not None:
+                # "… configure APT as the following:" is answered by the command after
+                # it: what a sentence announces is worth (just less than) the sentence.
+                score = max(score, announced - 1e-6)
+            if introduces(text, segs, at):
+                if before is not None:
+                    # "… so other programs can invoke it. You can change it by the
+                    # following." The announcement continues the sentence before it.
+                    score = max(score, before - 1e-6)
+                announced = score
+            else:
+                announced = None
+            joined = at + 1 < len(segs) and not _BLANK.search(
+                text, seg.end, segs[at + 1].start)
+            before = score if joined and seg.kind == "sentence" else None
+            cands.append((score, rank, item, text, seg))
     cands.sort(key=lambda c: (-c[0], c[1], c[4].start))
     # A sentence far weaker than the best is no part of the answer (the best of an
     # unrelated passage is not quoted to fill the lines).
@@ -169,6 +189,7 @@ _ASKS_VALUE = re.compile(
     r"\bhow (?:many|much|long|large|big|old|often)\b|\b(?:default|maximum|minimum|limit|"
     r"port|size|number|exit code|priority)\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
+_BLANK = re.compile(r"\n\s*\n")
 
 
 def _pairs(terms: Terms, text: str) -> float:

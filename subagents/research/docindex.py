@@ -34,9 +34,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from subagents.research import docsearch
 from subagents.research.documents import DEFAULT_MAX_BYTES, SUFFIXES, Entry, scan, shown
 from subagents.research.docwriter import (
     SCHEMA_VERSION,
@@ -47,6 +46,9 @@ from subagents.research.docwriter import (
     unchanged,
 )
 from subagents.research.writelock import WriteLock
+
+if TYPE_CHECKING:  # the reads' module is imported by the reads: indexing never needs it
+    from subagents.research import docsearch
 
 __all__ = [
     "SUFFIXES",
@@ -313,6 +315,8 @@ class DocIndex:
         self, query: str, limit: int = 8, interrupt: Interrupt | None = None
     ) -> docsearch.Found:
         """The best ``limit`` passages for ``query`` and whether they answer it."""
+        from subagents.research import docsearch
+
         with self._reader(interrupt) as conn:
             dense = self._dense(conn, query)
             return docsearch.search(conn, query, limit, dense)
@@ -342,6 +346,8 @@ class DocIndex:
         _key, ids_arr, matrix = cached
         q = embedder.encode([query])[0]
         sims = matrix @ q
+        from subagents.research import docsearch
+
         return docsearch.Dense(ids_arr, sims)
 
     def title_of(self, path: str) -> str | None:
@@ -383,6 +389,8 @@ class DocIndex:
             raise DocumentError(f"start {start} is past the end of {path!r}", "out_of_range",
                                 field="start", expected=f"at most {length} (the text's length)")
         end = min(length, start + window)
+        from subagents.research import docsearch
+
         with self._reader(interrupt) as conn:
             text = docsearch.read_window(conn, file_id, start, end)
         return {

@@ -31,6 +31,8 @@ from subagents.research.relevance import (
     MATCH_THRESHOLD,
     STOPWORDS,
     Terms,
+    answering_coverage,
+    asks_for,
     best_window,
     content_words,
 )
@@ -238,7 +240,7 @@ def search(
     _fuse(cands, similarity)
     chosen = _choose(cands, limit)
     results = [c.result() for c in chosen]
-    return Found(results, _judgement(terms, chosen, similarity or None))
+    return Found(results, _judgement(terms, chosen, similarity or None, asks_for(query)))
 
 
 PER_DOCUMENT = 3  # passages of one document among the results, at most
@@ -404,18 +406,34 @@ def _twins(a: str, b: str) -> bool:
 
 
 def _judgement(terms: Terms, chosen: list[_Passage],
-               similarity: dict[int, float] | None) -> dict[str, Any]:
-    """Whether the search answers its query: its best passage holds enough of the query's
-    weighted terms (or, with embeddings, is similar enough to it)."""
-    best = max((c.cover for c in chosen[:3]), default=0.0)
+               similarity: dict[int, float] | None, asks: str | None = None) -> dict[str, Any]:
+    """Whether the search answers its query: one segment of a top passage's snippet (a
+    sentence, a command, an item) holds enough of the query's weighted terms, with its
+    title and heading, and is the kind of answer the question asks for (a number for
+    "how many", a command for "how do I"); with embeddings, the best passage must also
+    be similar enough to the query (docs/design.md §10).
+
+    A passage that holds the words here and there is about the topic, not an answer:
+    measured on the answers benchmark, neither the passage's coverage nor its
+    similarity kept wrong answers from claiming coverage."""
+    best = 0.0
+    for c in chosen[:3]:
+        start, end = c.window
+        best = max(best, answering_coverage(terms, c.body[start:end],
+                                            f"{c.title}\n{c.heading}", asks))
     missing = terms.missing(f"{c.title}\n{c.heading}\n{c.body}" for c in chosen)
+    judged: dict[str, Any] = {"matched": best >= MATCH_THRESHOLD, "by": "terms",
+                              "score": round(best, 3), "threshold": MATCH_THRESHOLD,
+                              "missing": missing}
+    if asks is not None:
+        judged["asks"] = asks
     if similarity is not None and chosen:
+        # Judged on both: the similarity (``score``) and the terms of one segment.
         top = max((c.semantic or 0.0) for c in chosen[:3])
-        return {"matched": top >= SEMANTIC_THRESHOLD, "by": "semantic",
-                "score": round(top, 3), "threshold": SEMANTIC_THRESHOLD,
-                "terms": round(best, 3), "missing": missing}
-    return {"matched": best >= MATCH_THRESHOLD, "by": "terms", "score": round(best, 3),
-            "threshold": MATCH_THRESHOLD, "missing": missing}
+        judged.update(matched=top >= SEMANTIC_THRESHOLD and best >= MATCH_THRESHOLD,
+                      by="semantic", score=round(top, 3), threshold=SEMANTIC_THRESHOLD,
+                      terms=round(best, 3), terms_threshold=MATCH_THRESHOLD)
+    return judged
 
 
 def _total(conn: sqlite3.Connection) -> int:

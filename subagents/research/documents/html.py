@@ -35,15 +35,18 @@ _INLINE = re.compile(
 _TAG = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9]*)([^>]*)>|<!--|<[!?][^>]*>")
 _TITLE = re.compile(rb"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 _ANY_TAG = re.compile(r"<[^>]*>")
-# heading, block, line break, skipped with its content, code (skipped to its end tag)
-_H, _B, _N, _S, _C = 1, 2, 3, 4, 5
+# heading, block, line break, skipped with its content, code (skipped to its end tag),
+# a table cell (a space: a row is one paragraph, its cells side by side, as a reader
+# sees it — "u  remount all mounted filesystems read-only" is one fact, not two)
+_H, _B, _N, _S, _C, _T = 1, 2, 3, 4, 5, 6
 _KIND: dict[bytes, int] = {}
 for _kind, _names in (
     (_H, "h1 h2 h3 h4 h5 h6"),
     (_B, "address article aside blockquote body caption center dd details div dl dt "
          "fieldset figcaption figure footer header html li main ol p pre section summary "
-         "table tbody td tfoot th thead ul"),
-    (_N, "br hr tr"),
+         "table tbody tfoot thead tr ul"),
+    (_N, "br hr"),
+    (_T, "td th"),
     (_C, "script style noscript template svg math textarea"),
     (_S, "head nav form button select option iframe object embed canvas audio video map "
          "dialog"),
@@ -116,51 +119,61 @@ def _blocks(markup: bytes) -> bytes:
     kinds = _KIND
     last = pre = 0
     pre_first = False
-    for m in _TAG.finditer(markup):
-        start = m.start()
-        if start < last:
-            continue  # inside a part skipped whole
-        closing, name, attrs = m.groups()
-        if start > last:
-            segment = markup[last:start]
-            if pre:
-                # A code block's lines keep their spaces and are indented by four: what
-                # the index, docs.read and an answer show of it reads as code.
-                if pre_first:
-                    segment = segment.lstrip(b"\r\n")
-                    pre_first = False
-                if closing and name in (b"pre", b"PRE"):
-                    segment = segment.rstrip(b"\r\n \t")
-                segment = _INDENT + segment.replace(b"\n", _LINE + _INDENT).replace(
-                    b" ", _KEEP)
-            add(segment)
-        last = m.end()
-        if name is None:
-            if markup.startswith(b"<!--", start):
-                end = markup.find(b"-->", start + 4)
-                last = len(markup) if end < 0 else end + 3
-            continue  # a comment, a declaration or a processing instruction
-        kind = kinds.get(name) or kinds.get(name.lower())
-        if kind is None:
-            continue  # an inline tag the first pass left (upper case)
-        if kind == _B:
-            if attrs and not closing and name in _CONTAINERS and _boilerplate(attrs):
-                last = _end_of(markup, name, last)
+    tags = _TAG.finditer(markup)
+    while True:
+        for m in tags:
+            start = m.start()
+            if start < last:
+                # Inside a part skipped whole (an SVG diagram is thousands of tags):
+                # the search starts again after it.
+                tags = _TAG.finditer(markup, last)
+                break
+            closing, name, attrs = m.groups()
+            if start > last:
+                segment = markup[last:start]
+                if pre:
+                    # A code block's lines keep their spaces and are indented by four: what
+                    # the index, docs.read and an answer show of it reads as code.
+                    if pre_first:
+                        segment = segment.lstrip(b"\r\n")
+                        pre_first = False
+                    if closing and name in (b"pre", b"PRE"):
+                        segment = segment.rstrip(b"\r\n \t")
+                    segment = _INDENT + segment.replace(b"\n", _LINE + _INDENT).replace(
+                        b" ", _KEEP)
+                add(segment)
+            last = m.end()
+            if name is None:
+                if markup.startswith(b"<!--", start):
+                    end = markup.find(b"-->", start + 4)
+                    last = len(markup) if end < 0 else end + 3
+                continue  # a comment, a declaration or a processing instruction
+            kind = kinds.get(name) or kinds.get(name.lower())
+            if kind is None:
+                continue  # an inline tag the first pass left (upper case)
+            if kind == _B:
+                if attrs and not closing and name in _CONTAINERS and _boilerplate(attrs):
+                    last = _end_of(markup, name, last)
+                    continue
+                if name == b"pre" or name == b"PRE":
+                    pre = max(0, pre + (-1 if closing else 1))
+                    pre_first = not closing
+                add(_PARA)
+            elif kind == _H:
+                add(_CLOSE + _PARA if closing else _PARA + _OPEN + name[1:2])
+            elif kind == _N:
+                add(_LINE)
+            elif kind == _T:
+                if not closing:
+                    add(b" ")
+            elif closing:
                 continue
-            if name == b"pre" or name == b"PRE":
-                pre = max(0, pre + (-1 if closing else 1))
-                pre_first = not closing
-            add(_PARA)
-        elif kind == _H:
-            add(_CLOSE + _PARA if closing else _PARA + _OPEN + name[1:2])
-        elif kind == _N:
-            add(_LINE)
-        elif closing:
-            continue
-        elif kind == _C:
-            last = _closed(markup, name, last)
-        elif not attrs.endswith(b"/"):
-            last = _end_of(markup, name, last)
+            elif kind == _C:
+                last = _closed(markup, name, last)
+            elif not attrs.endswith(b"/"):
+                last = _end_of(markup, name, last)
+        else:
+            break  # every tag read
     add(markup[last:])
     return b"".join(parts)
 

@@ -161,3 +161,58 @@ def test_segments_keep_code_blocks_and_labels_whole() -> None:
     assert text[segs[0].start:segs[0].end].endswith("git reset --soft HEAD^")
     assert text[segs[1].start:segs[1].end].startswith("--timeout <seconds>")
     assert Terms.of("how long is the timeout").coverage(text[segs[1].start:segs[1].end]) == 1.0
+
+
+def _judged(tmp_path: Path, pages: dict[str, str], question: str) -> dict[str, Any]:
+    docs = tmp_path / "docs"
+    docs.mkdir(parents=True)
+    for name, text in pages.items():
+        (docs / name).write_text(text)
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    found = index.find(question, 5)
+    index.close()
+    assert found.results
+    return found.match
+
+
+def test_words_scattered_over_a_passage_do_not_answer(tmp_path: Path) -> None:
+    """A passage holding every word of the question, each in another sentence, is about
+    the topic: the search does not claim to answer."""
+    match = _judged(tmp_path, {"a.md": (
+        "# Notes\n\nThe sync tool copies trees. A daemon can run it in the background. "
+        "It may listen for changes. Every port is a number.\n")},
+        "Which port does the sync daemon listen on?")
+    assert match["matched"] is False and match["asks"] == "value"
+
+
+def test_a_value_question_is_answered_only_by_a_sentence_with_a_value(tmp_path: Path) -> None:
+    """"Which port" is answered by a sentence that names the port, not by one that holds
+    the question's words and no number."""
+    vague = {"a.md": "# Sync daemon\n\nThe sync daemon listens on a port the administrator "
+                     "chooses.\n"}
+    assert _judged(tmp_path / "1", vague, "Which port does the sync daemon listen on?")[
+        "matched"] is False
+    stated = {"a.md": "# Sync daemon\n\nThe sync daemon listens on port 8730 by default.\n"}
+    assert _judged(tmp_path / "2", stated, "Which port does the sync daemon listen on?")[
+        "matched"] is True
+
+
+def test_a_how_to_question_is_answered_by_a_command_announced(tmp_path: Path) -> None:
+    """"How do I" is answered by a sentence that announces the command after it; the
+    extractive answer quotes the command with it."""
+    page = ("# Limiting download bandwidth\n\nTo limit the download bandwidth of APT, "
+            "configure it as the following.\n\n    APT::Acquire::http::Dl-Limit \"800\";\n\n"
+            "Other settings are described elsewhere in this manual.\n")
+    question = "How can I limit the download bandwidth of APT?"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "apt.md").write_text(page)
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    found = index.find(question, 5)
+    index.close()
+    assert found.match["matched"] is True and found.match["asks"] == "way"
+    assert "Dl-Limit" in found.results[0]["snippet"]
+    text, _ = extractive_answer(_report(question, _finding(found.results)))
+    assert text is not None and 'Dl-Limit "800";' in text

@@ -66,6 +66,18 @@ def test_a_page_in_another_encoding_is_decoded() -> None:
     assert html_text(markup.encode("utf-16"), "utf-16").title == "Café crème"
 
 
+def test_a_table_row_reads_as_one_paragraph_its_cells_side_by_side() -> None:
+    """A row's cells stay together ("u  remount all … read-only" is one fact); rows are
+    paragraphs apart."""
+    markup = (b"<html><body><table><tr><th>key</th><th>action</th></tr>"
+              b"<tr><td>s</td><td>sync all mounted filesystems</td></tr>"
+              b"<tr><td>u</td><td>remount all mounted filesystems read-only</td></tr>"
+              b"</table></body></html>")
+    assert html_text(markup).text.split("\n\n") == [
+        "key action", "s sync all mounted filesystems",
+        "u remount all mounted filesystems read-only"]
+
+
 @pytest.mark.parametrize(
     ("text", "title"),
     [
