@@ -153,8 +153,8 @@ class FanoutActivities:
             trace_ids = SeededTraceIds(f"{inp.seed}/{inp.run_id}")
             run = restored(spec, item.state, seed=inp.seed, sim=sim, trace_ids=trace_ids)
             if not item.done:
-                if inp.trigger == "deadline":
-                    cut(run, inp.at_s)
+                if inp.trigger in ("deadline", "cancelled"):
+                    cut(run, inp.at_s, cancelled=inp.trigger == "cancelled")
                 elif inp.trigger == "threshold_breach":
                     # Not started: the job's token budget is spent. As a local subagent
                     # that took its lane and found it so at its first model call.

@@ -250,7 +250,7 @@ class SettleInput(BaseModel):
     store: str | None = None
     at_s: float
     """The job time they end at."""
-    trigger: Literal["deadline", "internal_error", "threshold_breach"]
+    trigger: Literal["deadline", "cancelled", "internal_error", "threshold_breach"]
     message: str = ""
     """For ``internal_error``: what Temporal reported; for ``threshold_breach`` (a new
     subagent not started, the job's token budget spent): why."""
