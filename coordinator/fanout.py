@@ -316,7 +316,7 @@ class LocalBackend:
                               trigger=trigger)
             )
 
-    def queued(self, batch: Sequence[SubtaskSpec], round_no: int) -> None:
+    async def queued(self, batch: Sequence[SubtaskSpec], round_no: int) -> None:
         observer = self.hooks.observer
         for spec in batch:
             run = self.live.get(spec.id)

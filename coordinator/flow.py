@@ -136,8 +136,8 @@ class Backend(Protocol):
         """Whether ``spec`` runs in round ``round_no`` (1, or 2: the retry round)."""
         ...
 
-    def queued(self, batch: Sequence[SubtaskSpec], round_no: int) -> None:
-        """``batch`` waits for a lane."""
+    async def queued(self, batch: Sequence[SubtaskSpec], round_no: int) -> None:
+        """``batch`` waits for a lane (recorded as such)."""
         ...
 
     async def round(
@@ -262,7 +262,7 @@ class Flow:
         backend = self.backend
         queue = deque(batch)
         running: set[str] = set()
-        backend.queued(batch, round_no)
+        await backend.queued(batch, round_no)
         n_lanes = min(job.concurrency, len(queue))
 
         async def count(result: SubagentResult) -> None:

@@ -35,6 +35,7 @@ from coordinator.temporal.payloads import (
     FinishInput,
     FollowupInput,
     FollowupPlan,
+    QueuedInput,
     RoundInput,
     RoundOutput,
     SettleInput,
@@ -60,6 +61,7 @@ from subagents.planners.failures import budget_spent
 DECOMPOSE = "fanout.decompose"
 ROUND = "fanout.subagent_round"
 SETTLE = "fanout.settle"
+QUEUED = "fanout.record_queued"
 SYNTHESIZE = "fanout.synthesize"
 FOLLOWUPS = "fanout.plan_followups"
 FINISH = "fanout.record_report"
@@ -140,6 +142,15 @@ class FanoutActivities:
             )
 
         return await _alive(body, latest)
+
+    @activity.defn(name=QUEUED)
+    async def record_queued(self, inp: QueuedInput) -> None:
+        """Record a round's subtasks as queued (the trace a local run has)."""
+        writer = self.resources.writer(inp.store)
+        for sid in inp.subtask_ids:
+            event = ProgressEvent(sid, "state", inp.at_s, state="queued")
+            writer.event(inp.run_id, 1, sid, "state", inp.at_s, event_data(event))
+        await writer.flush()
 
     @activity.defn(name=SETTLE)
     async def settle(self, inp: SettleInput) -> list[SubagentResult]:

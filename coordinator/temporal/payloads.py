@@ -129,6 +129,9 @@ class JobInput(BaseModel):
     followups: bool = False
     """The lead may be asked for follow-ups from the gaps (docs/design.md §11; a scripted lead
     only when its file scripts them)."""
+    asks: bool = False
+    """The door has an escalation handler: the workflow waits for its ``decide`` signal
+    on each escalation routed ``escalate`` (docs/design.md §15)."""
     source: str = ""
     """The job file: relative MCP ``cwd`` values resolve against its directory."""
     research: ResearchSetup | None = None
@@ -238,6 +241,17 @@ class SettleItem(BaseModel):
     """The last state known: the round's input state, or its last heartbeat's."""
     done: bool = False
     """The state is the round's final one (it finished, its report was lost)."""
+
+
+class QueuedInput(BaseModel):
+    """A round's subtasks waiting for a lane, recorded as a local run records them."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    store: str
+    at_s: float
+    subtask_ids: list[str]
 
 
 class SettleInput(BaseModel):

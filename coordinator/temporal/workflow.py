@@ -69,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
         FollowupPlan,
         JobInput,
         LeadPosition,
+        QueuedInput,
         RoundInput,
         RoundOutput,
         SettleInput,
@@ -77,6 +78,7 @@ with workflow.unsafe.imports_passed_through():
         SynthesisInput,
     )
     from coordinator.temporal.rounds import failure, last_beat
+    from shared.escalation import Escalation
     from subagents import SubagentResult
     from subagents.result import LEAD
     from subagents.spec import SubtaskSpec
@@ -96,6 +98,8 @@ class FanoutWorkflow:
         self._cut = asyncio.Event()
         self._lead: LeadPosition | None = None
         self._tokened = False  # the synthesis activity's report carries the tokens
+        self._escalations: list[dict[str, Any]] = []
+        self._decided: dict[str, str | None] = {}
 
     @workflow.query(name="progress")
     def progress(self) -> dict[str, int]:
@@ -114,6 +118,27 @@ class FanoutWorkflow:
         subagents hand up, the partial report is stored."""
         self._cancelled = True
 
+    @workflow.query(name="escalations")
+    def escalations(self) -> list[dict[str, Any]]:
+        """The escalations routed ``escalate`` so far, each as its wire form."""
+        return self._escalations
+
+    @workflow.signal(name="decide")
+    def decide(self, decision: dict[str, Any]) -> None:
+        """The door's handler decided ``{"subtask_id": ..., "choice": str | None}``."""
+        self._decided[str(decision["subtask_id"])] = decision.get("choice")
+
+    async def handle(self, escalation: Escalation) -> str | None:
+        """The flow's escalation handler on Temporal: publish the escalation (the
+        ``escalations`` query) and, when the door has a handler (``asks``), wait for
+        its ``decide`` signal (or a cancel); the choice is the door's."""
+        sid = escalation.subtask_id
+        self._escalations.append(escalation.model_dump(mode="json", by_alias=True))
+        if not self._inp.asks:
+            return None
+        await workflow.wait_condition(lambda: sid in self._decided or self._cancelled)
+        return self._decided.get(sid)
+
     @workflow.run
     async def run(self, inp: JobInput) -> CoverageReport:
         """Run the job's flow (:meth:`coordinator.flow.Flow.run`) on this workflow."""
@@ -122,7 +147,7 @@ class FanoutWorkflow:
         self._job = inp.job
         # The job's token meter: every round and lead activity brings back its spend.
         self._budget = WorkflowBudget(inp.job.budget)
-        return await Flow(self).run(inp.job)
+        return await Flow(self, self).run(inp.job)
 
     # -- the lead agent -----------------------------------------------------------------
 
@@ -294,8 +319,17 @@ class FanoutWorkflow:
         return result.subtask_id in self._states and retried_later(
             result.escalation, result.rounds, self._job.routes)
 
-    def queued(self, batch: Sequence[SubtaskSpec], round_no: int) -> None:
+    async def queued(self, batch: Sequence[SubtaskSpec], round_no: int) -> None:
         self._queued = {s.id for s in batch}
+        inp = self._inp
+        if inp.store is not None:
+            await workflow.execute_activity_method(
+                FanoutActivities.record_queued,
+                QueuedInput(run_id=inp.run_id, store=inp.store, at_s=self.now(),
+                            subtask_ids=[s.id for s in batch]),
+                start_to_close_timeout=timedelta(minutes=5),
+                retry_policy=inp.settings.retry_policy(),
+            )
 
     async def round(
         self, spec: SubtaskSpec, round_no: int, sharers: Callable[[], int]

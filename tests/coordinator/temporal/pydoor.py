@@ -1,7 +1,7 @@
 """The Python door, in a process of its own: ``coordinator.ask`` or ``run_file``, one report.
 
 ``python -m tests.coordinator.temporal.pydoor ask|run_file ARG --store S [--executor
-temporal --address A --task-queue Q]`` runs one job (``ARG``: the question, whose model
+temporal --address A --task-queue Q] [--choose]`` runs one job (``ARG``: the question, whose model
 block is read from ``--model-file``, or the job file) and prints its report as JSON. A
 process of its own, leaving with ``os._exit``: a Temporal client in pytest's own process
 can abort it while it finalizes (temporalio/sdk-python#300), as ``submit.py`` says.
@@ -25,13 +25,17 @@ async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     temporal = None
     if args.executor == "temporal":
         temporal = {"address": args.address, "task_queue": args.task_queue}
+    # --choose: a handler that picks each escalation's first alternative.
+    choose = (lambda e: e.alternatives[0] if e.alternatives else None) if args.choose else None
     if args.door == "ask":
         report = await coordinator.ask(
-            args.arg, model=model, store=args.store, executor=args.executor, temporal=temporal
+            args.arg, model=model, store=args.store, executor=args.executor, temporal=temporal,
+            on_escalation=choose,
         )
     else:
         report = await coordinator.run_file(
-            args.arg, store=args.store, executor=args.executor, temporal=temporal
+            args.arg, store=args.store, executor=args.executor, temporal=temporal,
+            on_escalation=choose,
         )
     return report.to_wire()
 
@@ -46,6 +50,7 @@ def main() -> None:
     p.add_argument("--executor", default="local")
     p.add_argument("--address")
     p.add_argument("--task-queue")
+    p.add_argument("--choose", action="store_true")
     args = p.parse_args()
     model = None
     if args.model_file:
