@@ -411,6 +411,8 @@ class FanoutWorkflow:
                 retry_policy=settings.retry_policy(),
             )
         except ActivityError as err:
+            if self._cancelled:
+                raise  # cancelled with the run: settled ``cancelled`` once the lanes end
             beat = last_beat(err)
             known = beat.get("state") if beat and beat.get("round") == round_no else None
             item = SettleItem(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from coordinator.store.runs import RunStore
 from coordinator.temporal.dev import DevServer
@@ -41,10 +42,12 @@ def temporal(dev_server: DevServer, workers: Workers) -> str:
     return dev_server.address
 
 
-def run_door(path: Path, store: Path, engine: str, address: str) -> dict[str, Any]:
+def run_door(
+    path: Path, store: Path, engine: str, address: str, *extra: str
+) -> dict[str, Any]:
     """``run_file(path, on_escalation=...)`` on ``engine`` in a process of its own."""
-    extra = ["--executor", "temporal", "--address", address, "--task-queue", QUEUE] \
-        if engine == "temporal" else []
+    if engine == "temporal":
+        extra = ("--executor", "temporal", "--address", address, "--task-queue", QUEUE, *extra)
     out = subprocess.run(
         [sys.executable, "-m", "tests.coordinator.temporal.pydoor", "run_file", str(path),
          "--store", str(store), "--choose", *extra],
@@ -96,3 +99,39 @@ def test_the_parity_list_has_a_decision_in_it(temporal: str, tmp_path: Path) -> 
     (row,) = store.runs()
     stored = store.get(row.id).report
     assert stored is not None and stored["decisions"]
+
+
+CANCELLED = {
+    "scenario": "cancelled-mid-run",
+    "seed": 0,
+    "job": {
+        "query": "two things, one slow",
+        "concurrency": 1,
+        "subtasks": [
+            {"id": "slow", "query": "the slow one", "tools": ["slow_tool"],
+             "plan": [{"call": "slow_tool", "args": {}}]},
+            {"id": "waiting", "query": "the queued one", "tools": ["slow_tool"],
+             "plan": [{"call": "slow_tool", "args": {}}]},
+        ],
+    },
+    "tools": {"slow_tool": {"latency_s": 60, "responses": [{"ok": {"found": 1}}]}},
+}
+
+
+@pytest.mark.parametrize("engine", ["local", "temporal"])
+def test_a_cancel_reaches_the_run_on_both_engines(
+    engine: str, temporal: str, tmp_path: Path
+) -> None:
+    """Cancelled while a subagent calls its tool: the running one hands up with
+    ``cancelled``, the queued one is a ``cancelled`` gap with 0 attempts, and the partial
+    report is stored, on Temporal as locally."""
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(CANCELLED, sort_keys=False))
+    stored = run_door(job, tmp_path / "runs.sqlite", engine, temporal, "--cancel-on", "slow")
+    gaps = {g["subtask_id"]: g for g in stored["gaps"]}
+    assert {sid: g["trigger"] for sid, g in gaps.items()} == {
+        "slow": "cancelled", "waiting": "cancelled",
+    }
+    attempts = {s["id"]: s["attempts"] for s in stored["subtasks"]}
+    assert attempts["waiting"] == 0
+    assert stored["elapsed_s"] < 60  # the slow tool's call did not run to its end
