@@ -86,7 +86,7 @@ def test_both_engines_give_the_same_report_and_trace(
     local, on_temporal = runs["local"], runs["temporal"]
     assert normalized(on_temporal[0]) == normalized(local[0])
     assert normalized(on_temporal[1]) == normalized(local[1])
-    assert on_temporal[1] is not None
+    assert on_temporal[1] is not None and local[1] is not None
     assert on_temporal[1].get("decisions") == local[1].get("decisions")
     assert on_temporal[2] == local[2]
 
