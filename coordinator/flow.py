@@ -1,4 +1,4 @@
-"""The job's flow, written once (docs/design.md §15, "One orchestration").
+"""The job's flow, written once (docs/design.md §15, "One engine").
 
 :class:`Flow` is the whole of a job's orchestration, read top to bottom in
 :meth:`Flow.run`: plan (or take the plan), the rounds with their lanes and the deadline,
