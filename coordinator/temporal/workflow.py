@@ -327,7 +327,8 @@ class FanoutWorkflow:
                 FanoutActivities.record_queued,
                 QueuedInput(run_id=inp.run_id, store=inp.store, at_s=self.now(),
                             subtask_ids=[s.id for s in batch]),
-                start_to_close_timeout=timedelta(minutes=5),
+                # A few writes: a worker lost under it is retried soon, not in minutes.
+                start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=inp.settings.retry_policy(),
             )
 
