@@ -24,8 +24,9 @@ import anyio
 import yaml
 
 from benchmarks.stats import BenchResult, Figure, Stats, Target
+from coordinator.fanout import run_research
 from coordinator.jobfile.loader import load_scenario_text
-from coordinator.lead import JobPlanning, run_research
+from coordinator.lead import JobPlanning
 from shared.clock import AnyioClock
 from shared.ids import SeededTraceIds
 from subagents.models.base import (

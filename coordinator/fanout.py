@@ -1,66 +1,76 @@
-"""The coordinator: fan out one subagent per subtask, isolate them, route, assemble.
+"""The job's flow in this process: the local backend of :mod:`coordinator.flow`.
 
-Subagents run in an anyio task group on a fixed pool of ``concurrency`` workers that
-take subtasks in order (FIFO by construction). A failing subagent, even one with a bug,
-becomes an ``internal`` escalation; it never cancels a sibling. Subtasks routed
-``retry_later`` run once more after the first round, resuming at the failed step. A job
-deadline cuts whatever still runs; each cut subagent hands up what it found.
+:class:`LocalBackend` gives :class:`~coordinator.flow.Flow` what the local engine does
+differently from Temporal: the lanes are tasks of an anyio task group under the
+deadline's cancel scope and the cancel's watcher (:func:`cancelled_by`); a subtask's
+round is :func:`subagents.loop.run_subagent` here, a failing one (even a bug) becomes an
+``internal`` escalation and never cancels a sibling; the lead's plan, follow-up plan and
+synthesis are its model calls here; time is a :class:`~shared.clock.JobClock` (virtual in
+replays).
+
+:func:`run_research` (replay, ``fanout run``/``resume``/``ask``, the service) runs a whole
+job with its lead; :func:`run_job` only the fan-out of a job's subtasks (tests, benchmarks).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
-from typing import Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import anyio
 
+from coordinator.flow import Flow, Lane, Plan
 from coordinator.job import JobSpec
-from coordinator.report import CoverageReport, Decision, ReportBuilder
-from coordinator.rules import cut, next_round_starts, retried_later, time_left
+from coordinator.jobfile.scenario import Scenario
+from coordinator.lead.decompose import LeadContext, cancelled_planning, decompose, degraded_plan
+from coordinator.lead.followups import plan_followups
+from coordinator.lead.planning import JobPlanning
+from coordinator.lead.research import FollowupHook, PlanHook, catalogue, with_subtasks
+from coordinator.lead.synthesis import synthesize
+from coordinator.report import CoverageReport, with_tokens
+from coordinator.routing import EscalationHandler, RecordingHandler
+from coordinator.rules import CutTrigger, cut, retried_later
 from shared.clock import AnyioClock, Clock, JobClock
-from shared.escalation import Escalation
 from shared.ids import RandomTraceIds, TraceIds
 from shared.tokens import TokenCounter
+from subagents.executor import ExecEvent
 from subagents.loop import run_subagent
 from subagents.planners import Planner
-from subagents.result import ProgressEvent, ProgressObserver, SubagentResult, SubagentState
+from subagents.result import (
+    LEAD,
+    ProgressEvent,
+    ProgressObserver,
+    SubagentResult,
+    SubagentState,
+)
 from subagents.run import SubagentRun, crashed
 from subagents.spec import SubtaskSpec
+from subagents.telemetry.run import instrumented_run
 from subagents.tool import Tool
 from subagents.toolsource import StaticTools, ToolSource
 
-
-class EscalationHandler(Protocol):
-    """Receives every escalation routed ``escalate`` (a person, a ticket, a privileged path)."""
-
-    async def handle(self, escalation: Escalation) -> str | None:
-        """Take charge of ``escalation``; return the alternative chosen, if any."""
-        ...
-
-
-class RecordingHandler:
-    """The default handler: keeps the escalations; the report lists them."""
-
-    def __init__(self) -> None:
-        self.received: list[Escalation] = []
-
-    async def handle(self, escalation: Escalation) -> str | None:
-        """Record ``escalation``; choose nothing."""
-        self.received.append(escalation)
-        return None
-
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 ResultHook = Callable[[SubagentResult], Awaitable[None]]
 PlannerFactory = Callable[[SubtaskSpec], Planner]
+
+__all__ = [
+    "LocalBackend",
+    "ResearchHooks",
+    "Resumed",
+    "cancelled_by",
+    "run_job",
+    "run_research",
+]
 
 
 @asynccontextmanager
 async def cancelled_by(event: anyio.Event | None) -> AsyncIterator[None]:
     """A scope whose body ends once ``event`` is set: a person cancelled the run
-    (docs/design.md §8).
-    The fan-out's rounds run in one, and so does the lead's planning before them."""
+    (docs/design.md §8). The rounds run in one, and so do the lead's plans."""
     if event is None:
         yield
         return
@@ -75,6 +85,290 @@ async def cancelled_by(event: anyio.Event | None) -> AsyncIterator[None]:
         tg.start_soon(watch)
         yield
         tg.cancel_scope.cancel()
+
+
+@dataclass(frozen=True)
+class ResearchHooks:
+    """What a caller of :func:`run_research` hears of the run and how it steers it.
+
+    ``on_plan`` hears the lead's subtasks once they are decided (the run store keeps
+    them, so a resumed run does not plan again); ``on_followups`` the follow-ups the
+    lead planned from the gaps; ``checkpoint`` each subagent's state after a logical
+    call; ``tracer_provider`` gets the run's one trace (docs/design.md §13; None: the global
+    provider, when the application set one).
+    """
+
+    observer: ProgressObserver | None = None
+    handler: EscalationHandler | None = None
+    on_result: ResultHook | None = None
+    on_plan: PlanHook | None = None
+    on_followups: FollowupHook | None = None
+    checkpoint: Callable[[SubagentRun], None] | None = None
+    tracer_provider: TracerProvider | None = None
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """Where a resumed run continues: its subagents' runs, the job time it had reached,
+    the gap of a lead that could not plan (its degraded plan runs again), and the
+    follow-ups its lead had planned (None: not planned yet). The default: a fresh run."""
+
+    runs: Mapping[str, SubagentRun] | None = None
+    elapsed_offset: float = 0.0
+    lead_gap: SubagentResult | None = None
+    followups: Sequence[SubtaskSpec] | None = None
+
+
+class LocalBackend:
+    """The flow's backend in this process (:class:`coordinator.flow.Backend`)."""
+
+    def __init__(
+        self,
+        source: ToolSource,
+        *,
+        clock: Clock,
+        seed: object,
+        trace_ids: TraceIds,
+        hooks: ResearchHooks,
+        resumed: Resumed = Resumed(),
+        cancel: anyio.Event | None = None,
+        scenario: Scenario | None = None,
+        planning: JobPlanning | None = None,
+        planner_factory: PlannerFactory | None = None,
+    ) -> None:
+        self.source = source
+        self.base = clock
+        self.seed = seed
+        self.trace_ids = trace_ids
+        self.hooks = hooks
+        self.resumed = resumed
+        self.cancel = cancel
+        self.scenario = scenario
+        self.planning = planning
+        self.planner_factory = planner_factory
+        # Job time of the lead; each fan-out reads its own clock from where it starts.
+        self.job_clock = JobClock(clock, offset=resumed.elapsed_offset)
+        self.clock: JobClock | None = None
+        self.table = scenario.job.routes if scenario is not None else None
+        self.lead = self._lead() if scenario is not None and scenario.model is not None else None
+        # Subagent states exist only while they matter: a fresh one is made when its
+        # subtask starts, and dropped once its result is counted unless the retry round
+        # needs it (holding all of them kept every context of the job alive).
+        self.live: dict[str, SubagentRun] = {}
+        self.planners: dict[str, Planner] = {}
+
+    # -- the lead ---------------------------------------------------------------------
+
+    def _lead(self) -> LeadContext:
+        """The lead's model calls, traced as subtask ``lead``, timed in job time."""
+        assert self.scenario is not None and self.scenario.model is not None
+        assert self.planning is not None
+        observer = self.hooks.observer
+        job_clock = self.job_clock
+
+        def lead_events(event: ExecEvent) -> None:
+            if observer is not None:
+                observer(ProgressEvent(LEAD, event.kind, job_clock.now(), tool=event.tool,
+                                       attempt=event.attempt, wait_s=event.wait_s,
+                                       result=event.result))
+
+        def lead_throttled(waiting: bool) -> None:
+            if observer is not None:
+                state: SubagentState = "throttled" if waiting else "thinking"
+                observer(ProgressEvent(LEAD, "state", job_clock.now(), state=state))
+
+        return LeadContext(
+            self.planning.client, self.scenario.model, job_clock, self.trace_ids,
+            observer=lead_events, seed=self.scenario.seed, on_limit_wait=lead_throttled,
+            meter=self.planning.meter, progress=observer,
+        )
+
+    @property
+    def has_lead(self) -> bool:
+        return self.lead is not None
+
+    @property
+    def lead_plans_followups(self) -> bool:
+        return self.planning is not None and self.planning.plans_followups
+
+    @property
+    def synthesizes(self) -> bool:
+        return self.lead is not None and self.planning is not None and self.planning.synthesizes
+
+    async def plan(self, job: JobSpec) -> Plan:
+        """The lead's plan; a cancel reaches its model call as it reaches a subagent's,
+        and the job then has the degraded plan (cut at once) beside a cancelled gap."""
+        assert self.lead is not None and self.scenario is not None  # the loader's promise
+        assert self.planning is not None
+        tools = catalogue(self.source)
+        planned = None
+        async with cancelled_by(self.cancel):
+            planned = await decompose(job, tools, self.lead)
+        if planned is not None:
+            plan = Plan(planned[0], planned[1])
+        else:
+            plan = Plan(degraded_plan(job, [t.name for t in tools]),
+                        cancelled_planning(job, self.lead), cut=True)
+        assert plan.subtasks is not None
+        if self.hooks.on_plan is not None:
+            self.hooks.on_plan(plan.subtasks, self.job_clock.now(), plan.gap)
+        self.scenario = with_subtasks(self.scenario, plan.subtasks)
+        self.planning.scenario = self.scenario
+        return plan
+
+    def known_followups(self) -> Sequence[SubtaskSpec] | None:
+        return self.resumed.followups
+
+    async def plan_followups(
+        self, report: CoverageReport, job: JobSpec
+    ) -> Sequence[SubtaskSpec] | None:
+        """The lead's follow-ups; as its first plan, this one hears a cancel."""
+        assert self.lead is not None
+        planned = None
+        async with cancelled_by(self.cancel):
+            planned = await plan_followups(report, job, catalogue(self.source), self.lead)
+        if planned is not None and self.hooks.on_followups is not None:
+            self.hooks.on_followups(list(planned), self.job_clock.now())
+        return planned
+
+    async def synthesize(self, report: CoverageReport) -> CoverageReport:
+        assert self.lead is not None
+        report = await synthesize(report, self.lead)
+        return report.model_copy(update={"elapsed_s": self.job_clock.now()})
+
+    def tokens(self, report: CoverageReport) -> CoverageReport:
+        return report if self.planning is None else with_tokens(report, self.planning.meter)
+
+    async def record(self, report: CoverageReport) -> CoverageReport:
+        return report  # the run store's recorder closes the run (engine/recorded.py)
+
+    # -- time and lanes ---------------------------------------------------------------
+
+    def now(self) -> float:
+        return (self.clock or self.job_clock).now()
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
+
+    def stopped(self) -> bool:
+        return self.cancelled()  # a deadline cancels the lanes' scope itself
+
+    async def lanes(self, n: int, lane: Lane, left: float | None) -> None:
+        assert self.clock is not None
+        with self.clock.move_on_after(left):
+            async with cancelled_by(self.cancel), anyio.create_task_group() as tg:
+                for _ in range(n):
+                    tg.start_soon(lane)
+
+    # -- the rounds -------------------------------------------------------------------
+
+    @contextmanager
+    def fanning_out(self, job: JobSpec, *, followups: bool) -> Iterator[None]:
+        """A fan-out's own job clock, subagent states and planners."""
+        factory = self.planner_factory
+        if self.planning is not None:
+            planning = self.planning
+            factory = planning.planner if followups or planning.model_planned else None
+        self.clock = JobClock(self.base, offset=self.job_clock.now())
+        self.table = job.routes
+        self.live = dict(self.resumed.runs or {})
+        self.planners = {}
+        if factory is not None:
+            # Asked up front, in subtask order: a factory that fails, fails the job
+            # before anything runs.
+            for spec in job.subtasks:
+                if spec.id not in self.live:
+                    self.planners[spec.id] = factory(spec)
+        if len(self.live) < len(job.subtasks):
+            TokenCounter()  # load the encoding now: a missing one fails here, not in a subagent
+        try:
+            yield
+        finally:
+            self.clock = None
+
+    def _run_of(self, spec: SubtaskSpec) -> SubagentRun:
+        run = self.live.get(spec.id)
+        if run is None:
+            planner = self.planners.pop(spec.id, None)
+            run = self.live[spec.id] = SubagentRun.for_subtask(spec, seed=self.seed,
+                                                               planner=planner)
+        return run
+
+    def _retry_later(self, run: SubagentRun) -> bool:
+        assert self.table is not None
+        return retried_later(run.escalation, run.rounds, self.table)
+
+    def due(self, spec: SubtaskSpec, round_no: int) -> bool:
+        run = self.live.get(spec.id)
+        if round_no == 1:
+            return run is None or (run.rounds < 2 and not run.finished)
+        return run is not None and (
+            self._retry_later(run) or (run.rounds == 2 and not run.finished))
+
+    def _emit_state(self, run: SubagentRun, state: SubagentState) -> None:
+        run.state = state
+        observer = self.hooks.observer
+        if observer is not None:
+            assert self.clock is not None
+            trigger = run.escalation.trigger if run.escalation and state == "escalated" else None
+            observer(
+                ProgressEvent(run.spec.id, "state", self.clock.now(), state=state,
+                              trigger=trigger)
+            )
+
+    async def queued(self, batch: Sequence[SubtaskSpec], round_no: int) -> None:
+        observer = self.hooks.observer
+        for spec in batch:
+            run = self.live.get(spec.id)
+            if run is not None:
+                run.state = "queued"
+            # A subagent not made yet is queued already.
+            if observer is not None:
+                assert self.clock is not None
+                observer(ProgressEvent(spec.id, "state", self.clock.now(), state="queued"))
+
+    async def round(
+        self, spec: SubtaskSpec, round_no: int, sharers: Callable[[], int]
+    ) -> SubagentResult:
+        assert self.clock is not None
+        run = self._run_of(spec)
+        try:
+            return await run_subagent(
+                run,
+                self.source.for_subtask(spec.id),
+                clock=self.clock,
+                trace_ids=self.trace_ids,
+                observer=self.hooks.observer,
+                checkpoint=self.hooks.checkpoint,
+            )
+        except Exception as exc:  # a bug in a planner, tool source or loop: isolate it
+            crashed(run, exc, self.clock.now())
+            # Observers (the live display) must hear this subagent end like any other.
+            self._emit_state(run, "escalated")
+            return run.result()
+
+    async def counted(self, result: SubagentResult) -> bool:
+        if self.hooks.on_result is not None:
+            await self.hooks.on_result(result)
+        run = self.live[result.subtask_id]
+        if run.finished and not self._retry_later(run):
+            del self.live[result.subtask_id]
+            return True
+        return False
+
+    async def settle(
+        self, specs: Sequence[SubtaskSpec], trigger: CutTrigger
+    ) -> AsyncIterator[SubagentResult]:
+        assert self.clock is not None
+        for spec in specs:
+            run = self._run_of(spec)
+            if not run.finished:  # (a finished one waits for the retry round it lost)
+                cut(run, self.clock.now(), cancelled=trigger == "cancelled")
+                self._emit_state(run, "escalated")
+                yield run.result()
+
+    def last(self, spec: SubtaskSpec) -> SubagentResult | None:
+        return self.live[spec.id].result()
 
 
 async def run_job(
@@ -93,7 +387,9 @@ async def run_job(
     elapsed_offset: float = 0.0,
     cancel: anyio.Event | None = None,
 ) -> CoverageReport:
-    """Run ``job`` to a coverage report; never raises for a failure inside the job.
+    """Fan ``job``'s subtasks out to their coverage report (no lead): the rounds of
+    :class:`~coordinator.flow.Flow` on the local backend; never raises for a failure
+    inside the job.
 
     Args:
         job: the job, its subtasks with merged settings.
@@ -102,143 +398,64 @@ async def run_job(
         seed: seeds each subtask's jitter stream (``f"{seed}/{subtask_id}"``).
         trace_ids: where trace ids come from (seeded in replays).
         observer: hears every state change, attempt and wait of every subagent.
-        handler: receives the escalations routed ``escalate``.
+        handler: receives the escalations routed ``escalate``, as each is counted.
         on_result: awaited with each subagent's result before the coordinator counts it.
         planner_factory: a planner per subtask (the scripted plan by default).
-        runs: existing subagent states to continue (a resumed run): finished ones are
-            counted as they are, unfinished ones continue their round.
+        runs: existing subagent states to continue (a resumed run).
         checkpoint: called with a subagent's state after each logical call it survives.
-        elapsed_offset: the job time already spent (a resumed run continues from it);
-            every time in the report is seconds since the job started.
-        cancel: once set, the run ends like a deadline cut but with trigger ``cancelled``:
-            running subagents hand up what they found, queued ones are gaps with 0
-            attempts, and the retry round does not start.
+        elapsed_offset: the job time already spent (a resumed run continues from it).
+        cancel: once set, the run ends like a deadline cut but with trigger ``cancelled``.
     """
-    clock = JobClock(clock or AnyioClock(), offset=elapsed_offset)
     source: ToolSource = StaticTools(tools) if isinstance(tools, Mapping) else tools
-    trace_ids = trace_ids or RandomTraceIds()
-    handler = handler or RecordingHandler()
-    table = job.routes
-    deadline = job.deadline_s
-    # Subagent states exist only while they matter: a fresh one is made when its subtask
-    # starts, and dropped once its result is counted unless the retry round needs it.
-    # Holding all of them to the end kept every context (each envelope's JSON text) of
-    # the job alive, and made the garbage collector walk them over and over.
-    live: dict[str, SubagentRun] = dict(runs or {})
-    planners: dict[str, Planner] = {}
-    if planner_factory is not None:
-        # Asked up front, in subtask order, as before: a factory that fails, fails the job
-        # before anything runs.
-        for spec in job.subtasks:
-            if spec.id not in live:
-                planners[spec.id] = planner_factory(spec)
-    if len(live) < len(job.subtasks):
-        TokenCounter()  # load the encoding now: a missing one fails here, not in a subagent
-    # A subagent's final result becomes its report rows at once; only a result the
-    # retry round may still replace is kept as it is.
-    report_rows = ReportBuilder(job)
-    results: dict[str, SubagentResult] = {}
+    backend = LocalBackend(
+        source, clock=clock or AnyioClock(), seed=seed, trace_ids=trace_ids or RandomTraceIds(),
+        hooks=ResearchHooks(observer=observer, on_result=on_result, checkpoint=checkpoint),
+        resumed=Resumed(runs=runs, elapsed_offset=elapsed_offset), cancel=cancel,
+        planner_factory=planner_factory,
+    )
+    backend.table = job.routes
+    flow = Flow(backend, handler or RecordingHandler())
+    return flow.decided(await flow.fan_out(job, followups=False))
 
-    def run_of(spec: SubtaskSpec) -> SubagentRun:
-        run = live.get(spec.id)
-        if run is None:
-            planner = planners.pop(spec.id, None)
-            run = live[spec.id] = SubagentRun.for_subtask(spec, seed=seed, planner=planner)
-        return run
 
-    def emit_state(run: SubagentRun, state: SubagentState) -> None:
-        run.state = state
-        if observer is not None:
-            trigger = run.escalation.trigger if run.escalation and state == "escalated" else None
-            observer(
-                ProgressEvent(run.spec.id, "state", clock.now(), state=state, trigger=trigger)
-            )
+async def run_research(
+    scenario: Scenario,
+    source: ToolSource,
+    *,
+    planning: JobPlanning,
+    clock: Clock,
+    trace_ids: TraceIds,
+    hooks: ResearchHooks = ResearchHooks(),
+    resumed: Resumed = Resumed(),
+    run_id: str | None = None,
+    cancel: anyio.Event | None = None,
+) -> CoverageReport:
+    """Run ``scenario``'s job with its lead agent (:class:`~coordinator.flow.Flow` on the
+    local backend); never raises for a failure inside it.
 
-    def retry_later(run: SubagentRun) -> bool:
-        return retried_later(run.escalation, run.rounds, table)
-
-    def cancelled() -> bool:
-        return cancel is not None and cancel.is_set()
-
-    async def counted(run: SubagentRun, result: SubagentResult) -> None:
-        if on_result is not None:
-            await on_result(result)
-        sid = run.spec.id
-        if run.finished and not retry_later(run):
-            report_rows.add(result)
-            results.pop(sid, None)
-            del live[sid]
-        else:
-            results[sid] = result
-
-    async def round_of(batch: list[SubtaskSpec]) -> None:
-        queue = deque(batch)
-        for spec in batch:
-            run = live.get(spec.id)
-            if run is not None:
-                run.state = "queued"
-            # A subagent not made yet is queued already.
-            if observer is not None:
-                observer(ProgressEvent(spec.id, "state", clock.now(), state="queued"))
-
-        async def worker() -> None:
-            while queue and not cancelled():
-                # Each subagent's run is written out here rather than in a helper the
-                # worker awaits: a frame fewer per live subagent (at full fan-out every
-                # worker holds one).
-                run = run_of(queue.popleft())
-                try:
-                    result = await run_subagent(
-                        run,
-                        source.for_subtask(run.spec.id),
-                        clock=clock,
-                        trace_ids=trace_ids,
-                        observer=observer,
-                        checkpoint=checkpoint,
-                    )
-                except Exception as exc:  # a bug in a planner, tool source or loop: isolate it
-                    crashed(run, exc, clock.now())
-                    # Observers (the live display) must hear this subagent end like any other.
-                    emit_state(run, "escalated")
-                    result = run.result()
-                await counted(run, result)
-
-        with clock.move_on_after(time_left(deadline, clock.now())):
-            async with cancelled_by(cancel), anyio.create_task_group() as tg:
-                for _ in range(min(job.concurrency, len(queue))):
-                    tg.start_soon(worker)
-        for spec in batch:
-            if spec.id in report_rows:
-                continue  # finished and counted
-            run = run_of(spec)
-            if not run.finished:
-                cut(run, clock.now(), cancelled=cancelled())
-                emit_state(run, "escalated")
-                await counted(run, run.result())
-
-    first = [
-        s for s in job.subtasks
-        if (r := live.get(s.id)) is None or (r.rounds < 2 and not r.finished)
-    ]
-    if first:
-        await round_of(first)
-    # A resumed run may have been cut inside the retry round: those continue in it.
-    retry = [
-        s for s in job.subtasks
-        if (r := live.get(s.id)) is not None
-        and (retry_later(r) or (r.rounds == 2 and not r.finished))
-    ]
-    if retry and next_round_starts(deadline, clock.now(), cancelled=cancelled()):
-        await round_of(retry)
-    for s in job.subtasks:
-        if s.id not in report_rows:
-            report_rows.add(results.pop(s.id) if s.id in results else live[s.id].result())
-    report = report_rows.report(elapsed_s=clock.now())
-    decisions: list[Decision] = []
-    for escalation in report.escalations:
-        choice = await handler.handle(escalation)
-        if choice is not None:
-            decisions.append(Decision(subtask_id=escalation.subtask_id, choice=choice))
-    if decisions:
-        report = report.model_copy(update={"decisions": decisions})
+    ``hooks`` hear it as it goes; ``resumed`` continues a run that stopped; ``run_id``
+    names the recorded run in its spans; ``cancel``, once set, cuts the run (docs/design.md §8).
+    """
+    table = scenario.job.routes
+    with instrumented_run(
+        job=scenario.scenario,
+        query=scenario.job.query,
+        run_id=run_id,
+        model=scenario.model,
+        route=lambda escalation: table.route(escalation).route,
+        observer=hooks.observer,
+        on_result=hooks.on_result,
+        tracer_provider=hooks.tracer_provider,
+    ) as instrumented:
+        traced = replace(hooks, observer=instrumented.observer, on_result=instrumented.on_result)
+        backend = LocalBackend(
+            source, clock=clock, seed=scenario.seed, trace_ids=trace_ids, hooks=traced,
+            resumed=resumed, cancel=cancel, scenario=scenario, planning=planning,
+        )
+        flow = Flow(backend, hooks.handler, lead_gap=resumed.lead_gap)
+        report = await flow.run(scenario.job)
+        instrumented.outcome(
+            report.outcome, report.coverage, len(report.subtasks), len(report.gaps)
+        )
     return report
+

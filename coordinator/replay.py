@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coordinator.fanout import EscalationHandler
+from coordinator.fanout import ResearchHooks, run_research
 from coordinator.jobfile.expect import Mismatch, check_expect
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import JobPlanning, ResearchHooks, run_research
+from coordinator.lead import JobPlanning
 from coordinator.report import CoverageReport
+from coordinator.routing import EscalationHandler
 from shared.clock import AnyioClock, Clock, run_in_virtual_time
 from shared.ids import SeededTraceIds
 from shared.tokens import TokenCounter

@@ -371,6 +371,12 @@ class ReportBuilder:
         if spec is not None:
             self._rows[spec.id] = self._rows_of(result, spec)
 
+    def escalation(self, subtask_id: str) -> Escalation | None:
+        """The escalation a counted subtask's rows list under ``escalations`` (routed
+        ``escalate``), or None."""
+        rows = self._rows.get(subtask_id)
+        return None if rows is None else rows.escalation
+
     def _rows_of(self, result: SubagentResult, spec: SubtaskSpec) -> _Rows:
         status = subtask_status(result)
         gap = _gap(result, spec, self._table, self._overrides.get(spec.id))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -71,3 +71,23 @@ class RoutingTable:
         if route is None:
             return RoutingDecision(route="escalate", trigger="missing_policy")
         return RoutingDecision(route=route, trigger=trigger)
+
+
+class EscalationHandler(Protocol):
+    """Receives every escalation routed ``escalate`` (a person, a ticket, a privileged path)."""
+
+    async def handle(self, escalation: Escalation) -> str | None:
+        """Take charge of ``escalation``; return the alternative chosen, if any."""
+        ...
+
+
+class RecordingHandler:
+    """The default handler: keeps the escalations; the report lists them."""
+
+    def __init__(self) -> None:
+        self.received: list[Escalation] = []
+
+    async def handle(self, escalation: Escalation) -> str | None:
+        """Record ``escalation``; choose nothing."""
+        self.received.append(escalation)
+        return None

@@ -1,9 +1,9 @@
-"""A job's decisions, as pure functions both executors call (docs/design.md §15, "One engine").
+"""A job's decisions, as pure functions the one flow calls (docs/design.md §15, "One engine").
 
-The local executor (:func:`coordinator.fanout.run_job`, :func:`coordinator.lead.run_research`,
-the run store's record of the lead) and the Temporal workflow
-(:mod:`coordinator.temporal.workflow` and the rounds and lead activities its workers run)
-decide the same things from the same facts. Each decision is written once, here:
+The job's flow (:mod:`coordinator.flow`, run by the local backend and by the Temporal
+workflow), the run store's record of the lead, and the rounds and lead activities of
+Temporal workers decide the same things from the same facts. Each decision is written
+once, here:
 
 - **retry later**: which results go to the retry round (:func:`retried_later`);
 - **the deadline and cancel cuts**: how long a round may still run (:func:`time_left`),

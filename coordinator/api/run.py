@@ -30,11 +30,11 @@ from coordinator.api.tools import ToolLike, sort_tools
 from coordinator.engine.executor import Executor, LocalExecutor
 from coordinator.engine.resume import Start
 from coordinator.engine.run import Hooks, RunRequest
-from coordinator.fanout import EscalationHandler
 from coordinator.jobfile.ask import compose_ask_job
 from coordinator.jobfile.loader import load_scenario
 from coordinator.jobfile.scenario import Scenario
 from coordinator.report import CoverageReport
+from coordinator.routing import EscalationHandler
 from coordinator.store.runs import RunStore, store_path
 from shared.clock import AnyioClock
 from shared.escalation import Escalation

@@ -10,18 +10,21 @@ that comes back:
   follows it there: the workers record the trace, and the hooks hear it as it lands in
   the store (:mod:`coordinator.engine.follow`), the report at the end.
 
-Decisions where the contract is silent:
+On Temporal the workflow runs the same flow as a local run (:mod:`coordinator.flow`):
 
-- On Temporal the escalation handler is asked once the report is back (``run_job``
-  asks it after the report too); its choices are the returned report's ``decisions``,
-  while the stored report, closed by a worker, has none.
-- A cancel of a run on Temporal stops following it (the run goes on on the workers and
-  finishes in the store); the workflow has no cancel that keeps its findings yet.
+- a cancel of the door is the workflow's ``cancel`` signal: running subagents hand up
+  with ``cancelled``, queued ones are gaps, and the partial report is stored and
+  returned as locally;
+- the escalation handler lives in the door's process, which the workflow cannot call:
+  the run starts with ``asks`` when the door has one, the executor reads each
+  escalation from the workflow's ``escalations`` query as it is counted, asks the
+  handler, and sends the choice back (the ``decide`` signal), so the stored report
+  carries the ``decisions``. Without a handler the escalations are recorded only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,10 +34,11 @@ import anyio.to_thread
 from coordinator.engine.recorded import drive
 from coordinator.engine.resume import Start
 from coordinator.engine.run import Hooks, RunRequest, open_run, record_run
-from coordinator.report import CoverageReport, Decision
+from coordinator.report import CoverageReport
 from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
 from shared.clock import AnyioClock, Clock
+from shared.escalation import Escalation
 
 if TYPE_CHECKING:
     from coordinator.temporal import JobHandle, TemporalRunRef, TemporalSettings
@@ -42,22 +46,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Executor",
     "LocalExecutor",
-    "StoppedFollowing",
     "TemporalExecutor",
     "TemporalTarget",
     "not_on_temporal",
     "runs_on_temporal",
 ]
-
-
-class StoppedFollowing(Exception):
-    """The door stopped following a run on Temporal (a cancel); the run goes on there."""
-
-    def __init__(self, run_id: str) -> None:
-        super().__init__(
-            f"stopped following run {run_id}: it goes on on Temporal and finishes in the store"
-        )
-        self.run_id = run_id
 
 
 def not_on_temporal(request: RunRequest) -> str | None:
@@ -178,7 +171,9 @@ class TemporalExecutor:
             self.client = await connect(self.target.address, self.target.namespace)
         return self.client
 
-    async def submit(self, request: RunRequest) -> tuple[TemporalRunRef, JobHandle]:
+    async def submit(
+        self, request: RunRequest, *, asks: bool = False
+    ) -> tuple[TemporalRunRef, JobHandle]:
         """Register the run in the store and start its workflow; the workers run it.
 
         Raises:
@@ -192,7 +187,7 @@ class TemporalExecutor:
         # then on the workers record it: trace, checkpoints, results and, last, the report.
         recorder = record_run(self.store, request)
         await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
-        return await self._start(recorder.run_id, request)
+        return await self._start(recorder.run_id, request, asks=asks)
 
     async def start_registered(self, run_id: str, request: RunRequest) -> JobHandle:
         """Start run ``run_id``, already registered in the store (the service records its
@@ -207,13 +202,15 @@ class TemporalExecutor:
         _, handle = await self._start(run_id, request)
         return handle
 
-    async def _start(self, run_id: str, request: RunRequest) -> tuple[TemporalRunRef, JobHandle]:
+    async def _start(
+        self, run_id: str, request: RunRequest, *, asks: bool = False
+    ) -> tuple[TemporalRunRef, JobHandle]:
         from coordinator.temporal.client import start_recorded
 
         return await start_recorded(
             await self.connect(), request.scenario, self.store, run_id,
             task_queue=self.target.task_queue, speed=request.speed, settings=self.settings,
-            policy=request.policy,
+            policy=request.policy, asks=asks,
         )
 
     async def follow(
@@ -232,7 +229,6 @@ class TemporalExecutor:
         tail = StoreTail(
             self.store, run_id, hooks.observer, hooks.on_plan, hooks.on_followups, on_row=on_row
         )
-        report: CoverageReport | None = None
 
         async def watch() -> None:
             if hooks.on_notice is not None:
@@ -241,54 +237,43 @@ class TemporalExecutor:
                     lambda: tail.seen, hooks.on_notice,
                 )
 
-        async def result() -> None:
-            nonlocal report
-            report = await handle.result()
+        async def cancel() -> None:
+            if hooks.cancel is not None:
+                await hooks.cancel.wait()
+                await handle.signal("cancel")
+
+        async def answer() -> None:
+            handler = hooks.handler
+            if handler is None:
+                return
+            asked = 0
+            while True:
+                published = await handle.query("escalations")
+                for wire in published[asked:]:
+                    escalation = Escalation.model_validate(wire)
+                    choice = await handler.handle(escalation)
+                    await handle.signal(
+                        "decide", {"subtask_id": escalation.subtask_id, "choice": choice}
+                    )
+                asked = len(published)
+                await anyio.sleep(self.poll_s)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(tail.follow, self.poll_s)
             tg.start_soon(watch)
-            await _until(result, hooks.cancel)
+            tg.start_soon(cancel)
+            tg.start_soon(answer)
+            report = await handle.result()
             tg.cancel_scope.cancel()
         await anyio.to_thread.run_sync(tail.feed)
-        if report is None:  # cancelled: the run finishes on the workers, in the store
-            raise StoppedFollowing(run_id)
-        return await _decided(report, hooks)
+        return report
 
     async def execute(self, request: RunRequest, hooks: Hooks) -> CoverageReport:
         """Submit the run and follow it to its report."""
-        ref, handle = await self.submit(request)
+        ref, handle = await self.submit(request, asks=hooks.handler is not None)
         if hooks.on_recorded is not None:
             hooks.on_recorded(ref.run_id)
         return await self.follow(ref.run_id, handle, hooks)
-
-
-async def _until(work: Callable[[], Awaitable[None]], cancel: anyio.Event | None) -> None:
-    """Run ``work``; stop it once ``cancel`` is set."""
-    if cancel is None:
-        await work()
-        return
-    async with anyio.create_task_group() as tg:
-
-        async def watch() -> None:
-            await cancel.wait()
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(watch)
-        await work()
-        tg.cancel_scope.cancel()
-
-
-async def _decided(report: CoverageReport, hooks: Hooks) -> CoverageReport:
-    """The report with the handler's choices for its escalations (as ``run_job`` asks)."""
-    if hooks.handler is None:
-        return report
-    decisions = list(report.decisions)
-    for escalation in report.escalations:
-        choice = await hooks.handler.handle(escalation)
-        if choice is not None:
-            decisions.append(Decision(subtask_id=escalation.subtask_id, choice=choice))
-    return report.model_copy(update={"decisions": decisions}) if decisions else report
 
 
 def runs_on_temporal(store: RunStore, run_id: str) -> bool:

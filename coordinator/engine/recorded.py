@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.engine.run import Hooks, Run
+from coordinator.fanout import ResearchHooks, run_research
 from coordinator.job import JobSpec
-from coordinator.lead import ResearchHooks, run_research
 from coordinator.report import CoverageReport
 from coordinator.rules import lead_position
 from coordinator.store.events import event_data, followups_data, plan_data

@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.fanout import Resumed
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead import JobPlanning, Resumed, with_followups, with_lead_gap, with_subtasks
+from coordinator.lead import JobPlanning, with_followups, with_lead_gap, with_subtasks
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.store.runs import RunStore
 from shared.clock import Clock

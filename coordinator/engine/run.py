@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coordinator.engine.resume import Start
-from coordinator.fanout import EscalationHandler
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import FollowupHook, PlanHook
+from coordinator.routing import EscalationHandler
 from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
 from shared.clock import Clock

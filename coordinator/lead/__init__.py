@@ -9,7 +9,7 @@ synthesizes the answer, around the fan-out of ``run_job``.
 - ``extractive``: the answer quoted from the findings, for a rejected answer or a run
   without a model.
 - ``planning``: who plans each subtask (the scripted plan or the job's model).
-- ``research``: :func:`run_research`, the whole job with its lead.
+- ``research``: the lead's plan as the job runs it (its catalogue, the planned job).
 """
 
 from typing import TYPE_CHECKING
@@ -35,11 +35,8 @@ if TYPE_CHECKING:
     from coordinator.lead.research import (
         FollowupHook,
         PlanHook,
-        ResearchHooks,
-        Resumed,
         catalogue,
         planned_job,
-        run_research,
         with_subtasks,
     )
     from coordinator.lead.synthesis import synthesize, with_model_answer
@@ -50,8 +47,6 @@ __all__ = [
     "JobPlanning",
     "LeadContext",
     "PlanHook",
-    "ResearchHooks",
-    "Resumed",
     "catalogue",
     "check_answer",
     "decompose",
@@ -61,7 +56,6 @@ __all__ = [
     "lead_subtask",
     "plan_followups",
     "planned_job",
-    "run_research",
     "synthesize",
     "with_extractive_answer",
     "with_followups",
@@ -82,8 +76,7 @@ __getattr__ = lazy_exports(__name__, {
     "coordinator.lead.followups": ("plan_followups", "with_followups"),
     "coordinator.lead.planning": ("JobPlanning",),
     "coordinator.lead.research": (
-        "FollowupHook", "PlanHook", "ResearchHooks", "Resumed", "catalogue", "planned_job",
-        "run_research", "with_subtasks",
+        "FollowupHook", "PlanHook", "catalogue", "planned_job", "with_subtasks",
     ),
     "coordinator.lead.synthesis": ("synthesize", "with_model_answer"),
 })

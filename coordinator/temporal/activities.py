@@ -35,6 +35,7 @@ from coordinator.temporal.payloads import (
     FinishInput,
     FollowupInput,
     FollowupPlan,
+    QueuedInput,
     RoundInput,
     RoundOutput,
     SettleInput,
@@ -60,6 +61,7 @@ from subagents.planners.failures import budget_spent
 DECOMPOSE = "fanout.decompose"
 ROUND = "fanout.subagent_round"
 SETTLE = "fanout.settle"
+QUEUED = "fanout.record_queued"
 SYNTHESIZE = "fanout.synthesize"
 FOLLOWUPS = "fanout.plan_followups"
 FINISH = "fanout.record_report"
@@ -141,6 +143,15 @@ class FanoutActivities:
 
         return await _alive(body, latest)
 
+    @activity.defn(name=QUEUED)
+    async def record_queued(self, inp: QueuedInput) -> None:
+        """Record a round's subtasks as queued (the trace a local run has)."""
+        writer = self.resources.writer(inp.store)
+        for sid in inp.subtask_ids:
+            event = ProgressEvent(sid, "state", inp.at_s, state="queued")
+            writer.event(inp.run_id, 1, sid, "state", inp.at_s, event_data(event))
+        await writer.flush()
+
     @activity.defn(name=SETTLE)
     async def settle(self, inp: SettleInput) -> list[SubagentResult]:
         """End subagents the workflow cut or lost: each hands up the state last known."""
@@ -153,8 +164,8 @@ class FanoutActivities:
             trace_ids = SeededTraceIds(f"{inp.seed}/{inp.run_id}")
             run = restored(spec, item.state, seed=inp.seed, sim=sim, trace_ids=trace_ids)
             if not item.done:
-                if inp.trigger == "deadline":
-                    cut(run, inp.at_s)
+                if inp.trigger in ("deadline", "cancelled"):
+                    cut(run, inp.at_s, cancelled=inp.trigger == "cancelled")
                 elif inp.trigger == "threshold_breach":
                     # Not started: the job's token budget is spent. As a local subagent
                     # that took its lane and found it so at its first model call.

@@ -92,10 +92,12 @@ async def start_recorded(
     speed: float = 1.0,
     settings: TemporalSettings | None = None,
     policy: ResearchPolicy | None = None,
+    asks: bool = False,
 ) -> tuple[TemporalRunRef, JobHandle]:
     """Start run ``run_id``, already registered in ``store``, on Temporal (``fanout
     serve --executor temporal`` registers its runs as they are submitted); ``policy``
-    is the research tools' (where fetches may go)."""
+    is the research tools' (where fetches may go); ``asks``: the door answers the run's
+    escalations (the workflow waits for its ``decide`` signal on each)."""
     ref = TemporalRunRef(
         run_id=run_id,
         workflow_id=workflow_id(run_id),
@@ -107,7 +109,7 @@ async def start_recorded(
     inp = JobInput.of(
         scenario, run_id=run_id, store=store.target, speed=speed, settings=settings,
         research_policy=policy,
-    )
+    ).model_copy(update={"asks": asks})
     # The run's trace starts here: the job's span is current while the workflow starts,
     # so the interceptor carries it to the workflow and its activities. It ends once the
     # job is submitted (the workflow's own spans say how long the run took).

@@ -83,13 +83,20 @@ class Lead:
                 writer.event(run_id, session, LEAD, event.kind, progress.at,
                              event_data(progress))
 
+        def progressed(event: ProgressEvent) -> None:
+            # What the lead's synthesis streams (``answer.delta``, ``answer``): into the
+            # store, where the door's tail hears it as a local run's observer does.
+            if writer is not None:
+                writer.event(run_id, session, event.subtask_id, event.kind, event.at,
+                             event_data(event))
+
         client = resources.models.client(model, clock)
         self.trace_ids = SeededTraceIds(f"{seed}/{run_id}")
         # What the lead spends (and, for the synthesis, the job's meter as the workflow
         # knows it): its position carries the lead's spend to its next activity.
         self.meter = meter if meter is not None else TokenMeter()
         self.context = LeadContext(client, spec, clock, self.trace_ids, observer=observe,
-                                   seed=seed, meter=self.meter)
+                                   seed=seed, meter=self.meter, progress=progressed)
         if position is not None:
             # The lead continues where its last activity left it, as a local run's one
             # LeadContext would: the next scripted turn, trace id and jitter draw.

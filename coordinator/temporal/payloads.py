@@ -129,6 +129,9 @@ class JobInput(BaseModel):
     followups: bool = False
     """The lead may be asked for follow-ups from the gaps (docs/design.md §11; a scripted lead
     only when its file scripts them)."""
+    asks: bool = False
+    """The door has an escalation handler: the workflow waits for its ``decide`` signal
+    on each escalation routed ``escalate`` (docs/design.md §15)."""
     source: str = ""
     """The job file: relative MCP ``cwd`` values resolve against its directory."""
     research: ResearchSetup | None = None
@@ -240,6 +243,17 @@ class SettleItem(BaseModel):
     """The state is the round's final one (it finished, its report was lost)."""
 
 
+class QueuedInput(BaseModel):
+    """A round's subtasks waiting for a lane, recorded as a local run records them."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    store: str
+    at_s: float
+    subtask_ids: list[str]
+
+
 class SettleInput(BaseModel):
     """Subagents the workflow ends itself: queued at the deadline, or lost for good."""
 
@@ -250,7 +264,7 @@ class SettleInput(BaseModel):
     store: str | None = None
     at_s: float
     """The job time they end at."""
-    trigger: Literal["deadline", "internal_error", "threshold_breach"]
+    trigger: Literal["deadline", "cancelled", "internal_error", "threshold_breach"]
     message: str = ""
     """For ``internal_error``: what Temporal reported; for ``threshold_breach`` (a new
     subagent not started, the job's token budget spent): why."""

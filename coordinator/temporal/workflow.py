@@ -1,18 +1,10 @@
-"""The coordinator as a Temporal workflow: scheduling, the retry round, the deadline, the report.
+"""The coordinator as a Temporal workflow: the job's one flow, with activities for I/O.
 
-The workflow does what :func:`coordinator.fanout.run_job` does, with activities for
-subagents: ``concurrency`` lanes take subtasks in order (FIFO), each subtask's round is
-one activity; once every first-round subagent is in, subtasks routed ``retry_later``
-run once more, from the state their first round ended in; the report is the same pure
-:func:`coordinator.report.assemble_report` of the results.
-
-A job without subtasks is planned by its lead agent first (one activity, ``decompose``,
-which records the plan): its subtasks then fan out as a file's would, each planned by
-the model, or, when the lead cannot plan, the job ends ``failed`` with the lead's gap
-(:func:`coordinator.lead.failed_decomposition`). The lead's time counts in the job's:
-job time starts with the workflow, before the plan. For a job with a model, the lead
-then writes the answer (one more activity, ``synthesize``), continuing at the lead's
-position after its plan (its next scripted turn, trace id and jitter draw).
+The workflow runs :class:`coordinator.flow.Flow`, the same orchestration code a local run
+runs (docs/design.md §15), with itself as the flow's backend: each subtask's round is one
+activity (``concurrency`` lanes take subtasks in order), the lead's plan, follow-up plan
+and synthesis are activities, settling cut subtasks and closing the run in the store are
+activities, and job time is ``workflow.now()`` at the job's speed.
 
 The job deadline is a workflow timer. When it fires, nothing more starts: queued
 subtasks become ``deadline`` gaps with 0 attempts, the retry round does not begin.
@@ -21,6 +13,19 @@ findings it has with the attempt under way counted (a Temporal cancel would lose
 a cancelled activity returns nothing). A round that has not come back ``grace_s``
 after the deadline (its worker lost at the wrong moment) is cancelled and ends with
 the state the workflow last knew.
+
+A cancel is the ``cancel`` signal (the executor sends it when the door's cancel is
+set): nothing more starts, running rounds are cancelled at once and each hands up the
+state its last finished round left (trigger ``cancelled``; what a running round found
+since is lost with the cancelled activity), queued subtasks are ``cancelled`` gaps, the
+follow-ups do not start, and the partial report is stored. A cancel while the lead
+plans waits for the plan (its activity is not cut).
+
+Escalations: the flow hands each escalation routed ``escalate`` to a handler as it is
+counted. A handler lives in the door's process, which a workflow cannot call; the
+workflow publishes each one (the ``escalations`` query) and, when the run was started
+with ``asks`` (the door has a handler), waits for the door's ``decide`` signal before it
+counts the next one, so the stored report carries the ``decisions``.
 
 ``job.budget``: the workflow keeps the job's token meter from what each round and lead
 activity brings back, lends each model-planned round a part of what is left of the
@@ -39,7 +44,8 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import Any
 
@@ -47,22 +53,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from coordinator.lead import (
-        failed_decomposition,
-        planned_job,
-        with_followups,
-        with_lead_gap,
-    )
-    from coordinator.lead.extractive import with_extractive_answer
-    from coordinator.report import CoverageReport, assemble_report, with_tokens
-    from coordinator.rules import (
-        asks_for_followups,
-        follows_up,
-        followup_job,
-        past_deadline,
-        retried_later,
-        time_left,
-    )
+    from coordinator.flow import Flow, Lane, Plan
+    from coordinator.job import JobSpec
+    from coordinator.report import CoverageReport, with_tokens
+    from coordinator.rules import CutTrigger, retried_later
     from coordinator.temporal.activities import FanoutActivities
     from coordinator.temporal.budget import Allowance, WorkflowBudget, spent_in
     from coordinator.temporal.lead import lost_decomposition
@@ -75,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
         FollowupPlan,
         JobInput,
         LeadPosition,
+        QueuedInput,
         RoundInput,
         RoundOutput,
         SettleInput,
@@ -83,6 +78,7 @@ with workflow.unsafe.imports_passed_through():
         SynthesisInput,
     )
     from coordinator.temporal.rounds import failure, last_beat
+    from shared.escalation import Escalation
     from subagents import SubagentResult
     from subagents.result import LEAD
     from subagents.spec import SubtaskSpec
@@ -90,13 +86,20 @@ with workflow.unsafe.imports_passed_through():
 
 @workflow.defn(name=WORKFLOW_NAME)
 class FanoutWorkflow:
-    """One fan-out job; its result is the coverage report."""
+    """One fan-out job; its result is the coverage report. It is the flow's backend
+    (:class:`coordinator.flow.Backend`) on Temporal."""
 
     def __init__(self) -> None:
         self._results: dict[str, SubagentResult] = {}
         self._states: dict[str, State] = {}
         self._running: set[str] = set()
         self._queued: set[str] = set()
+        self._cancelled = False
+        self._cut = asyncio.Event()
+        self._lead: LeadPosition | None = None
+        self._tokened = False  # the synthesis activity's report carries the tokens
+        self._escalations: list[dict[str, Any]] = []
+        self._decided: dict[str, str | None] = {}
 
     @workflow.query(name="progress")
     def progress(self) -> dict[str, int]:
@@ -109,54 +112,58 @@ class FanoutWorkflow:
             "escalated": escalated,
         }
 
+    @workflow.signal(name="cancel")
+    def cancel(self) -> None:
+        """A person cancelled the run (docs/design.md §8): nothing more starts, running
+        subagents hand up, the partial report is stored."""
+        self._cancelled = True
+
+    @workflow.query(name="escalations")
+    def escalations(self) -> list[dict[str, Any]]:
+        """The escalations routed ``escalate`` so far, each as its wire form."""
+        return self._escalations
+
+    @workflow.signal(name="decide")
+    def decide(self, decision: dict[str, Any]) -> None:
+        """The door's handler decided ``{"subtask_id": ..., "choice": str | None}``."""
+        self._decided[str(decision["subtask_id"])] = decision.get("choice")
+
+    async def handle(self, escalation: Escalation) -> str | None:
+        """The flow's escalation handler on Temporal: publish the escalation (the
+        ``escalations`` query) and, when the door has a handler (``asks``), wait for
+        its ``decide`` signal (or a cancel); the choice is the door's."""
+        sid = escalation.subtask_id
+        self._escalations.append(escalation.model_dump(mode="json", by_alias=True))
+        if not self._inp.asks:
+            return None
+        await workflow.wait_condition(lambda: sid in self._decided or self._cancelled)
+        return self._decided.get(sid)
+
     @workflow.run
     async def run(self, inp: JobInput) -> CoverageReport:
-        """Plan the job if it has no subtasks, fan it out, run the retry round, assemble
-        and record the report."""
+        """Run the job's flow (:meth:`coordinator.flow.Flow.run`) on this workflow."""
         self._inp = inp
         self._started = workflow.now().timestamp()
-        self._job = job = inp.job
+        self._job = inp.job
         # The job's token meter: every round and lead activity brings back its spend.
-        self._budget = WorkflowBudget(job.budget)
-        lead: LeadPosition | None = None
-        lead_gap: SubagentResult | None = None
-        if not job.subtasks:
-            plan = await self._decompose()
-            if plan.subtasks is None:
-                assert plan.gap is not None
-                return await self._record(failed_decomposition(job, plan.gap, self._job_now()))
-            self._job = job = planned_job(job, plan.subtasks)
-            lead = plan.lead
-            if lead is not None:
-                self._budget.record(LEAD, lead.spent)
-            lead_gap = plan.gap
-        self._queued = {s.id for s in job.subtasks}
-        await self._rounds(job.subtasks)
-        report = assemble_report(
-            job,
-            [r for s in job.subtasks if (r := self._results.get(s.id)) is not None],
-            elapsed_s=self._job_now(),
-        )
-        if follows_up(
-            job, lead=inp.model is not None, lead_failed=lead_gap is not None,
-            lead_plans=inp.followups,
-        ) and asks_for_followups(report, job.deadline_s, self._job_now(), cancelled=False):
-            report, lead = await self._follow_up(report, lead)
-        if lead_gap is not None:
-            # A degraded plan (docs/design.md §7): the lead's failure stays visible.
-            report = with_lead_gap(report, job, lead_gap)
-        if inp.synthesize and inp.model is not None:
-            report = await self._synthesize(report, lead)
-        else:
-            if job.answer == "extractive":
-                # Retrieval only (docs/design.md §7): the best passages, cited, as run locally.
-                report = with_extractive_answer(report, None)
-            report = with_tokens(report, self._budget.meter)
-        return await self._record(report)
+        self._budget = WorkflowBudget(inp.job.budget)
+        return await Flow(self, self).run(inp.job)
 
     # -- the lead agent -----------------------------------------------------------------
 
-    async def _decompose(self) -> Decomposition:
+    @property
+    def has_lead(self) -> bool:
+        return self._inp.model is not None
+
+    @property
+    def lead_plans_followups(self) -> bool:
+        return self._inp.followups
+
+    @property
+    def synthesizes(self) -> bool:
+        return self._inp.synthesize and self._inp.model is not None
+
+    async def plan(self, job: JobSpec) -> Plan:
         """The lead's plan (an activity: the model call is I/O), or the lead's gap."""
         inp = self._inp
         assert inp.model is not None  # the loader refuses a job with neither
@@ -176,61 +183,57 @@ class FanoutWorkflow:
             )
         except ActivityError as err:
             message = f"the lead's decomposition failed on Temporal: {failure(err)}"
-            gap = lost_decomposition(inp.job, message, self._job_now())
-            return Decomposition(gap=gap)
-        return plan
+            return Plan(None, lost_decomposition(inp.job, message, self.now()))
+        if plan.subtasks is None:
+            return Plan(None, plan.gap)
+        self._lead = plan.lead
+        if plan.lead is not None:
+            self._budget.record(LEAD, plan.lead.spent)
+        return Plan(list(plan.subtasks), plan.gap)
 
-    async def _follow_up(
-        self, report: CoverageReport, lead: LeadPosition | None
-    ) -> tuple[CoverageReport, LeadPosition | None]:
-        """One round of follow-ups planned from the gaps (docs/design.md §11), as run_research's:
-        the plan (an activity), their rounds and retry round, the report with them."""
+    def known_followups(self) -> Sequence[SubtaskSpec] | None:
+        return None  # a workflow replays its history: it never resumes from a store
+
+    async def plan_followups(
+        self, report: CoverageReport, job: JobSpec
+    ) -> Sequence[SubtaskSpec] | None:
+        """The follow-ups the lead plans (an activity); one lost on Temporal plans none."""
         inp = self._inp
         assert inp.model is not None
         settings = inp.settings
         try:
             plan: FollowupPlan = await workflow.execute_activity_method(
                 FanoutActivities.plan_followups,
-                FollowupInput(run_id=inp.run_id, job=self._job, seed=inp.seed,
+                FollowupInput(run_id=inp.run_id, job=job, seed=inp.seed,
                               tools=inp.tools, mcp_servers=inp.mcp_servers,
                               research=inp.research, model=inp.model,
                               source=inp.source, store=inp.store, speed=inp.speed,
-                              started_at=self._started, report=report, lead=lead),
+                              started_at=self._started, report=report, lead=self._lead),
                 activity_id="lead/followups",
                 start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
                 heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
                 retry_policy=settings.retry_policy(),
             )
         except ActivityError:
-            # A follow-up plan lost on Temporal plans none: the report stays the fan-out's.
-            return report, lead
-        specs = plan.followups
+            return []
         if plan.lead is not None:
             self._budget.record(LEAD, plan.lead.spent)
-        if not specs:
-            return report, plan.lead
-        await self._rounds(specs)
-        extra = assemble_report(
-            followup_job(self._job, specs),
-            [r for s in specs if (r := self._results.get(s.id)) is not None],
-            elapsed_s=self._job_now(),
-        )
-        return with_followups(report, extra, specs), plan.lead
+            self._lead = plan.lead
+        return plan.followups
 
-    async def _synthesize(
-        self, report: CoverageReport, lead: LeadPosition | None
-    ) -> CoverageReport:
+    async def synthesize(self, report: CoverageReport) -> CoverageReport:
         """The report with the lead's answer; a synthesis lost on Temporal leaves the
         report whole, with ``answer.synthesis_error`` (docs/design.md §7: never abort)."""
         inp = self._inp
         assert inp.model is not None
         settings = inp.settings
+        self._tokened = True
         try:
             out: CoverageReport = await workflow.execute_activity_method(
                 FanoutActivities.synthesize,
                 SynthesisInput(run_id=inp.run_id, seed=inp.seed, model=inp.model,
                                store=inp.store, speed=inp.speed, started_at=self._started,
-                               report=report, lead=lead, budget=self._budget.budget,
+                               report=report, lead=self._lead, budget=self._budget.budget,
                                spent=self._budget.meter.snapshot()),
                 start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
                 heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
@@ -239,11 +242,14 @@ class FanoutWorkflow:
         except ActivityError as err:
             error = {"message": f"the lead's synthesis failed on Temporal: {failure(err)}"}
             answer = report.answer.model_copy(update={"text": None, "synthesis_error": error})
-            report = report.model_copy(update={"answer": answer, "elapsed_s": self._job_now()})
+            report = report.model_copy(update={"answer": answer, "elapsed_s": self.now()})
             return with_tokens(report, self._budget.meter)
         return out  # with the tokens: the activity's meter counted the synthesis too
 
-    async def _record(self, report: CoverageReport) -> CoverageReport:
+    def tokens(self, report: CoverageReport) -> CoverageReport:
+        return report if self._tokened else with_tokens(report, self._budget.meter)
+
+    async def record(self, report: CoverageReport) -> CoverageReport:
         """Close the run in the store with ``report`` (when it is recorded); return it."""
         inp = self._inp
         if inp.store is not None:
@@ -256,97 +262,110 @@ class FanoutWorkflow:
             )
         return report
 
-    # -- time ---------------------------------------------------------------------------
+    # -- time and lanes -----------------------------------------------------------------
 
-    def _job_now(self) -> float:
+    def now(self) -> float:
         """Job time: seconds since the job started, at the job's speed."""
         return (workflow.now().timestamp() - self._started) * self._inp.speed
 
-    def _until_deadline(self) -> float | None:
-        """Real seconds until the deadline (None: no deadline): a workflow timer's."""
-        left = time_left(self._job.deadline_s, self._job_now())
-        return None if left is None else left / self._inp.speed
+    def cancelled(self) -> bool:
+        return self._cancelled
 
-    def _past_deadline(self) -> bool:
-        return past_deadline(self._job.deadline_s, self._job_now())
+    def stopped(self) -> bool:
+        return self._cut.is_set()
 
-    # -- scheduling ---------------------------------------------------------------------
-
-    async def _rounds(self, batch: list[SubtaskSpec]) -> None:
-        """``batch``'s first round, then the retry round of those routed ``retry_later``
-        (as run_job's), unless the deadline has passed. A subagent whose round was lost
-        for good has no state to continue from: it is not retried."""
-        await self._round(list(batch), 1)
-        retry = [
-            s for s in batch
-            if (r := self._results.get(s.id)) is not None
-            and retried_later(r.escalation, r.rounds, self._job.routes)
-            and s.id in self._states
-        ]
-        if retry and not self._past_deadline():
-            await self._round(retry, 2)
-
-    async def _round(self, batch: list[SubtaskSpec], round_no: int) -> None:
-        """Run ``batch``'s rounds under the capacity limit, FIFO, until the deadline."""
-        queue = deque(batch)
-        self._queued = {s.id for s in batch}
-        in_flight: dict[str, State | None] = {}
-        cut = asyncio.Event()
-
-        n_lanes = min(self._job.concurrency, len(queue))
-
-        async def lane() -> None:
-            while queue and not cut.is_set():
-                spec = queue.popleft()
-                self._queued.discard(spec.id)
-                allowance: Allowance | None = None
-                if self._metered(spec):
-                    got = await self._budget.gate(
-                        spec.id,
-                        fresh=round_no == 1 and spec.id not in self._states,
-                        # The lanes free to take a subtask now share what is left.
-                        sharers=lambda: min(n_lanes - len(in_flight), 1 + len(queue)),
-                        cut=cut,
-                    )
-                    if got is None:  # the deadline fell while it waited: still queued
-                        queue.appendleft(spec)
-                        return
-                    if isinstance(got, str):  # the subagents' share is spent (job.budget)
-                        await self._settle([SettleItem(subtask=spec)], "threshold_breach", got)
-                        continue
-                    allowance = got
-                in_flight[spec.id] = self._states.get(spec.id)
-                await self._one(spec, round_no, allowance)
-                del in_flight[spec.id]
-
-        lanes = [asyncio.create_task(lane()) for _ in range(n_lanes)]
+    async def lanes(self, n: int, lane: Lane, left: float | None) -> None:
+        """``n`` lanes as workflow tasks, until they end, the deadline (a timer, with
+        ``grace_s`` for rounds that cut themselves) or a cancel (at once)."""
+        self._cut = asyncio.Event()
+        tasks = [asyncio.create_task(lane()) for _ in range(n)]
 
         def all_in() -> bool:
-            return all(t.done() for t in lanes)
+            return all(t.done() for t in tasks)
 
-        remaining = self._until_deadline()
-        if remaining is None:
-            await asyncio.gather(*lanes)
-            return
-        try:
-            await workflow.wait_condition(all_in, timeout=timedelta(seconds=max(remaining, 0)))
-        except builtins.TimeoutError:
-            cut.set()  # the deadline: running rounds cut themselves, nothing more starts
-            try:
-                await workflow.wait_condition(
-                    all_in, timeout=timedelta(seconds=self._inp.settings.grace_s)
-                )
-            except builtins.TimeoutError:
-                for task in lanes:
+        timeout = None if left is None else timedelta(seconds=max(left / self._inp.speed, 0))
+        with suppress(builtins.TimeoutError):
+            await workflow.wait_condition(lambda: all_in() or self._cancelled, timeout=timeout)
+        if not all_in():
+            self._cut.set()  # nothing more starts; at the deadline running rounds cut themselves
+            if not self._cancelled:
+                with suppress(builtins.TimeoutError):
+                    await workflow.wait_condition(
+                        lambda: all_in() or self._cancelled,
+                        timeout=timedelta(seconds=self._inp.settings.grace_s),
+                    )
+            if not all_in():
+                for task in tasks:
                     task.cancel()
-                await asyncio.gather(*lanes, return_exceptions=True)
+                await asyncio.gather(*tasks, return_exceptions=True)
         self._queued = set()
-        items = [SettleItem(subtask=s, state=self._states.get(s.id)) for s in queue]
-        items += [
-            SettleItem(subtask=s, state=in_flight[s.id]) for s in batch if s.id in in_flight
-        ]
-        if items:
-            await self._settle(items, "deadline")
+
+    # -- the rounds ---------------------------------------------------------------------
+
+    @contextmanager
+    def fanning_out(self, job: JobSpec, *, followups: bool) -> Iterator[None]:
+        self._job = job
+        yield
+
+    def due(self, spec: SubtaskSpec, round_no: int) -> bool:
+        """Round 1: every subtask; the retry round: those routed ``retry_later`` whose
+        state is known (a round lost for good has none to continue from)."""
+        if round_no == 1:
+            return True
+        result = self._results.get(spec.id)
+        return result is not None and self._retried(result)
+
+    def _retried(self, result: SubagentResult) -> bool:
+        return result.subtask_id in self._states and retried_later(
+            result.escalation, result.rounds, self._job.routes)
+
+    async def queued(self, batch: Sequence[SubtaskSpec], round_no: int) -> None:
+        self._queued = {s.id for s in batch}
+        inp = self._inp
+        if inp.store is not None:
+            await workflow.execute_activity_method(
+                FanoutActivities.record_queued,
+                QueuedInput(run_id=inp.run_id, store=inp.store, at_s=self.now(),
+                            subtask_ids=[s.id for s in batch]),
+                # A few writes: a worker lost under it is retried soon, not in minutes.
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=inp.settings.retry_policy(),
+            )
+
+    async def round(
+        self, spec: SubtaskSpec, round_no: int, sharers: Callable[[], int]
+    ) -> SubagentResult | None:
+        """``spec``'s round as an activity, within what the budget lends it."""
+        self._queued.discard(spec.id)
+        allowance: Allowance | None = None
+        if self._metered(spec):
+            got = await self._budget.gate(
+                spec.id,
+                fresh=round_no == 1 and spec.id not in self._states,
+                sharers=sharers,  # the lanes free to take a subtask now share what is left
+                cut=self._cut,
+            )
+            if got is None:  # the round was cut while it waited: still queued
+                return None
+            if isinstance(got, str):  # the subagents' share is spent (job.budget)
+                settled = await self._settle([SettleItem(subtask=spec)], "threshold_breach", got)
+                return settled[0]
+            allowance = got
+        return await self._one(spec, round_no, allowance)
+
+    async def counted(self, result: SubagentResult) -> bool:
+        self._results[result.subtask_id] = result
+        return not self._retried(result)
+
+    async def settle(
+        self, specs: Sequence[SubtaskSpec], trigger: CutTrigger
+    ) -> AsyncIterator[SubagentResult]:
+        items = [SettleItem(subtask=s, state=self._states.get(s.id)) for s in specs]
+        for result in await self._settle(items, trigger):
+            yield result
+
+    def last(self, spec: SubtaskSpec) -> SubagentResult | None:
+        return self._results.get(spec.id)
 
     def _metered(self, spec: SubtaskSpec) -> bool:
         """Whether ``spec``'s round spends the job's budget (a model plans it)."""
@@ -355,7 +374,7 @@ class FanoutWorkflow:
 
     async def _one(
         self, spec: SubtaskSpec, round_no: int, allowance: Allowance | None = None
-    ) -> None:
+    ) -> SubagentResult:
         """One subtask's round as an activity; a round lost for good is settled."""
         inp = self._inp
         job = self._job
@@ -393,6 +412,8 @@ class FanoutWorkflow:
                 retry_policy=settings.retry_policy(),
             )
         except ActivityError as err:
+            if self._cancelled:
+                raise  # cancelled with the run: settled ``cancelled`` once the lanes end
             beat = last_beat(err)
             known = beat.get("state") if beat and beat.get("round") == round_no else None
             item = SettleItem(
@@ -401,8 +422,7 @@ class FanoutWorkflow:
                 done=bool(known and beat and beat.get("done")),
             )
             message = f"the subagent's round failed on Temporal: {failure(err)}"
-            await self._settle([item], "internal_error", message)
-            return
+            return (await self._settle([item], "internal_error", message))[0]
         finally:
             self._running.discard(spec.id)
         self._budget.record(spec.id, out.spent)
@@ -411,13 +431,16 @@ class FanoutWorkflow:
             self._states[spec.id] = out.state
         else:
             self._states.pop(spec.id, None)
+        return out.result
 
-    async def _settle(self, items: list[SettleItem], trigger: Any, message: str = "") -> None:
+    async def _settle(
+        self, items: list[SettleItem], trigger: Any, message: str = ""
+    ) -> list[SubagentResult]:
         inp = self._inp
         results: list[SubagentResult] = await workflow.execute_activity_method(
             FanoutActivities.settle,
             SettleInput(run_id=inp.run_id, seed=inp.seed, store=inp.store,
-                        at_s=self._job_now(), trigger=trigger, message=message, items=items),
+                        at_s=self.now(), trigger=trigger, message=message, items=items),
             start_to_close_timeout=timedelta(minutes=5),
             retry_policy=inp.settings.retry_policy(),
         )
@@ -427,3 +450,4 @@ class FanoutWorkflow:
             self._budget.record(result.subtask_id, spent_in(states.get(result.subtask_id)))
             self._results[result.subtask_id] = result
             self._states.pop(result.subtask_id, None)
+        return results

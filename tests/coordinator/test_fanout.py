@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from coordinator.fanout import RecordingHandler, run_job
+from coordinator.fanout import run_job
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Gap, SubtaskOutcome
+from coordinator.routing import RecordingHandler
 from shared import AnyioClock, SeededTraceIds
 from subagents import RetryPolicy, Tool
 from subagents.planners import Action, Observation, PlanEnv, Planner, ScriptedPlanner

@@ -13,8 +13,9 @@ from typing import Any
 
 import yaml
 
+from coordinator.fanout import ResearchHooks, run_research
 from coordinator.jobfile.loader import load_scenario_text
-from coordinator.lead import JobPlanning, ResearchHooks, run_research
+from coordinator.lead import JobPlanning
 from shared.clock import AnyioClock
 from shared.envelope import ToolResult
 from shared.ids import SeededTraceIds

@@ -1,8 +1,9 @@
 """The Python door, in a process of its own: ``coordinator.ask`` or ``run_file``, one report.
 
 ``python -m tests.coordinator.temporal.pydoor ask|run_file ARG --store S [--executor
-temporal --address A --task-queue Q]`` runs one job (``ARG``: the question, whose model
-block is read from ``--model-file``, or the job file) and prints its report as JSON. A
+temporal --address A --task-queue Q] [--choose] [--cancel-on SUBTASK]`` runs one job
+(``ARG``: the question, whose model block is read from ``--model-file``, or the job
+file) and prints its report as JSON (with ``--cancel-on``, the stored partial one). A
 process of its own, leaving with ``os._exit``: a Temporal client in pytest's own process
 can abort it while it finalizes (temporalio/sdk-python#300), as ``submit.py`` says.
 """
@@ -25,14 +26,35 @@ async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     temporal = None
     if args.executor == "temporal":
         temporal = {"address": args.address, "task_queue": args.task_queue}
+    # --choose: a handler that picks each escalation's first alternative.
+    choose = (lambda e: e.alternatives[0] if e.alternatives else None) if args.choose else None
     if args.door == "ask":
         report = await coordinator.ask(
-            args.arg, model=model, store=args.store, executor=args.executor, temporal=temporal
+            args.arg, model=model, store=args.store, executor=args.executor, temporal=temporal,
+            on_escalation=choose,
+        )
+    elif args.cancel_on is None:
+        report = await coordinator.run_file(
+            args.arg, store=args.store, executor=args.executor, temporal=temporal,
+            on_escalation=choose,
         )
     else:
-        report = await coordinator.run_file(
-            args.arg, store=args.store, executor=args.executor, temporal=temporal
-        )
+        # --cancel-on SUBTASK: cancel the run once SUBTASK calls its tool; print the
+        # partial report the store keeps.
+        async with anyio.create_task_group() as tg:
+
+            def on_event(event: Any) -> None:
+                if event.subtask_id == args.cancel_on and event.kind == "call":
+                    tg.cancel_scope.cancel()
+
+            tg.start_soon(lambda: coordinator.run_file(
+                args.arg, store=args.store, executor=args.executor, temporal=temporal,
+                on_event=on_event))
+        from coordinator.store.runs import RunStore
+
+        store = RunStore(args.store)
+        stored: dict[str, Any] = store.get(store.runs()[0].id).report or {}
+        return stored
     return report.to_wire()
 
 
@@ -46,6 +68,8 @@ def main() -> None:
     p.add_argument("--executor", default="local")
     p.add_argument("--address")
     p.add_argument("--task-queue")
+    p.add_argument("--choose", action="store_true")
+    p.add_argument("--cancel-on")
     args = p.parse_args()
     model = None
     if args.model_file:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from coordinator.fanout import ResearchHooks, run_research
 from coordinator.jobfile.loader import load_scenario
-from coordinator.lead import JobPlanning, ResearchHooks, run_research
+from coordinator.lead import JobPlanning
 from coordinator.report import CoverageReport
 from coordinator.views.live import BoardLive, LiveBoard
 from shared.clock import AnyioClock, run_in_virtual_time

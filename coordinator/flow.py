@@ -1,0 +1,327 @@
+"""The job's flow, written once (docs/design.md §15, "One engine").
+
+:class:`Flow` is the whole of a job's orchestration, read top to bottom in
+:meth:`Flow.run`: plan (or take the plan), the rounds with their lanes and the deadline,
+the retry round, the follow-ups, the lead's gap, the answer (synthesis, streamed, or
+extractive), the tokens, the record. Both engines run this code:
+
+- locally, :class:`coordinator.fanout.LocalBackend` runs it in this process (anyio; under
+  trio's virtual time in replays);
+- on Temporal, :class:`coordinator.temporal.workflow.FanoutWorkflow` runs it inside the
+  workflow with a backend whose rounds, lead calls and synthesis are activities and whose
+  time is workflow time.
+
+What differs between the engines is asked of a :class:`Backend`: time (``now``, the
+lanes run under the deadline and the cancel), where a subtask's round and a lead call
+run, how cut subtasks are settled, what is recorded. The decisions themselves (retry
+later, the cuts, follow-up eligibility) are the pure functions of :mod:`coordinator.rules`.
+Nothing here imports anyio or asyncio: the backend brings its own primitives, so the
+workflow's sandbox runs this module deterministically.
+
+**Escalations.** A result that ends its subtask escalated, routed ``escalate``, is handed
+to the run's :class:`~coordinator.routing.EscalationHandler` in :meth:`Flow.escalated`,
+as it is counted, while the other subtasks go on; its choice is one of the report's
+``decisions``. That method is the seam where a subtask could later wait for a person's
+decision, releasing its lane, and be queued again (docs/design.md §17).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from coordinator.job import JobSpec
+from coordinator.lead.decompose import failed_decomposition, with_lead_gap
+from coordinator.lead.extractive import with_extractive_answer
+from coordinator.lead.followups import with_followups
+from coordinator.lead.research import planned_job
+from coordinator.report import CoverageReport, Decision, ReportBuilder
+from coordinator.routing import EscalationHandler
+from coordinator.rules import (
+    CutTrigger,
+    asks_for_followups,
+    follows_up,
+    followup_job,
+    next_round_starts,
+    time_left,
+)
+from shared.escalation import Escalation
+from subagents.result import SubagentResult
+from subagents.spec import SubtaskSpec
+
+__all__ = ["Backend", "Flow", "Plan"]
+
+Lane = Callable[[], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The lead's plan: its subtasks (None: the plan was lost, the job fails with the
+    lead's gap), the lead's gap when it could not plan (the subtasks are then the
+    degraded plan), and whether a cancel cut the planning (nothing is written up then)."""
+
+    subtasks: list[SubtaskSpec] | None
+    gap: SubagentResult | None = None
+    cut: bool = False
+
+
+class Backend(Protocol):
+    """What an engine supplies the flow: time, lanes, where things run, the record."""
+
+    # -- the lead ---------------------------------------------------------------------
+
+    @property
+    def has_lead(self) -> bool:
+        """The job has a model: a lead that plans, follows up and writes the answer."""
+        ...
+
+    @property
+    def lead_plans_followups(self) -> bool:
+        """The lead may be asked for follow-ups (:func:`coordinator.rules.follows_up`)."""
+        ...
+
+    @property
+    def synthesizes(self) -> bool:
+        """The lead writes the answer (the job has a model and asks for a synthesis)."""
+        ...
+
+    async def plan(self, job: JobSpec) -> Plan:
+        """The lead's plan of ``job`` (a job without subtasks); hears a cancel."""
+        ...
+
+    def known_followups(self) -> Sequence[SubtaskSpec] | None:
+        """The follow-ups planned before (a resumed run), or None: not planned yet."""
+        ...
+
+    async def plan_followups(
+        self, report: CoverageReport, job: JobSpec
+    ) -> Sequence[SubtaskSpec] | None:
+        """The follow-ups the lead plans from ``report``'s gaps (None: cut while it
+        planned them, nothing more starts)."""
+        ...
+
+    async def synthesize(self, report: CoverageReport) -> CoverageReport:
+        """``report`` with the lead's answer, its ``elapsed_s`` at the answer's end."""
+        ...
+
+    # -- time and lanes ---------------------------------------------------------------
+
+    def now(self) -> float:
+        """Job time: seconds since the job started."""
+        ...
+
+    def cancelled(self) -> bool:
+        """A person cancelled the run: nothing more starts."""
+        ...
+
+    def stopped(self) -> bool:
+        """The round was cut (deadline or cancel): a lane takes no more subtasks."""
+        ...
+
+    async def lanes(self, n: int, lane: Lane, left: float | None) -> None:
+        """Run ``n`` lanes to their end, cut after ``left`` job seconds (None: no
+        deadline) or at a cancel; a cut lane's subtask is left to :meth:`settle`."""
+        ...
+
+    # -- the rounds -------------------------------------------------------------------
+
+    def fanning_out(self, job: JobSpec, *, followups: bool) -> AbstractContextManager[None]:
+        """The scope of one fan-out of ``job`` (the job's subtasks, or its follow-ups)."""
+        ...
+
+    def due(self, spec: SubtaskSpec, round_no: int) -> bool:
+        """Whether ``spec`` runs in round ``round_no`` (1, or 2: the retry round)."""
+        ...
+
+    async def queued(self, batch: Sequence[SubtaskSpec], round_no: int) -> None:
+        """``batch`` waits for a lane (recorded as such)."""
+        ...
+
+    async def round(
+        self, spec: SubtaskSpec, round_no: int, sharers: Callable[[], int]
+    ) -> SubagentResult | None:
+        """Run ``spec``'s round in its lane to its result (None: it did not start, the
+        round was cut while it waited; it is still queued). ``sharers``: how many lanes
+        are free to share what is left of a budget."""
+        ...
+
+    async def counted(self, result: SubagentResult) -> bool:
+        """Record ``result`` before it is counted; return whether it is its subtask's
+        last (no retry round will replace it)."""
+        ...
+
+    def settle(
+        self, specs: Sequence[SubtaskSpec], trigger: CutTrigger
+    ) -> AsyncIterator[SubagentResult]:
+        """End the subtasks a cut left: running ones hand up what they found, queued
+        ones are gaps with 0 attempts; one result each, in order."""
+        ...
+
+    def last(self, spec: SubtaskSpec) -> SubagentResult | None:
+        """``spec``'s result when the fan-out ends and it was not counted as final."""
+        ...
+
+    # -- the answer and the record ----------------------------------------------------
+
+    def tokens(self, report: CoverageReport) -> CoverageReport:
+        """``report`` with the tokens the job spent."""
+        ...
+
+    async def record(self, report: CoverageReport) -> CoverageReport:
+        """Close the run with ``report`` where it is recorded; return it."""
+        ...
+
+
+class Flow:
+    """One job's orchestration on ``backend``; ``handler`` hears its escalations."""
+
+    def __init__(
+        self, backend: Backend, handler: EscalationHandler | None = None,
+        *, lead_gap: SubagentResult | None = None,
+    ) -> None:
+        self.backend = backend
+        self.handler = handler
+        self.lead_gap = lead_gap  # a resumed run's lead that could not plan
+        self.decisions: list[Decision] = []
+
+    async def run(self, job: JobSpec) -> CoverageReport:
+        """Run ``job`` to its report; never raises for a failure inside the job."""
+        backend = self.backend
+        cut_while_planning = False
+        if not job.subtasks:
+            plan = await backend.plan(job)
+            if plan.subtasks is None:
+                assert plan.gap is not None
+                return await backend.record(failed_decomposition(job, plan.gap, backend.now()))
+            job = planned_job(job, plan.subtasks)
+            self.lead_gap, cut_while_planning = plan.gap, plan.cut
+        report = await self.fan_out(job, followups=False)
+        if follows_up(job, lead=backend.has_lead, lead_failed=self.lead_gap is not None,
+                      lead_plans=backend.lead_plans_followups):
+            report = await self.follow_up(report, job)
+        if self.lead_gap is not None:
+            # The plan failed, the job went on (docs/design.md §7): the lead's gap stays.
+            report = with_lead_gap(report, job, self.lead_gap)
+        if backend.synthesizes and not cut_while_planning:
+            # (A run cancelled before its lead had planned found nothing to write up.)
+            report = await backend.synthesize(report)
+        elif job.answer == "extractive":
+            # Retrieval only (docs/design.md §7): the best passages of the findings, cited.
+            report = with_extractive_answer(report, None)
+        return await backend.record(self.decided(backend.tokens(report)))
+
+    async def follow_up(self, report: CoverageReport, job: JobSpec) -> CoverageReport:
+        """``report`` after one round of follow-ups planned from its gaps (docs/design.md §11)."""
+        backend = self.backend
+        if backend.cancelled():
+            return report  # a cancelled run starts nothing more, follow-ups included
+        specs = backend.known_followups()
+        if specs is None:
+            if not asks_for_followups(report, job.deadline_s, backend.now(), cancelled=False):
+                return report
+            specs = await backend.plan_followups(report, job)
+            if specs is None:
+                return report  # cancelled while it planned them
+        if not specs:
+            return report
+        # The same deadline, concurrency and routing as the job's, their own rounds.
+        extra = await self.fan_out(followup_job(job, specs), followups=True)
+        return with_followups(report, extra, specs)
+
+    async def fan_out(self, job: JobSpec, *, followups: bool) -> CoverageReport:
+        """``job``'s subtasks to their report: the first round, then the retry round of
+        those routed ``retry_later`` unless the run was cut."""
+        backend = self.backend
+        with backend.fanning_out(job, followups=followups):
+            rows = ReportBuilder(job)
+            kept: dict[str, SubagentResult] = {}  # results the retry round may replace
+            first = [s for s in job.subtasks if backend.due(s, 1)]
+            if first:
+                await self.round(job, first, 1, rows, kept)
+            # A resumed run may have been cut inside the retry round: those continue in it.
+            retry = [s for s in job.subtasks if backend.due(s, 2)]
+            if retry and next_round_starts(job.deadline_s, backend.now(),
+                                           cancelled=backend.cancelled()):
+                await self.round(job, retry, 2, rows, kept)
+            for spec in job.subtasks:
+                if spec.id not in rows:
+                    result = kept.pop(spec.id, None) or backend.last(spec)
+                    if result is not None:
+                        await self.add(rows, result)
+            return rows.report(elapsed_s=backend.now())
+
+    async def round(
+        self, job: JobSpec, batch: list[SubtaskSpec], round_no: int,
+        rows: ReportBuilder, kept: dict[str, SubagentResult],
+    ) -> None:
+        """One round of ``batch`` on ``job.concurrency`` lanes taking subtasks in order
+        (FIFO), until the deadline or a cancel; what the cut left is settled."""
+        backend = self.backend
+        queue = deque(batch)
+        running: set[str] = set()
+        await backend.queued(batch, round_no)
+        n_lanes = min(job.concurrency, len(queue))
+
+        async def count(result: SubagentResult) -> None:
+            if await backend.counted(result):
+                kept.pop(result.subtask_id, None)
+                await self.add(rows, result)
+            else:
+                kept[result.subtask_id] = result
+
+        async def lane() -> None:
+            while queue and not backend.stopped():
+                spec = queue.popleft()
+                running.add(spec.id)
+                result = await backend.round(
+                    spec, round_no, lambda: min(n_lanes - len(running) + 1, 1 + len(queue))
+                )
+                running.discard(spec.id)
+                if result is None:  # cut while it waited for its turn: still queued
+                    queue.appendleft(spec)
+                    return
+                await count(result)
+
+        await backend.lanes(n_lanes, lane, time_left(job.deadline_s, backend.now()))
+        left = [s for s in batch if s.id not in rows and not self._done(s, kept, round_no)]
+        if left:
+            trigger: CutTrigger = "cancelled" if backend.cancelled() else "deadline"
+            async for result in backend.settle(left, trigger):
+                await count(result)
+
+    @staticmethod
+    def _done(spec: SubtaskSpec, kept: dict[str, SubagentResult], round_no: int) -> bool:
+        """Whether ``spec`` came back from round ``round_no`` (kept for the retry round)."""
+        result = kept.get(spec.id)
+        return result is not None and result.rounds >= round_no
+
+    def decided(self, report: CoverageReport) -> CoverageReport:
+        """``report`` with the handler's choices as its ``decisions``."""
+        if not self.decisions:
+            return report
+        return report.model_copy(update={"decisions": list(self.decisions)})
+
+    async def add(self, rows: ReportBuilder, result: SubagentResult) -> None:
+        """Count ``result`` as its subtask's last: its report rows, and its escalation
+        handed over when it is routed ``escalate``."""
+        rows.add(result)
+        escalation = rows.escalation(result.subtask_id)
+        if escalation is not None:
+            await self.escalated(escalation)
+
+    async def escalated(self, escalation: Escalation) -> None:
+        """Hand an escalation routed ``escalate`` to the run's handler as its subtask is
+        counted; its choice becomes one of the report's ``decisions``.
+
+        The one place a person meets the run (docs/design.md §17 builds on it): a subtask
+        that waits here for a decision would release its lane and be queued again.
+        """
+        if self.handler is None:
+            return
+        choice = await self.handler.handle(escalation)
+        if choice is not None:
+            self.decisions.append(Decision(subtask_id=escalation.subtask_id, choice=choice))
+
