@@ -24,7 +24,7 @@ from tests.coordinator.serve.local import DECIDER, Local, denied, held_job, loca
 
 WAITS = {"escalations": {"wait_s": 600}}
 ALLOW = ["slow", "patents"]
-NOTHING = {"escalations": [], "plan": None}
+NOTHING: dict[str, Any] = {"escalations": [], "plan": None}
 
 
 @pytest.fixture(scope="module")
