@@ -309,6 +309,9 @@ def add_serve_parser(sub: Any) -> None:
                    help="runs executing at once; the rest wait, queued (default 4)")
     p.add_argument("--token-file", metavar="F",
                    help="bearer token on the first line (default $FANOUT_TOKEN)")
+    p.add_argument("--token-name", metavar="NAME",
+                   help="who a decision made with the token is by (default: token; "
+                   "local without a token)")
     p.add_argument("--max-streams", type=int, default=512, metavar="N",
                    help="event streams open at once (default 512; then 503)")
     p.add_argument("--max-queued", type=int, default=256, metavar="N",

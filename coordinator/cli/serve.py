@@ -102,7 +102,8 @@ def cmd_serve(args: argparse.Namespace, out: Console, err: Console) -> int:
         return EXIT_BAD_INPUT
     config = ServeConfig(
         store=target, host=args.host, port=sock.getsockname()[1], max_runs=args.max_runs,
-        token=token, max_streams=args.max_streams, ping_interval_s=args.ping_interval,
+        token=token, token_name=args.token_name, max_streams=args.max_streams,
+        ping_interval_s=args.ping_interval,
         allow_mcp=args.allow_mcp, max_queued=args.max_queued,
         max_connections=args.max_connections, header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout,

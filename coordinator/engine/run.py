@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
     from coordinator.jobfile.research import ResearchPolicy
+    from coordinator.people import Desk
 
 __all__ = ["Hooks", "Run", "RunRequest", "open_run", "record_run"]
 
@@ -87,6 +88,7 @@ class Hooks:
     on_recorded: Callable[[str], None] | None = None
     on_notice: Callable[[str | None], None] | None = None
     tracer_provider: TracerProvider | None = None
+    desk: Desk | None = None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from coordinator.serve.auth import Authorizer, LoginRequired
+from coordinator.serve.decisions import BadBody, people_router
 from coordinator.serve.events import PublishHook
 from coordinator.serve.intake import IntakeGate, JobRejected
 from coordinator.serve.manager import RunManager
@@ -194,6 +195,7 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
     app.include_router(runs_router(manager, auth, config))
     app.include_router(ask_router(manager, auth, config))
     app.include_router(events_router(manager, auth, config))
+    app.include_router(people_router(manager, auth))
     app.include_router(page_router(auth))
     app.include_router(openapi_router(app, auth))
     # Innermost of the three: its own answers (413 on a Content-Length) get nosniff too.
@@ -234,6 +236,10 @@ def create_app(config: ServeConfig, *, on_publish: PublishHook | None = None) ->
                     status_code=400)
         fields = tuple(AskRequest.model_fields) if file == ASKED else ()
         return _unprocessable(InputProblems(errors=request_problems(found, file, fields)))
+
+    @app.exception_handler(BadBody)
+    async def bad_body(request: Request, exc: BadBody) -> Response:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
 
     @app.exception_handler(QueueFull)
     async def queue_full(request: Request, exc: QueueFull) -> Response:

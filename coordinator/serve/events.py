@@ -17,6 +17,12 @@ resumed run, finished runs and runs another process is running are read from the
 (the last kind woken by the store's notifications on Postgres, by polling on SQLite,
 until it stops running). When the server stops, streams end
 without ``end``; an ``EventSource`` reconnects with ``Last-Event-ID`` by itself.
+
+A run a person may decide in (docs/design.md §17) also has *notes* in its log: the
+desk's ``decision.needed``, ``decision.made`` and ``request.made``, each one message
+without ``id`` (so ``Last-Event-ID`` still counts stored events only), in order among
+the events, live only: nothing of them is in the store, and ``GET /runs/{id}/pending``
+says what waits whenever a client (re)connects.
 """
 
 from __future__ import annotations
@@ -46,6 +52,13 @@ def frame(payload: dict[str, Any]) -> bytes:
     return f"id: {payload['seq']}\nevent: {payload['kind']}\ndata: {data}\n\n".encode()
 
 
+def note_frame(event: str, data: dict[str, Any]) -> bytes:
+    """A live note (a desk's event) as an SSE message: no ``id``, so a reconnect's
+    ``Last-Event-ID`` still names the last stored event."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event}\ndata: {text}\n\n".encode()
+
+
 def end_frame(summary: dict[str, Any]) -> bytes:
     """The last message of a stream: the run's status (and outcome once finished)."""
     data = json.dumps(summary, ensure_ascii=False, separators=(",", ":"))
@@ -63,6 +76,8 @@ class EventLog:
         self.base_seq = base_seq  # events up to here are in the store (earlier sessions)
         self.frames: list[bytes] = []  # frames[i] is event base_seq + i + 1
         self.published: list[float] = []  # when frames[i] was appended (delivery latency)
+        # Live notes: (number of frames before it, the message), in order.
+        self.notes: list[tuple[int, bytes]] = []
         self.end: bytes | None = None
         self.closed = False
         self._changed = anyio.Event()
@@ -84,6 +99,11 @@ class EventLog:
         self.published.append(time.monotonic())
         self._wake()
 
+    def note(self, data: bytes) -> None:
+        """Add a live note after the events so far; every follower wakes."""
+        self.notes.append((len(self.frames), data))
+        self._wake()
+
     def finish(self, end: bytes) -> None:
         """The run ended: followers get ``end`` after the last event."""
         self.end = end
@@ -94,12 +114,21 @@ class EventLog:
         self.closed = True
         self._wake()
 
-    async def wait(self, seen: int) -> None:
-        """Return once there are more than ``seen`` frames, an end, or a close."""
+    async def wait(self, seen: int, seen_notes: int = 0) -> None:
+        """Return once there are more than ``seen`` frames or ``seen_notes`` notes, an
+        end, or a close."""
         changed = self._changed
-        if len(self.frames) > seen or self.end is not None or self.closed:
+        if (len(self.frames) > seen or len(self.notes) > seen_notes or self.end is not None
+                or self.closed):
             return
         await changed.wait()
+
+    def first_note_at(self, index: int) -> int:
+        """The number of the first note that came after frame ``index`` was appended."""
+        for i, (at, _) in enumerate(self.notes):
+            if at >= index:
+                return i
+        return len(self.notes)
 
 
 class Bells:
@@ -208,12 +237,22 @@ async def _follow(
             yield b"".join(frame(e) for e in events)
         last = log.base_seq
     index = last - log.base_seq
+    noted = log.first_note_at(index)
     while True:
-        if index < len(log.frames):
+        if index < len(log.frames) or noted < len(log.notes):
             upto = len(log.frames)
-            chunk = b"".join(log.frames[index:upto])
-            yield chunk
-            delivered(log.published[index:upto])
+            # Notes go between the frames they came between.
+            parts: list[bytes] = []
+            start = index
+            while noted < len(log.notes):
+                at, note = log.notes[noted]
+                parts.append(b"".join(log.frames[index:at]))
+                parts.append(note)
+                index = max(index, at)
+                noted += 1
+            parts.append(b"".join(log.frames[index:upto]))
+            yield b"".join(parts)
+            delivered(log.published[start:upto])
             index = upto
             continue
         if log.end is not None:
@@ -222,7 +261,7 @@ async def _follow(
         if log.closed or source.stopping:
             return
         with anyio.move_on_after(ping_s) as quiet:
-            await log.wait(index)
+            await log.wait(index, noted)
         if quiet.cancelled_caught:
             yield PING
 

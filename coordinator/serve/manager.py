@@ -45,6 +45,8 @@ from coordinator.engine.resume import Start
 from coordinator.engine.run import Hooks, RunRequest
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
+from coordinator.people import Desk
+from coordinator.serve.desks import desk_for, wants_a_person
 from coordinator.serve.events import (
     Bells,
     EventLog,
@@ -80,6 +82,9 @@ class LiveRun:
     done: anyio.Event = field(default_factory=anyio.Event)
     resumed: bool = False
     holds_slot: bool = False
+    # The run's person (docs/design.md §17): set while it executes here, when its job
+    # lets people decide (coordinator/serve/desks.py).
+    desk: Desk | None = None
 
 
 class RunManager:
@@ -374,10 +379,16 @@ class RunManager:
         ))
         request = RunRequest(start.scenario, "", scenario.source, speed=live.speed,
                              policy=self.config.research_policy())
+        unlisten = None
+        if wants_a_person(start.scenario):
+            live.desk, unlisten = desk_for(start.scenario, clock, live.log)
         try:
             executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
-            await executor.execute(request, Hooks(cancel=live.cancel))
+            await executor.execute(request, Hooks(cancel=live.cancel, desk=live.desk))
         finally:
+            if unlisten is not None:
+                unlisten()
+            live.desk = None  # nothing waits once the run has ended
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(recorder.close)
         live.log.finish(end_frame(await self.end_summary(run_id)))

@@ -54,6 +54,18 @@ ul.errors code { background: #fff5f5; padding: 0 4px; border-radius: 4px; }
 td.c-query { color: var(--muted); overflow-wrap: anywhere; }
 tr.run-row a { color: #1864ab; }
 #ask-question { font-family: inherit; font-size: 15px; }
+#people { margin-top: 14px; }
+.esc-card, #plan-review { border: 1px solid #f08c00; background: #fff9db; border-radius: 8px;
+  padding: 10px 12px; margin: 8px 0; }
+.esc-card .msg { margin: 4px 0; }
+.esc-card .options { display:flex; flex-direction: column; align-items: flex-start; gap: 6px;
+  margin-top: 8px; }
+.esc-card .options button { text-align: left; }
+.esc-card .answer-row { display:flex; gap: 8px; width: 100%; align-items: flex-start; }
+.esc-card textarea.answer-text { flex: 1; }
+.esc-card input.answer-source { width: 22em; }
+#plan-table input.plan-query { width: 100%; }
+#plan-table input.plan-weight { width: 5em; }
 iframe#report { width: 100%; height: 900px; border: 1px solid var(--line); border-radius: 8px;
   background: var(--bg); }
 """
@@ -116,6 +128,24 @@ _BODY: Final = """
     <span>coverage so far <b id="coverage">0%</b></span>
     <div class="meter"><div id="covfill"></div></div>
     <span id="progress"></span>
+  </div>
+  <div id="people" hidden>
+    <h3>Waiting for a person <span id="pending-count" class="count"></span></h3>
+    <div id="escalations"></div>
+    <div id="plan-review" hidden>
+      <b>The lead's plan waits for review.</b>
+      <span class="muted">Change a query or a weight, or remove a subtask, then approve.</span>
+      <table id="plan-table">
+        <thead><tr><th>subtask</th><th>query</th><th>weight</th><th>remove</th></tr></thead>
+        <tbody></tbody>
+      </table>
+      <div class="row">
+        <button id="plan-approve" type="button">Approve</button>
+        <button id="plan-reject" type="button">Reject</button>
+        <span id="plan-result" class="muted"></span>
+      </div>
+      <ul id="plan-errors" class="errors"></ul>
+    </div>
   </div>
   <table id="subagents">
     <thead><tr><th>subtask</th><th>query</th><th>state</th><th>attempts</th>

@@ -360,12 +360,191 @@ SCRIPT: Final = r"""
     if (cur !== current) return;
     cur.ended = true;
     $("run-status").textContent = data.status;
+    showPending(cur, { escalations: [], plan: null });  // nothing waits once it has ended
     const gaps = await refresh(cur);
     if (cur !== current) return;
     settle(cur, data.status, gaps);
     if (data.status === "finished" || data.status === "interrupted") await loadReport(cur);
     loadRuns();
   }
+  // -- a person decides (docs/design.md §17) -----------------------------------------
+  // What waits comes from GET /runs/{id}/pending when a run opens and the stream
+  // (re)connects; decision.needed and decision.made on the stream keep it current.
+  function showPending(cur, pending) {
+    if (cur !== current) return;
+    $("escalations").replaceChildren();
+    cur.cards = new Map();
+    for (const esc of pending.escalations || []) addCard(cur, esc);
+    showPlan(cur, pending.plan);
+  }
+  async function loadPending(cur) {
+    const res = await api(runPath(cur.id) + "/pending");
+    if (res.ok) showPending(cur, await res.json());
+  }
+  function countPending(cur) {
+    const n = cur.cards.size + (cur.plan ? 1 : 0);
+    $("pending-count").textContent = n ? String(n) : "";
+    $("people").hidden = n === 0;
+  }
+  function addCard(cur, esc) {
+    if (cur.cards.has(esc.id)) return;
+    const card = el("div", "esc-card");
+    card.dataset.escalation = esc.id;
+    const head = el("div");
+    head.append(el("b", "mono", esc.subtask_id), " ",
+                el("span", "pill st-escalated", esc.trigger), " ",
+                el("span", "muted", esc.errorCategory || ""));
+    card.append(head, el("p", "msg", esc.message));
+    if (esc.attempted_query) card.append(el("div", "muted", "tried: " + esc.attempted_query));
+    const options = el("div", "options");
+    const errors = el("ul", "errors");
+    for (const o of esc.options || []) {
+      if (o.do === "answer") {
+        const row = el("div", "answer-row");
+        const text = el("textarea", "answer-text");
+        text.rows = 2;
+        text.placeholder = "your answer: it becomes a finding, cited as given by you";
+        text.setAttribute("aria-label", "answer for " + esc.id);
+        const source = el("input", "answer-source");
+        source.type = "url";
+        source.placeholder = "source URL (optional)";
+        source.setAttribute("aria-label", "source for " + esc.id);
+        const btn = el("button", "option", "Answer");
+        btn.type = "button";
+        btn.title = o.text;
+        btn.dataset.option = o.id;
+        btn.dataset.do = o.do;
+        btn.addEventListener("click", () => {
+          const body = { escalation: esc.id, option: o.id, text: text.value };
+          if (source.value.trim()) body.source = source.value.trim();
+          decide(cur, card, errors, body);
+        });
+        row.append(text, source, btn);
+        options.append(row);
+        continue;
+      }
+      const btn = el("button", "option", o.text);
+      btn.type = "button";
+      btn.dataset.option = o.id;
+      btn.dataset.do = o.do;
+      btn.addEventListener("click", () => decide(cur, card, errors,
+                                                 { escalation: esc.id, option: o.id }));
+      options.append(btn);
+    }
+    card.append(options, errors);
+    cur.cards.set(esc.id, card);
+    $("escalations").append(card);
+    countPending(cur);
+  }
+  function dropCard(cur, id) {
+    const card = cur.cards.get(id);
+    if (!card) return;
+    card.remove();
+    cur.cards.delete(id);
+    countPending(cur);
+  }
+  async function decide(cur, card, errors, body) {
+    errors.replaceChildren();
+    for (const b of card.querySelectorAll("button")) b.disabled = true;
+    const res = await api(runPath(cur.id) + "/decisions", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body) });
+    let data = {};
+    try { data = await res.json(); } catch (_) { data = {}; }
+    if (res.ok || res.status === 409) {  // decided: here, or elsewhere, or timed out
+      dropCard(cur, body.escalation);
+      return;
+    }
+    for (const b of card.querySelectorAll("button")) b.disabled = false;
+    showProblems(errors, data, res);
+  }
+  function showPlan(cur, plan) {
+    cur.plan = plan || null;
+    const body = $("plan-table").tBodies[0];
+    body.replaceChildren();
+    $("plan-errors").replaceChildren();
+    $("plan-result").textContent = "";
+    $("plan-review").hidden = !plan;
+    for (const b of [$("plan-approve"), $("plan-reject")]) b.disabled = !plan;
+    if (plan) {
+      for (const s of plan.subtasks) {
+        const tr = el("tr", "plan-row");
+        tr.dataset.subtask = s.id;
+        const query = el("input", "plan-query");
+        query.type = "text";
+        query.value = s.query;
+        query.setAttribute("aria-label", "query of " + s.id);
+        const weight = el("input", "plan-weight");
+        weight.type = "number";
+        weight.step = "any";
+        weight.min = "0";
+        weight.value = String(s.weight);
+        weight.setAttribute("aria-label", "weight of " + s.id);
+        const remove = el("input", "plan-remove");
+        remove.type = "checkbox";
+        remove.setAttribute("aria-label", "remove " + s.id);
+        const cells = [el("td", "mono", s.id), el("td"), el("td"), el("td")];
+        cells[1].append(query);
+        cells[2].append(weight);
+        cells[3].append(remove);
+        tr.append(...cells);
+        body.append(tr);
+      }
+    }
+    countPending(cur);
+  }
+  // The edit the plan's inputs make: removed ids, changed queries and weights.
+  function planEdit(cur) {
+    const edit = { remove: [], change: {} };
+    const byId = new Map(cur.plan.subtasks.map((s) => [s.id, s]));
+    for (const tr of $("plan-table").tBodies[0].rows) {
+      const id = tr.dataset.subtask;
+      const was = byId.get(id);
+      if (tr.querySelector(".plan-remove").checked) { edit.remove.push(id); continue; }
+      const change = {};
+      const query = tr.querySelector(".plan-query").value;
+      const weight = tr.querySelector(".plan-weight").value;
+      if (query !== was.query) change.query = query;
+      if (weight !== "" && Number(weight) !== was.weight) change.weight = Number(weight);
+      if (Object.keys(change).length) edit.change[id] = change;
+    }
+    return edit;
+  }
+  async function review(cur, verdict) {
+    if (!cur || !cur.plan) return;
+    let body = { verdict };
+    if (verdict === "approve") {
+      const edit = planEdit(cur);
+      if (edit.remove.length || Object.keys(edit.change).length) body = { edit };
+    }
+    $("plan-errors").replaceChildren();
+    for (const b of [$("plan-approve"), $("plan-reject")]) b.disabled = true;
+    const res = await api(runPath(cur.id) + "/plan", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body) });
+    let data = {};
+    try { data = await res.json(); } catch (_) { data = {}; }
+    if (res.ok || res.status === 409) {
+      showPlan(cur, null);
+      $("plan-result").textContent = res.ok ? "plan " + data.verdict : "";
+      return;
+    }
+    for (const b of [$("plan-approve"), $("plan-reject")]) b.disabled = false;
+    showProblems($("plan-errors"), data, res);
+  }
+  $("plan-approve").addEventListener("click", () => review(current, "approve"));
+  $("plan-reject").addEventListener("click", () => review(current, "reject"));
+  function onDesk(cur, kind, data) {
+    if (cur !== current) return;
+    if (kind === "decision.needed") {
+      if (data.escalation) addCard(cur, data.escalation);
+      if (data.plan) showPlan(cur, data.plan);
+    } else if (kind === "decision.made") {
+      if (data.decision) dropCard(cur, data.decision.escalation);
+      if (data.plan_review) showPlan(cur, null);
+    }
+  }
+
   async function connect(cur) {
     if (cur !== current || cur.ended) return;
     const params = new URLSearchParams();
@@ -378,6 +557,11 @@ SCRIPT: Final = r"""
     const es = new EventSource(runPath(cur.id) + "/events" + (query ? "?" + query : ""));
     cur.es = es;
     for (const kind of KINDS) es.addEventListener(kind, (m) => onEvent(cur, JSON.parse(m.data)));
+    for (const kind of ["decision.needed", "decision.made", "request.made"]) {
+      es.addEventListener(kind, (m) => onDesk(cur, kind, JSON.parse(m.data)));
+    }
+    // Whatever waited or was decided while no stream was open: asked once it is open.
+    es.addEventListener("open", () => loadPending(cur).catch(() => {}));
     es.addEventListener("end", (m) => { es.close(); onEnd(cur, JSON.parse(m.data)); });
     es.onerror = () => {
       // EventSource retries by itself; once it gives up (a 401 for an expired ticket,
@@ -392,7 +576,8 @@ SCRIPT: Final = r"""
     const res = await api(runPath(id));
     if (!res.ok) { $("run").hidden = true; return; }
     const run = await res.json();
-    const cur = { id, rows: new Map(), lastSeq: 0, es: null, ended: false, timer: null };
+    const cur = { id, rows: new Map(), lastSeq: 0, es: null, ended: false, timer: null,
+                  cards: new Map(), plan: null };
     current = cur;
     $("run").hidden = false;
     $("run-id").textContent = id;
@@ -405,6 +590,7 @@ SCRIPT: Final = r"""
     $("answer-text").textContent = "";
     $("answer-note").textContent = "";
     for (const s of run.subtasks) rowFor(cur, s.id, s.query);
+    showPending(cur, { escalations: [], plan: null });
     showDetail(cur, run);
     await loadGaps(cur);
     await connect(cur);

@@ -157,6 +157,10 @@ _RUN_OPERATIONS = {
     "CancelRun": "cancel_run",
     "StreamTicket": "stream_ticket",
     "RunEvents": "run_event_stream",
+    "GetPending": "get_pending",
+    "DecideEscalation": "decide_escalation",
+    "ReviewPlan": "review_plan",
+    "RequestSubtask": "request_subtask",
 }
 # From POST /runs to every operation on the run it made, so a client (and stateful
 # testing) knows where the new run's id goes.
@@ -299,3 +303,164 @@ class AskRequest(BaseModel):
     concurrency: int = Field(default=4, ge=1, le=64)
     deadline_s: float | None = Field(default=None, gt=0)
     speed: float = Field(default=1.0, gt=0, le=10_000)
+
+
+# -- a person decides (docs/design.md §17) ----------------------------------------------
+
+
+class PendingEscalation(BaseModel):
+    """An escalation that waits for a person's decision."""
+
+    model_config = _OUT
+
+    id: str = Field(description="SUBTASK_ID:N, unique in the run.")
+    subtask_id: str
+    errorCategory: str | None
+    trigger: str
+    message: str
+    attempted_query: str
+    options: list[dict[str, Any]] = Field(
+        description="[{id, do, text, tool?, args?, query?}]: what the person may choose.")
+    since_s: float = Field(description="The run's seconds when the wait began.")
+
+
+class PendingPlan(BaseModel):
+    """The lead's plan, waiting for review: its subtasks as a job file declares them."""
+
+    model_config = _OUT
+
+    subtasks: list[dict[str, Any]]
+
+
+class Pending(BaseModel):
+    """``GET /runs/{id}/pending``: what waits for a person now."""
+
+    model_config = _OUT
+
+    escalations: list[PendingEscalation]
+    plan: PendingPlan | None
+
+
+class RequestMade(BaseModel):
+    """``POST /runs/{id}/subtasks/{sid}/request``: the request, as the subtask hears it."""
+
+    model_config = _OUT
+
+    subtask_id: str
+    by: str
+    at_s: float
+    stop: bool | None = None
+    hint: str | None = None
+    at: str | None = None
+
+
+_TEXT: Final[dict[str, Any]] = {"type": "string", "pattern": r"\S"}
+_DOS: Final = ["retry", "use_tool", "requery", "answer", "accept", "stop"]
+
+# The bodies' schemas say everything a door's parse checks, so a request the document
+# calls valid is refused only for what depends on the run (an option the escalation
+# does not offer, an edit naming no subtask of the plan): 409 or the 422s declared.
+DECISION_BODY: Final[dict[str, Any]] = {
+    "required": True,
+    "description": "An escalation and an option by id, or by kind (`do`: the first option "
+    "of that kind); `answer` takes `text` (and an http(s) `source`), `requery` may take "
+    "`text` as the changed query.",
+    "content": {"application/json": {
+        "schema": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["escalation"],
+            "properties": {
+                "escalation": {**_TEXT,
+                               "description": "The pending escalation's id (SUBTASK_ID:N)."},
+                "option": {**_TEXT, "description": "An option id (o1, …)."},
+                "do": {"enum": _DOS},
+                "text": _TEXT,
+                "source": _TEXT,
+            },
+            "oneOf": [
+                {"required": ["option"], "not": {"required": ["do"]}},
+                {"required": ["do"], "not": {"required": ["option"]}},
+            ],
+        },
+        "examples": {
+            "option": {"value": {"escalation": "patents:1", "option": "o2"}},
+            "answer": {"value": {"escalation": "patents:1", "do": "answer",
+                                 "text": "Three patents were filed in 2025.",
+                                 "source": "https://example.org/patents"}},
+        },
+    }},
+}
+DECISION_REFUSED = (
+    "The decision cannot be made: the body is malformed, or it does not fit the waiting "
+    "escalation; each problem names its field: `escalation`, `option` (not one the "
+    "escalation offers), `do` (a kind it does not offer), `text` (answer without it, or "
+    "text where the kind takes none), `source` (not an http(s) URL, or where the kind "
+    "takes none), or an unknown key."
+)
+
+_CHANGE: Final[dict[str, Any]] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "query": {"type": "string", "minLength": 1},
+        "tools": {"type": "array", "items": {"type": "string"}},
+        "weight": {"type": "number", "minimum": 0, "maximum": 1e9},
+    },
+}
+PLAN_BODY: Final[dict[str, Any]] = {
+    "required": True,
+    "description": "`{\"verdict\": \"approve\"}`, `{\"verdict\": \"reject\"}` (the run ends "
+    "failed, gap plan_rejected), or `{\"edit\": {remove, change, add}}`: subtasks removed, "
+    "changed (query, tools, weight), added (id, query, tools, weight; the job's defaults "
+    "apply), checked as a job file is.",
+    "content": {"application/json": {
+        "schema": {
+            "oneOf": [
+                {"type": "object", "additionalProperties": False, "required": ["verdict"],
+                 "properties": {"verdict": {"enum": ["approve", "reject"]}}},
+                {"type": "object", "additionalProperties": False, "required": ["edit"],
+                 "properties": {"edit": {
+                     "type": "object",
+                     "additionalProperties": False,
+                     "properties": {
+                         "remove": {"type": "array", "items": {"type": "string"}},
+                         "change": {"type": "object", "additionalProperties": _CHANGE},
+                         "add": {"type": "array", "items": {"type": "object"}},
+                     },
+                 }}},
+            ],
+        },
+        "examples": {
+            "approve": {"value": {"verdict": "approve"}},
+            "edit": {"value": {"edit": {"remove": ["news"],
+                                        "change": {"market": {"weight": 2}}}}},
+        },
+    }},
+}
+PLAN_REFUSED = (
+    "The review cannot be made: the body is malformed, or the edit is no valid plan; each "
+    "problem names its field: `verdict`, `edit`, or a path in the edit (`edit.remove[0]`, "
+    "`edit.change.news.weight`, `edit.add[0].query`)."
+)
+REQUEST_BODY: Final[dict[str, Any]] = {
+    "required": True,
+    "description": "`{\"stop\": true}`: the subtask stops and hands up what it has (trigger "
+    "human_request); `{\"hint\": \"...\"}`: a message its model reads at its next turn.",
+    "content": {"application/json": {
+        "schema": {
+            "oneOf": [
+                {"type": "object", "additionalProperties": False, "required": ["stop"],
+                 "properties": {"stop": {"const": True}}},
+                {"type": "object", "additionalProperties": False, "required": ["hint"],
+                 "properties": {"hint": _TEXT}},
+            ],
+        },
+        "examples": {"stop": {"value": {"stop": True}},
+                     "hint": {"value": {"hint": "look for the 2025 filings first"}}},
+    }},
+}
+REQUEST_REFUSED = (
+    "The request is malformed; the problem names its field: `stop` (neither or both of "
+    "stop and hint, or stop not true), `hint` (empty), or an unknown key."
+)

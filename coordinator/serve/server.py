@@ -74,6 +74,9 @@ class ServeConfig:
     port: int = 8765
     max_runs: int = 4
     token: str | None = None
+    # Who a decision made through this service is by (docs/design.md §17): the token's
+    # name (`serve --token-name`); by default `token`, or `local` without a token.
+    token_name: str | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     max_streams: int = MAX_STREAMS
     ping_interval_s: float = PING_INTERVAL_S
@@ -107,6 +110,12 @@ class ServeConfig:
     # The address guard's seams (tests put a loopback web behind public names).
     resolver: Resolver | None = None
     dial: Dialler | None = None
+
+    def decider(self) -> str:
+        """The ``by`` of a decision, review or request made through this service."""
+        if self.token_name:
+            return self.token_name
+        return "token" if self.token is not None else "local"
 
     def served_names(self) -> list[str]:
         """The served folders as a client names them in ``POST /ask``'s ``docs``: the

@@ -236,3 +236,35 @@ def _read_stream(
                 key, _, value = line.partition(": ")
                 current[key] = value
     return messages, comments
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator[Any]:
+    """A fresh page in headless chromium, failing the test on any script error."""
+    from tests.chromium import chromium as find_chromium
+
+    chromium = find_chromium()
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium,
+                                     args=["--no-sandbox", "--disable-gpu"])
+        context = browser.new_context(viewport={"width": 1280, "height": 1000})
+        tab = context.new_page()
+
+        def on_dialog(dialog: Any) -> None:
+            errors.append(f"dialog: {dialog.message}")  # an alert() means a script ran
+            dialog.dismiss()
+
+        def on_console(message: Any) -> None:
+            if "Content Security Policy" in message.text:
+                errors.append(message.text)
+
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.on("dialog", on_dialog)
+        tab.on("console", on_console)
+        yield tab
+        context.close()
+        browser.close()
+    assert errors == [], errors

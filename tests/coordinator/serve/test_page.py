@@ -2,49 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.chromium import chromium as find_chromium
 from tests.coordinator.serve.conftest import HOSTILE, ROOT, TOKEN, Server, start_server
 
 # A real fanout serve and chromium, as subprocesses.
 pytestmark = pytest.mark.process
 
 SCRIPT_QUERY = "<script>window.__pwned = 1</script>"
-
-
-@pytest.fixture
-def page(tmp_path: Path) -> Iterator[Any]:
-    """A fresh page in headless chromium, failing the test on any script error."""
-    chromium = find_chromium()
-    from playwright.sync_api import sync_playwright
-
-    errors: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium,
-                                     args=["--no-sandbox", "--disable-gpu"])
-        context = browser.new_context(viewport={"width": 1280, "height": 1000})
-        tab = context.new_page()
-
-        def on_dialog(dialog: Any) -> None:
-            errors.append(f"dialog: {dialog.message}")  # an alert() means a script ran
-            dialog.dismiss()
-
-        def on_console(message: Any) -> None:
-            if "Content Security Policy" in message.text:
-                errors.append(message.text)
-
-        tab.on("pageerror", lambda exc: errors.append(str(exc)))
-        tab.on("dialog", on_dialog)
-        tab.on("console", on_console)
-        yield tab
-        context.close()
-        browser.close()
-    assert errors == [], errors
 
 
 def test_submit_watch_live_and_read_the_report(server: Server, page: Any) -> None:
