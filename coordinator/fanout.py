@@ -29,10 +29,13 @@ from coordinator.lead.followups import plan_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.research import FollowupHook, PlanHook, catalogue, with_subtasks
 from coordinator.lead.synthesis import synthesize
-from coordinator.report import CoverageReport, with_tokens
+from coordinator.people import Desk
+from coordinator.report import CoverageReport, Decision, with_tokens
 from coordinator.routing import EscalationHandler, RecordingHandler
 from coordinator.rules import CutTrigger, cut, retried_later
+from coordinator.scripted_person import ScriptedPerson
 from shared.clock import AnyioClock, Clock, JobClock
+from shared.escalation import Escalation
 from shared.ids import RandomTraceIds, TraceIds
 from shared.tokens import TokenCounter
 from subagents.executor import ExecEvent
@@ -105,6 +108,9 @@ class ResearchHooks:
     on_followups: FollowupHook | None = None
     checkpoint: Callable[[SubagentRun], None] | None = None
     tracer_provider: TracerProvider | None = None
+    desk: Desk | None = None
+    """The person attached to the run (docs/design.md §17): escalations routed
+    ``escalate`` wait at this desk for a decision, and running subtasks hear its requests."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,13 @@ class LocalBackend:
         self.scenario = scenario
         self.planning = planning
         self.planner_factory = planner_factory
+        self.desk = hooks.desk
+        if self.desk is not None and self.cancel is None:
+            self.cancel = anyio.Event()  # a person's stop ends the run as a cancel does
+        self.job: JobSpec | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        # Escalated subagents a person may send back to work (retry), by subtask.
+        self.decidable: dict[str, SubagentRun] = {}
         # Job time of the lead; each fan-out reads its own clock from where it starts.
         self.job_clock = JobClock(clock, offset=resumed.elapsed_offset)
         self.clock: JobClock | None = None
@@ -257,8 +270,40 @@ class LocalBackend:
         assert self.clock is not None
         with self.clock.move_on_after(left):
             async with cancelled_by(self.cancel), anyio.create_task_group() as tg:
+                self._tg = tg
                 for _ in range(n):
                     tg.start_soon(lane)
+        self._tg = None
+
+    def spawn(self, lane: Lane) -> None:
+        assert self._tg is not None
+        self._tg.start_soon(lane)
+
+    # -- a person (docs/design.md §17) ------------------------------------------------
+
+    @property
+    def attended(self) -> bool:
+        return self.desk is not None
+
+    async def decision(self, escalation: Escalation, spec: SubtaskSpec) -> Decision | None:
+        """The desk's decision (offered with its id and options, waited for with the
+        job's bounds); None without a desk."""
+        desk = self.desk
+        if desk is None:
+            return None
+        assert self.job is not None
+        wait = self.job.escalation_wait()
+        offered = desk.offer(escalation, list(spec.tools))
+        return await desk.wait(offered, timeout_s=wait.wait_s, on_timeout=wait.on_timeout)
+
+    def again(self, spec: SubtaskSpec) -> None:
+        run = self.decidable.pop(spec.id)
+        run.state = "queued"
+        self.live[spec.id] = run
+
+    def stop(self) -> None:
+        assert self.cancel is not None  # made with the desk
+        self.cancel.set()
 
     # -- the rounds -------------------------------------------------------------------
 
@@ -271,6 +316,7 @@ class LocalBackend:
             factory = planning.planner if followups or planning.model_planned else None
         self.clock = JobClock(self.base, offset=self.job_clock.now())
         self.table = job.routes
+        self.job = job
         self.live = dict(self.resumed.runs or {})
         self.planners = {}
         if factory is not None:
@@ -332,10 +378,41 @@ class LocalBackend:
     ) -> SubagentResult:
         assert self.clock is not None
         run = self._run_of(spec)
+        desk = self.desk
+        if desk is None:
+            return await self._run(run)
+        # A person may ask it to stop and hand up what it has (trigger human_request).
+        desk.started(spec.id)
+        try:
+            result: SubagentResult | None = None
+            async with anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    await desk.stopping(spec.id).wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                result = await self._run(run)
+                tg.cancel_scope.cancel()
+            if result is None:
+                request = desk.stop_requested(spec.id)
+                run.ended_s = self.clock.now()
+                run.state = "escalated"
+                run.escalate("human_request", f"{request.by if request else 'a person'} "
+                             "asked this subtask to stop and hand up what it had")
+                self._emit_state(run, "escalated")
+                result = run.result()
+            return result
+        finally:
+            desk.finished(spec.id)
+
+    async def _run(self, run: SubagentRun) -> SubagentResult:
+        """``run``'s round here; a bug in it becomes an ``internal`` escalation."""
+        assert self.clock is not None
         try:
             return await run_subagent(
                 run,
-                self.source.for_subtask(spec.id),
+                self.source.for_subtask(run.spec.id),
                 clock=self.clock,
                 trace_ids=self.trace_ids,
                 observer=self.hooks.observer,
@@ -353,6 +430,8 @@ class LocalBackend:
         run = self.live[result.subtask_id]
         if run.finished and not self._retry_later(run):
             del self.live[result.subtask_id]
+            if self.desk is not None and run.escalation is not None:
+                self.decidable[run.spec.id] = run  # a person may send it back to work
             return True
         return False
 
@@ -447,13 +526,25 @@ async def run_research(
         on_result=hooks.on_result,
         tracer_provider=hooks.tracer_provider,
     ) as instrumented:
-        traced = replace(hooks, observer=instrumented.observer, on_result=instrumented.on_result)
+        desk = hooks.desk
+        if desk is None and scenario.people:
+            desk = Desk(clock)  # a scenario's people: block attaches a person
+        traced = replace(hooks, observer=instrumented.observer, on_result=instrumented.on_result,
+                         desk=desk)
         backend = LocalBackend(
             source, clock=clock, seed=scenario.seed, trace_ids=trace_ids, hooks=traced,
             resumed=resumed, cancel=cancel, scenario=scenario, planning=planning,
         )
         flow = Flow(backend, hooks.handler, lead_gap=resumed.lead_gap)
-        report = await flow.run(scenario.job)
+        if desk is not None and scenario.people:
+            async with anyio.create_task_group() as people:
+                # The scripted person plays beside the job; a step for something that
+                # never happens is left undelivered when the job ends.
+                people.start_soon(ScriptedPerson(desk, scenario.people).run)
+                report = await flow.run(scenario.job)
+                people.cancel_scope.cancel()
+        else:
+            report = await flow.run(scenario.job)
         instrumented.outcome(
             report.outcome, report.coverage, len(report.subtasks), len(report.gaps)
         )

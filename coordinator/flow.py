@@ -33,12 +33,20 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from coordinator.decision import answered, with_change
 from coordinator.job import JobSpec
 from coordinator.lead.decompose import failed_decomposition, with_lead_gap
 from coordinator.lead.extractive import with_extractive_answer
 from coordinator.lead.followups import with_followups
 from coordinator.lead.research import planned_job
-from coordinator.report import CoverageReport, Decision, ReportBuilder
+from coordinator.report import (
+    CoverageReport,
+    Decision,
+    ReportBuilder,
+    SubtaskStatus,
+    subtask_status,
+    with_decisions,
+)
 from coordinator.routing import EscalationHandler
 from coordinator.rules import (
     CutTrigger,
@@ -50,7 +58,7 @@ from coordinator.rules import (
 )
 from shared.escalation import Escalation
 from subagents.result import SubagentResult
-from subagents.spec import SubtaskSpec
+from subagents.spec import CallStep, PlanStep, SubtaskSpec
 
 __all__ = ["Backend", "Flow", "Plan"]
 
@@ -126,6 +134,33 @@ class Backend(Protocol):
         deadline) or at a cancel; a cut lane's subtask is left to :meth:`settle`."""
         ...
 
+    def spawn(self, lane: Lane) -> None:
+        """Start one more lane beside those :meth:`lanes` runs (a subtask that waits for
+        a person gives its slot to it); :meth:`lanes` returns once it ends too."""
+        ...
+
+    # -- a person (docs/design.md §17) ------------------------------------------------
+
+    @property
+    def attended(self) -> bool:
+        """A person is attached to the run: escalations routed ``escalate`` wait for them."""
+        ...
+
+    async def decision(self, escalation: Escalation, spec: SubtaskSpec) -> Decision | None:
+        """A person's decision on ``escalation`` (routed ``escalate``), waited for with
+        the job's ``escalations`` bounds; None when no person is attached to the run.
+        Cut by the deadline or a cancel like a round."""
+        ...
+
+    def again(self, spec: SubtaskSpec) -> None:
+        """Make ``spec``'s escalated subagent ready to run once more from where it
+        stopped (a person's ``retry``): its next :meth:`round` continues it."""
+        ...
+
+    def stop(self) -> None:
+        """End the run now, as a cancel does (a person's ``stop``)."""
+        ...
+
     # -- the rounds -------------------------------------------------------------------
 
     def fanning_out(self, job: JobSpec, *, followups: bool) -> AbstractContextManager[None]:
@@ -186,6 +221,11 @@ class Flow:
         self.handler = handler
         self.lead_gap = lead_gap  # a resumed run's lead that could not plan
         self.decisions: list[Decision] = []
+        # A person's decisions under way: the subtask's status and the job's coverage
+        # before, kept until what the decision started is counted (docs/design.md §17).
+        self._acting: dict[str, tuple[Decision, SubtaskStatus, float]] = {}
+        # What a person's use_tool / requery continue with, run after the rounds.
+        self._continued: list[SubtaskSpec] = []
 
     async def run(self, job: JobSpec) -> CoverageReport:
         """Run ``job`` to its report; never raises for a failure inside the job."""
@@ -199,6 +239,8 @@ class Flow:
             job = planned_job(job, plan.subtasks)
             self.lead_gap, cut_while_planning = plan.gap, plan.cut
         report = await self.fan_out(job, followups=False)
+        if self._continued:
+            report = await self.continued(report, job)
         if follows_up(job, lead=backend.has_lead, lead_failed=self.lead_gap is not None,
                       lead_plans=backend.lead_plans_followups):
             report = await self.follow_up(report, job)
@@ -231,6 +273,21 @@ class Flow:
         extra = await self.fan_out(followup_job(job, specs), followups=True)
         return with_followups(report, extra, specs)
 
+    async def continued(self, report: CoverageReport, job: JobSpec) -> CoverageReport:
+        """``report`` after the subtasks a person continued (``use_tool``, ``requery``):
+        follow-ups whose ``filled_by`` names the gap they were decided for."""
+        specs, self._continued = self._continued, []
+        if self.backend.cancelled():
+            for spec in specs:  # nothing more starts: the decision changed nothing
+                self._acted(spec.followup_of or spec.id, "gap", report.coverage)
+            return report
+        extra = await self.fan_out(followup_job(job, specs), followups=True)
+        report = with_followups(report, extra, specs)
+        rows = {row.id: row.status for row in report.subtasks}
+        for spec in specs:
+            self._acted(spec.followup_of or spec.id, rows.get(spec.id, "gap"), report.coverage)
+        return report
+
     async def fan_out(self, job: JobSpec, *, followups: bool) -> CoverageReport:
         """``job``'s subtasks to their report: the first round, then the retry round of
         those routed ``retry_later`` unless the run was cut."""
@@ -258,10 +315,16 @@ class Flow:
         rows: ReportBuilder, kept: dict[str, SubagentResult],
     ) -> None:
         """One round of ``batch`` on ``job.concurrency`` lanes taking subtasks in order
-        (FIFO), until the deadline or a cancel; what the cut left is settled."""
+        (FIFO), until the deadline or a cancel; what the cut left is settled.
+
+        A subtask whose escalation waits for a person gives its lane's slot to a new lane
+        while it waits (every other subtask goes on); once decided, it goes back to work
+        only if fewer than ``job.concurrency`` lanes are working."""
         backend = self.backend
         queue = deque(batch)
         running: set[str] = set()
+        held: dict[str, SubagentResult] = {}  # escalated, waiting for a person
+        working = [0]  # lanes taking subtasks (not waiting for a person)
         await backend.queued(batch, round_no)
         n_lanes = min(job.concurrency, len(queue))
 
@@ -273,19 +336,49 @@ class Flow:
                 kept[result.subtask_id] = result
 
         async def lane() -> None:
-            while queue and not backend.stopped():
-                spec = queue.popleft()
-                running.add(spec.id)
-                result = await backend.round(
-                    spec, round_no, lambda: min(n_lanes - len(running) + 1, 1 + len(queue))
-                )
-                running.discard(spec.id)
-                if result is None:  # cut while it waited for its turn: still queued
-                    queue.appendleft(spec)
-                    return
-                await count(result)
+            working[0] += 1
+            try:
+                while queue and not backend.stopped():
+                    spec = queue.popleft()
+                    running.add(spec.id)
+                    result = await backend.round(
+                        spec, round_no, lambda: min(n_lanes - len(running) + 1, 1 + len(queue))
+                    )
+                    running.discard(spec.id)
+                    if result is None:  # cut while it waited for its turn: still queued
+                        queue.appendleft(spec)
+                        return
+                    escalation = result.escalation
+                    if (not backend.attended or escalation is None
+                            or job.routes.route(escalation).route != "escalate"):
+                        await count(result)
+                        continue
+                    if not await backend.counted(result):
+                        kept[result.subtask_id] = result
+                        continue
+                    kept.pop(result.subtask_id, None)
+                    # Its slot goes to another lane while a person decides.
+                    held[spec.id] = result
+                    working[0] -= 1
+                    backend.spawn(lane)
+                    try:
+                        decision = await backend.decision(escalation, spec)
+                    finally:
+                        working[0] += 1
+                    del held[spec.id]
+                    if decision is None:
+                        await self.add(rows, result)
+                    elif await self.carry_out(decision, spec, result, rows):
+                        queue.appendleft(spec)  # a retry: it runs again from where it stopped
+                    if working[0] > n_lanes:
+                        return  # the lane that took its slot goes on
+            finally:
+                working[0] -= 1
 
         await backend.lanes(n_lanes, lane, time_left(job.deadline_s, backend.now()))
+        for result in held.values():
+            # The deadline or a cancel fell while a person had not decided: undecided.
+            await self.add(rows, result, ask=False)
         left = [s for s in batch if s.id not in rows and not self._done(s, kept, round_no)]
         if left:
             trigger: CutTrigger = "cancelled" if backend.cancelled() else "deadline"
@@ -299,29 +392,92 @@ class Flow:
         return result is not None and result.rounds >= round_no
 
     def decided(self, report: CoverageReport) -> CoverageReport:
-        """``report`` with the handler's choices as its ``decisions``."""
-        if not self.decisions:
-            return report
-        return report.model_copy(update={"decisions": list(self.decisions)})
+        """``report`` with the decisions made during the run (a handler's choices, a
+        person's decisions with what they changed); accepted gaps marked decided."""
+        for sid in list(self._acting):  # started, never counted again (the run was cut)
+            self._acted(sid, next((r.status for r in report.subtasks if r.id == sid), "gap"),
+                        report.coverage)
+        return with_decisions(report.model_copy(update={"decisions": []}),
+                              [*report.decisions, *self.decisions])
 
-    async def add(self, rows: ReportBuilder, result: SubagentResult) -> None:
+    async def add(self, rows: ReportBuilder, result: SubagentResult, *, ask: bool = True) -> None:
         """Count ``result`` as its subtask's last: its report rows, and its escalation
         handed over when it is routed ``escalate``."""
         rows.add(result)
-        escalation = rows.escalation(result.subtask_id)
-        if escalation is not None:
+        sid = result.subtask_id
+        if sid in self._acting:
+            self._acted(sid, rows.status(sid), rows.coverage())
+        escalation = rows.escalation(sid)
+        if escalation is not None and ask:
             await self.escalated(escalation)
 
     async def escalated(self, escalation: Escalation) -> None:
         """Hand an escalation routed ``escalate`` to the run's handler as its subtask is
-        counted; its choice becomes one of the report's ``decisions``.
-
-        The one place a person meets the run (docs/design.md §17 builds on it): a subtask
-        that waits here for a decision would release its lane and be queued again.
-        """
+        counted (a run without a person attached); its choice becomes one of the
+        report's ``decisions``."""
         if self.handler is None:
             return
         choice = await self.handler.handle(escalation)
         if choice is not None:
             self.decisions.append(Decision(subtask_id=escalation.subtask_id, choice=choice))
 
+    # -- a person's decision, carried out (docs/design.md §17) ----------------------------
+
+    async def carry_out(
+        self, decision: Decision, spec: SubtaskSpec, result: SubagentResult,
+        rows: ReportBuilder,
+    ) -> bool:
+        """Do what ``decision`` says for ``spec``, escalated with ``result``; True when
+        the subtask runs again (``retry``). Its change (the subtask's status and the
+        job's coverage before → after) is measured once what it started is counted."""
+        sid = spec.id
+        if sid in self._acting:  # a retry that escalated again: the first one is done
+            self._acted(sid, subtask_status(result), rows.coverage())
+        self._acting[sid] = (decision, subtask_status(result), rows.coverage())
+        do = decision.do
+        if do == "retry":
+            self.backend.again(spec)
+            return True
+        if do == "answer":
+            await self.add(rows, answered(result, decision), ask=False)
+            return False
+        await self.add(rows, result, ask=False)  # accept, stop, use_tool, requery: the gap stays
+        if do == "stop":
+            self.backend.stop()
+        elif do in ("use_tool", "requery"):
+            del self._acting[sid]  # measured once the continuation is counted
+            self._acting[f"{sid}\0"] = (decision, subtask_status(result), rows.coverage())
+            self._continued.append(self._continuation(spec, decision))
+        return False
+
+    def _continuation(self, spec: SubtaskSpec, decision: Decision) -> SubtaskSpec:
+        """The follow-up a person's ``use_tool`` or ``requery`` continues ``spec`` with:
+        weight 0, ``followup_of`` the gap; a model plans it when one planned ``spec``,
+        else it calls the tool with the arguments given (the query when none)."""
+        n = sum(1 for s in self._continued if s.followup_of == spec.id) + 1
+        query = decision.query or spec.query
+        tools = [decision.tool] if decision.tool else list(spec.tools)
+        plan: list[PlanStep] = []
+        if spec.planner != "model":
+            if decision.tool:
+                plan = [CallStep(call=decision.tool, args=decision.args or {"query": query})]
+            else:  # the subtask's own calls, the old query replaced by the new one
+                plan = [
+                    step.model_copy(update={"args": {
+                        k: (query if v == spec.query else v) for k, v in step.args.items()}})
+                    if isinstance(step, CallStep) else step
+                    for step in spec.plan
+                ]
+        return spec.model_copy(update={
+            "id": f"{spec.id}-decided-{n}", "query": query, "tools": tools, "plan": plan,
+            "weight": 0.0, "followup_of": spec.id,
+        })
+
+    def _acted(self, sid: str, status_after: SubtaskStatus, coverage_after: float) -> None:
+        """Close the decision under way for ``sid`` with what it changed."""
+        key = f"{sid}\0" if f"{sid}\0" in self._acting else sid
+        decision, status_before, coverage_before = self._acting.pop(key)
+        self.decisions.append(with_change(
+            decision, status_before=status_before, status_after=status_after,
+            coverage_before=coverage_before, coverage_after=coverage_after,
+        ))

@@ -98,7 +98,7 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
             trace_ids=run.trace_ids, cancel=hooks.cancel, resumed=start.resumed(),
             hooks=ResearchHooks(observer=hooks.observer, handler=hooks.handler,
                                 on_plan=hooks.on_plan, on_followups=hooks.on_followups,
-                                tracer_provider=hooks.tracer_provider),
+                                tracer_provider=hooks.tracer_provider, desk=hooks.desk),
         )
     recorder, runs, planning = run.recorder, start.runs, start.planning
     wiring = RecordedJob(
@@ -139,7 +139,8 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
         run_id=recorder.run_id, cancel=hooks.cancel, resumed=start.resumed(),
         hooks=ResearchHooks(observer=wiring.observer, handler=hooks.handler,
                             on_result=wiring.on_result, on_plan=planned, on_followups=followed,
-                            checkpoint=wiring.checkpoint, tracer_provider=hooks.tracer_provider),
+                            checkpoint=wiring.checkpoint, tracer_provider=hooks.tracer_provider,
+                            desk=hooks.desk),
     )
     table = run.scenario.job.routes
     escalations = [

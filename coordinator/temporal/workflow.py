@@ -55,7 +55,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from coordinator.flow import Flow, Lane, Plan
     from coordinator.job import JobSpec
-    from coordinator.report import CoverageReport, with_tokens
+    from coordinator.report import CoverageReport, Decision, with_tokens
     from coordinator.rules import CutTrigger, retried_later
     from coordinator.temporal.activities import FanoutActivities
     from coordinator.temporal.budget import Allowance, WorkflowBudget, spent_in
@@ -96,6 +96,7 @@ class FanoutWorkflow:
         self._queued: set[str] = set()
         self._cancelled = False
         self._cut = asyncio.Event()
+        self._lanes: list[asyncio.Task[None]] = []
         self._lead: LeadPosition | None = None
         self._tokened = False  # the synthesis activity's report carries the tokens
         self._escalations: list[dict[str, Any]] = []
@@ -278,7 +279,7 @@ class FanoutWorkflow:
         """``n`` lanes as workflow tasks, until they end, the deadline (a timer, with
         ``grace_s`` for rounds that cut themselves) or a cancel (at once)."""
         self._cut = asyncio.Event()
-        tasks = [asyncio.create_task(lane()) for _ in range(n)]
+        tasks = self._lanes = [asyncio.create_task(lane()) for _ in range(n)]
 
         def all_in() -> bool:
             return all(t.done() for t in tasks)
@@ -299,6 +300,27 @@ class FanoutWorkflow:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
         self._queued = set()
+
+    def spawn(self, lane: Lane) -> None:
+        self._lanes.append(asyncio.create_task(lane()))
+
+    # -- a person (docs/design.md §17) ------------------------------------------------
+
+    @property
+    def attended(self) -> bool:
+        """False: on Temporal a person's decision does not wait in the workflow yet."""
+        return False
+
+    async def decision(self, escalation: Escalation, spec: SubtaskSpec) -> Decision | None:
+        """None: on Temporal a person's decision does not wait in the workflow yet; the
+        door's handler is asked as the escalation is counted (:meth:`Flow.escalated`)."""
+        return None
+
+    def again(self, spec: SubtaskSpec) -> None:
+        raise NotImplementedError("no person's decision reaches a workflow yet")
+
+    def stop(self) -> None:
+        self._cancelled = True
 
     # -- the rounds ---------------------------------------------------------------------
 
