@@ -397,8 +397,11 @@ class Flow:
         for sid in list(self._acting):  # started, never counted again (the run was cut)
             self._acted(sid, next((r.status for r in report.subtasks if r.id == sid), "gap"),
                         report.coverage)
-        return with_decisions(report.model_copy(update={"decisions": []}),
-                              [*report.decisions, *self.decisions])
+        decisions = [*report.decisions, *self.decisions]
+        if all(d.at_s is not None for d in decisions):
+            # A person's, in the order made (each is listed once what it did is counted).
+            decisions.sort(key=lambda d: d.at_s or 0.0)
+        return with_decisions(report.model_copy(update={"decisions": []}), decisions)
 
     async def add(self, rows: ReportBuilder, result: SubagentResult, *, ask: bool = True) -> None:
         """Count ``result`` as its subtask's last: its report rows, and its escalation
@@ -433,21 +436,21 @@ class Flow:
         sid = spec.id
         if sid in self._acting:  # a retry that escalated again: the first one is done
             self._acted(sid, subtask_status(result), rows.coverage())
-        self._acting[sid] = (decision, subtask_status(result), rows.coverage())
+        before = (decision, subtask_status(result), rows.coverage())
         do = decision.do
         if do == "retry":
+            self._acting[sid] = before
             self.backend.again(spec)
             return True
-        if do == "answer":
-            await self.add(rows, answered(result, decision), ask=False)
+        if do in ("use_tool", "requery"):
+            await self.add(rows, result, ask=False)  # the gap stays; a follow-up may fill it
+            self._acting[f"{sid}\0"] = before  # measured once the continuation is counted
+            self._continued.append(self._continuation(spec, decision))
             return False
-        await self.add(rows, result, ask=False)  # accept, stop, use_tool, requery: the gap stays
+        self._acting[sid] = before
+        await self.add(rows, answered(result, decision) if do == "answer" else result, ask=False)
         if do == "stop":
             self.backend.stop()
-        elif do in ("use_tool", "requery"):
-            del self._acting[sid]  # measured once the continuation is counted
-            self._acting[f"{sid}\0"] = (decision, subtask_status(result), rows.coverage())
-            self._continued.append(self._continuation(spec, decision))
         return False
 
     def _continuation(self, spec: SubtaskSpec, decision: Decision) -> SubtaskSpec:
