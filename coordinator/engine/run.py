@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
     from coordinator.jobfile.research import ResearchPolicy
+    from coordinator.people import Desk
 
 __all__ = ["Hooks", "Run", "RunRequest", "open_run", "record_run"]
 
@@ -76,7 +77,8 @@ class Hooks:
 
     ``on_recorded`` hears the run's id once the run is in the store (the CLI prints
     it); ``on_notice`` hears a hint while a run waits for something outside it (on
-    Temporal: no worker polls the task queue; None once one does).
+    Temporal: no worker polls the task queue; None once one does); ``desk`` is the run's
+    person (docs/design.md §17): None, no person is attached and escalations are recorded.
     """
 
     observer: ProgressObserver | None = None
@@ -87,6 +89,7 @@ class Hooks:
     on_recorded: Callable[[str], None] | None = None
     on_notice: Callable[[str | None], None] | None = None
     tracer_provider: TracerProvider | None = None
+    desk: Desk | None = None
 
 
 @dataclass(frozen=True)
