@@ -178,7 +178,7 @@ async def test_on_plan_approves_or_rejects(reply: Any, verdict: str) -> None:
 @pytest.mark.parametrize("edit", [
     pytest.param({"edit": {"remove": ["news"], "change": {"patents": {"weight": 2.0}}}},
                  id="mapping"),
-    pytest.param(PlanEdit(remove=["news"], change={"patents": {"weight": 2.0}}),  # type: ignore[dict-item]
+    pytest.param(PlanEdit(remove=["news"], change={"patents": {"weight": 2.0}}),
                  id="plan-edit"),
 ])
 async def test_on_plan_edits_the_plan(edit: Any) -> None:
