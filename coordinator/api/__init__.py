@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from coordinator.api.run import (
         EscalationCallback,
         EventCallback,
+        PlanCallback,
         StoreLike,
         ask,
         run_file,
@@ -23,6 +24,7 @@ __all__ = [
     "EscalationCallback",
     "EventCallback",
     "JobEvents",
+    "PlanCallback",
     "StoreLike",
     "ToolLike",
     "ask",
@@ -35,7 +37,8 @@ __all__ = [
 # Each name is imported from its module on first use (shared/lazy.py): importing one
 # part of the package, or the package, loads nothing else.
 __getattr__ = lazy_exports(__name__, {
-    "coordinator.api.run": ("EscalationCallback", "EventCallback", "StoreLike", "ask", "run_file"),
+    "coordinator.api.run": ("EscalationCallback", "EventCallback", "PlanCallback", "StoreLike",
+                            "ask", "run_file"),
     "coordinator.api.stream": ("JobEvents", "ask_events", "run_file_events"),
     "coordinator.api.tools": ("ToolLike", "research_tools"),
 })

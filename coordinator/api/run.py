@@ -20,12 +20,14 @@ import contextlib
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import anyio
 
+from coordinator.api.person import EscalationCallback, PlanCallback, PythonPerson, attach
 from coordinator.api.tools import ToolLike, sort_tools
 from coordinator.engine.executor import Executor, LocalExecutor
 from coordinator.engine.resume import Start
@@ -33,11 +35,11 @@ from coordinator.engine.run import Hooks, RunRequest
 from coordinator.jobfile.ask import compose_ask_job
 from coordinator.jobfile.loader import load_scenario
 from coordinator.jobfile.scenario import Scenario
+from coordinator.people import Desk
 from coordinator.report import CoverageReport
 from coordinator.routing import EscalationHandler
 from coordinator.store.runs import RunStore, store_path
 from shared.clock import AnyioClock
-from shared.escalation import Escalation
 from shared.tokens import TokenCounter
 from subagents.models.factory import MissingModelKey
 from subagents.result import ProgressEvent
@@ -47,6 +49,7 @@ __all__ = [
     "EscalationCallback",
     "EventCallback",
     "ExecutorName",
+    "PlanCallback",
     "Prepared",
     "StoreLike",
     "ask",
@@ -59,32 +62,10 @@ __all__ = [
 
 EventCallback = Callable[[ProgressEvent], Awaitable[None] | None]
 """``on_event``: hears every progress event, as the live view sees it (sync or async)."""
-EscalationCallback = Callable[[Escalation], Awaitable[str | None] | str | None]
-"""``on_escalation``: takes an escalation, returns the alternative chosen or None."""
 StoreLike = str | PathLike[str] | RunStore
 """``store``: a run store path (SQLite), or an open :class:`RunStore`."""
 ExecutorName = Literal["local", "temporal"]
 """``executor``: run in this process, or on Temporal workers (docs/design.md §15)."""
-
-
-class CallbackHandler:
-    """An escalation handler calling the user's ``on_escalation``; its choices become
-    the report's ``decisions``."""
-
-    def __init__(self, callback: EscalationCallback) -> None:
-        self.callback = callback
-
-    async def handle(self, escalation: Escalation) -> str | None:
-        """Ask the callback; await it when it is a coroutine function."""
-        choice = self.callback(escalation)
-        if inspect.isawaitable(choice):
-            choice = await choice
-        if choice is not None and not isinstance(choice, str):
-            raise TypeError(
-                f"on_escalation returned {choice!r}: expected one of the escalation's "
-                "alternatives (a string) or None"
-            )
-        return choice
 
 
 def open_store(store: StoreLike) -> RunStore:
@@ -123,8 +104,16 @@ async def execute(
     allow_private_fetch: bool = False,
     executor: ExecutorName = "local",
     temporal: Mapping[str, str] | None = None,
+    on_plan: PlanCallback | None = None,
+    desk: Desk | None = None,
 ) -> CoverageReport:
     """Run ``job`` in real time with its MCP servers and Python tools.
+
+    A person is attached to the run (docs/design.md §17) when ``desk`` is given (a door's)
+    or ``on_escalation``/``on_plan`` is: then a new desk, which the callbacks answer
+    (:class:`~coordinator.api.person.PythonPerson`). ``on_plan`` makes the plan wait for
+    review (the job's ``review_plan``). A callback that fails cancels the run; its error
+    is raised once the run has wound down.
 
     ``on_report`` hears the report before the call returns or, when the caller is
     cancelled, before the cancellation propagates (an event stream keeps it).
@@ -144,15 +133,20 @@ async def execute(
     from coordinator.jobfile.research import ResearchPolicy
 
     scenario, spec_text, python_tools = job
+    if on_plan is not None and not scenario.job.review_plan:
+        scenario = scenario.model_copy(
+            update={"job": scenario.job.model_copy(update={"review_plan": True})})
     request = RunRequest(
         scenario, spec_text, scenario.source, speed=speed, python_tools=python_tools,
         policy=ResearchPolicy(allow_private_fetch=allow_private_fetch),
     )
     runner = _executor(request, store, executor, temporal)
-    handler: EscalationHandler | None = (
-        CallbackHandler(on_escalation) if on_escalation is not None else None
-    )
     cancel = anyio.Event()
+    person: PythonPerson | None = None
+    if on_escalation is not None or on_plan is not None:
+        person = PythonPerson(on_escalation, on_plan, on_failure=cancel.set)
+        if desk is None:
+            desk = Desk(AnyioClock(speed=speed), wall=_now)
     finished = anyio.Event()
     box: list[CoverageReport] = []
     send, receive = anyio.create_memory_object_stream[ProgressEvent](math.inf)
@@ -175,7 +169,8 @@ async def execute(
             receive.close()
 
     hooks = Hooks(
-        observer=observer if on_event is not None else None, handler=handler, cancel=cancel
+        observer=observer if on_event is not None else None,
+        handler=person if on_escalation is not None else None, cancel=cancel, desk=desk,
     )
 
     async def shielded() -> None:
@@ -197,6 +192,7 @@ async def execute(
         else:
             receive.close()
         tg.start_soon(shielded)
+        attending = attach(person, desk, tg) if person is not None and desk is not None else None
         try:
             await finished.wait()
         except anyio.get_cancelled_exc_class():
@@ -206,12 +202,21 @@ async def execute(
             if box and on_report is not None:
                 on_report(box[0])
             raise
+        finally:
+            if attending is not None:
+                attending.cancel()
+    if person is not None:
+        failures[:0] = person.failures  # the caller's bug first: it cancelled the run
     if failures:
         raise failures[0]
     report = box[0]
     if on_report is not None:
         on_report(report)
     return report
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _executor(
@@ -304,6 +309,7 @@ async def ask(
     deadline_s: float | None = None,
     on_event: EventCallback | None = None,
     on_escalation: EscalationCallback | None = None,
+    on_plan: PlanCallback | None = None,
     store: StoreLike | None = None,
     seed: int | str = 0,
     allow_private_fetch: bool = False,
@@ -326,8 +332,15 @@ async def ask(
         concurrency: how many subagents run at once.
         deadline_s: the job's deadline; what still runs then hands up what it found.
         on_event: hears every progress event (sync or async callable).
-        on_escalation: receives each escalation routed ``escalate``; a returned
-            alternative is recorded in the report's ``decisions``.
+        on_escalation: decides each escalation routed ``escalate`` (sync or async): it
+            gets the escalation with its ``id`` and ``options`` and returns a
+            ``Decision``, a decision mapping (``{"do": "retry"}``, ``{"option": "o2"}``,
+            ``{"do": "answer", "text": ...}``), an option id, an alternative's text, or
+            None (accept the gap); the report's ``decisions`` keep it, ``by`` the OS
+            user (docs/design.md §17).
+        on_plan: reviews the lead's plan before the fan-out (sync or async): it gets
+            the planned subtasks and returns ``"approve"`` (or None), ``"reject"``, or
+            an edit ``{"edit": {"remove": [...], "change": {...}, "add": [...]}}``.
         store: a run store path to record the run in; None: not recorded.
         seed: seeds retry jitter and trace ids (same seed, same schedule).
         allow_private_fetch: let ``web.fetch`` read loopback and private addresses (a
@@ -355,7 +368,8 @@ async def ask(
         seed=seed,
     )
     try:
-        return await execute(job, on_event=on_event, on_escalation=on_escalation, store=store,
+        return await execute(job, on_event=on_event, on_escalation=on_escalation,
+                             on_plan=on_plan, store=store,
                              allow_private_fetch=allow_private_fetch, executor=executor,
                              temporal=temporal)
     except MissingModelKey as exc:
@@ -367,6 +381,7 @@ async def run_file(
     *,
     on_event: EventCallback | None = None,
     on_escalation: EscalationCallback | None = None,
+    on_plan: PlanCallback | None = None,
     store: StoreLike | None = None,
     speed: float = 1.0,
     allow_private_fetch: bool = False,
@@ -377,7 +392,7 @@ async def run_file(
 
     ``speed`` runs simulated latencies faster; real tools and models keep real time.
     ``allow_private_fetch`` is ``--allow-private-fetch`` (the file itself cannot set it).
-    ``executor`` and ``temporal`` are :func:`ask`'s.
+    ``on_escalation``, ``on_plan``, ``executor`` and ``temporal`` are :func:`ask`'s.
 
     Raises:
         InputFileErrors: the file is invalid (file, line, field, expected).
@@ -390,6 +405,7 @@ async def run_file(
             prepare_file(path),
             on_event=on_event,
             on_escalation=on_escalation,
+            on_plan=on_plan,
             store=store,
             speed=speed,
             allow_private_fetch=allow_private_fetch,

@@ -30,6 +30,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from coordinator.api.run import (
     EscalationCallback,
     ExecutorName,
+    PlanCallback,
     Prepared,
     StoreLike,
     execute,
@@ -89,6 +90,7 @@ async def _stream(
     allow_private_fetch: bool = False,
     executor: ExecutorName = "local",
     temporal: Mapping[str, str] | None = None,
+    on_plan: PlanCallback | None = None,
 ) -> AsyncIterator[JobEvents]:
     send: MemoryObjectSendStream[ProgressEvent]
     send, receive = anyio.create_memory_object_stream[ProgressEvent](math.inf)
@@ -109,6 +111,7 @@ async def _stream(
                     job,
                     on_event=hear,
                     on_escalation=on_escalation,
+                    on_plan=on_plan,
                     store=store,
                     speed=speed,
                     on_report=keep,
@@ -134,25 +137,28 @@ def ask_events(
     question: str,
     *,
     on_escalation: EscalationCallback | None = None,
+    on_plan: PlanCallback | None = None,
     store: StoreLike | None = None,
     allow_private_fetch: bool = False,
     executor: ExecutorName = "local",
     temporal: Mapping[str, str] | None = None,
     **job: Any,
 ) -> AbstractAsyncContextManager[JobEvents]:
-    """``ask(question, ...)`` with its progress events to iterate instead of ``on_event``.
+    """``ask(question, ...)`` with its progress events to iterate instead of ``on_event``
+    (``on_escalation`` and ``on_plan`` as :func:`~coordinator.api.run.ask` takes them).
 
     The job is validated now: bad arguments raise here, before the block is entered.
     """
     return _stream(prepare_ask(question, **job), on_escalation, store,
                    allow_private_fetch=allow_private_fetch, executor=executor,
-                   temporal=temporal)
+                   temporal=temporal, on_plan=on_plan)
 
 
 def run_file_events(
     path: str | PathLike[str],
     *,
     on_escalation: EscalationCallback | None = None,
+    on_plan: PlanCallback | None = None,
     store: StoreLike | None = None,
     speed: float = 1.0,
     allow_private_fetch: bool = False,
@@ -162,4 +168,4 @@ def run_file_events(
     """``run_file(path, ...)`` with its progress events to iterate."""
     return _stream(prepare_file(path), on_escalation, store, speed,
                    allow_private_fetch=allow_private_fetch, executor=executor,
-                   temporal=temporal)
+                   temporal=temporal, on_plan=on_plan)

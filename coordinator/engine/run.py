@@ -77,7 +77,8 @@ class Hooks:
 
     ``on_recorded`` hears the run's id once the run is in the store (the CLI prints
     it); ``on_notice`` hears a hint while a run waits for something outside it (on
-    Temporal: no worker polls the task queue; None once one does).
+    Temporal: no worker polls the task queue; None once one does); ``desk`` is the run's
+    person (docs/design.md §17): None, no person is attached and escalations are recorded.
     """
 
     observer: ProgressObserver | None = None

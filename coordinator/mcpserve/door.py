@@ -22,6 +22,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 
 import anyio
@@ -32,8 +33,10 @@ from coordinator.engine.executor import LocalExecutor
 from coordinator.engine.run import Hooks, RunRequest
 from coordinator.mcpserve.config import STORED_FILES
 from coordinator.mcpserve.resume import Resumption
+from coordinator.people import Desk
 from coordinator.report import CoverageReport
 from coordinator.store import RunRecorder, RunStore
+from shared.clock import AnyioClock
 from shared.errors import FanoutError
 from subagents.result import LEAD, ProgressEvent
 
@@ -76,11 +79,15 @@ class Ticket:
     progress, its end."""
 
     def __init__(self, job: Prepared | Resumption, speed: float, *, had_slot: bool,
-                 tool: str = "run_job") -> None:
+                 tool: str = "run_job", person: bool = False) -> None:
         self.job = job
         self.speed = speed
         self.tool = tool  # ask or run_job: the store names it as the run's job file
         self.had_slot = had_slot  # a slot was free when it came: it opens at once
+        # A person is attached (docs/design.md §17): the client can elicit, or the job sets
+        # escalations. The desk is made as the run takes its slot (its clock starts then).
+        self.person = person or _sets_escalations(job)
+        self.desk: Desk | None = None
         self.run_id: str | None = None
         self.report: CoverageReport | None = None
         self.error: Exception | None = None
@@ -155,8 +162,11 @@ class Door:
         # The runs cancel_run cancelled here: cancelling one again is no error.
         self.cancelled: set[str] = set()
 
-    def submit(self, job: Prepared, *, tool: str = "run_job", speed: float = 1.0) -> Ticket:
-        """Start ``job`` (made by the MCP tool ``tool``) as soon as a slot is free.
+    def submit(self, job: Prepared, *, tool: str = "run_job", speed: float = 1.0,
+               person: bool = False) -> Ticket:
+        """Start ``job`` (made by the MCP tool ``tool``) as soon as a slot is free; with
+        ``person`` (a client that can elicit) a desk is attached to it, as to a job that
+        sets ``escalations``.
 
         Raises:
             Busy: every slot is taken and ``max_queued`` runs wait already.
@@ -167,7 +177,7 @@ class Door:
         if free <= 0 and -free >= self._max_queued:
             raise Busy(f"{-free} runs are waiting for one of "
                        f"{int(self._slots.total_tokens)} slots; try again later")
-        ticket = Ticket(job, speed, had_slot=free > 0, tool=tool)
+        ticket = Ticket(job, speed, had_slot=free > 0, tool=tool, person=person)
         self.waiting += 1
         self._tg.start_soon(self._run, ticket)
         return ticket
@@ -236,9 +246,10 @@ class Door:
                     queued = False
                     store = _Announcing(self.store, partial(self._opened, ticket),
                                         STORED_FILES[ticket.tool])
+                    desk = _desk(ticket)
                     await execute(job, on_event=ticket.hear, store=store, speed=ticket.speed,
                                   on_report=ticket.keep, executor=self.executor,
-                                  temporal=self.temporal)
+                                  temporal=self.temporal, desk=desk)
         finally:
             if queued:
                 self.waiting -= 1
@@ -264,13 +275,29 @@ class Door:
             executor = LocalExecutor(recorder=resumed.recorder, start=resumed.start,
                                      clock=resumed.clock)
             report = await executor.execute(
-                request, Hooks(observer=ticket.hear, cancel=ticket.cancelling))
+                request, Hooks(observer=ticket.hear, cancel=ticket.cancelling,
+                               desk=_desk(ticket)))
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(resumed.recorder.close)
             ticket.keep(report)
         finally:
             if slot:
                 self._slots.release_on_behalf_of(ticket)
+
+
+def _sets_escalations(job: Prepared | Resumption) -> bool:
+    scenario = job.start.scenario if isinstance(job, Resumption) else job.scenario
+    # A ticket made for its progress alone (a unit test's) may carry no scenario.
+    return scenario is not None and scenario.job.escalations is not None
+
+
+def _desk(ticket: Ticket) -> Desk | None:
+    """The ticket's desk, made now on the run's clock when it has a person."""
+    if ticket.person and ticket.desk is None:
+        job = ticket.job
+        clock = job.clock if isinstance(job, Resumption) else AnyioClock(speed=ticket.speed)
+        ticket.desk = Desk(clock, wall=lambda: datetime.now(UTC))
+    return ticket.desk
 
 
 def _let_go(store: RunStore, recorder: RunRecorder) -> None:

@@ -58,6 +58,10 @@ class RunAnswer(BaseModel):
     sources: list[SourceOut] = Field(default_factory=list)
     gaps: list[GapOut] = Field(default_factory=list)
     missing: list[str] = Field(default_factory=list, description="What is not covered.")
+    waiting: list[str] = Field(
+        default_factory=list,
+        description="Escalations of a running run that wait for a decision (their ids): "
+        "get_report lists them with their options, decide takes one.")
 
 
 def finished(run_id: str | None, report: CoverageReport) -> RunAnswer:
@@ -77,10 +81,12 @@ def finished(run_id: str | None, report: CoverageReport) -> RunAnswer:
     )
 
 
-def unfinished(run_id: str | None) -> RunAnswer:
-    """The answer of a run still going when the request stopped waiting."""
+def unfinished(run_id: str | None, pending: dict[str, Any] | None = None) -> RunAnswer:
+    """The answer of a run still going when the request stopped waiting (``pending``:
+    what waits for a person on it, as the desk lists it)."""
+    waiting = [str(e["id"]) for e in (pending or {}).get("escalations") or []]
     return RunAnswer(run_id=run_id, status="running" if run_id else "queued",
-                     report_uri=report_uri(run_id) if run_id else None)
+                     report_uri=report_uri(run_id) if run_id else None, waiting=waiting)
 
 
 def as_text(result: RunAnswer) -> str:
@@ -89,8 +95,12 @@ def as_text(result: RunAnswer) -> str:
         if result.run_id is None:
             return ("The run is queued behind others; it starts when a slot frees up. "
                     "list_runs shows it once it has started.")
-        return (f"Run {result.run_id} is still running. Call get_report(run_id="
+        said = (f"Run {result.run_id} is still running. Call get_report(run_id="
                 f"\"{result.run_id}\") later, or read {result.report_uri}, for its report.")
+        if result.waiting:
+            said += (f" It waits for a decision on {', '.join(result.waiting)}: get_report "
+                     "lists the options, and decide(run_id, escalation, option) takes one.")
+        return said
     lines = [result.answer or "(no answer)", ""]
     if result.verified is False:
         lines[1:1] = [f"({NOT_CHECKED}: no model read these passages; whether they answer the "

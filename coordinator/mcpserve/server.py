@@ -17,6 +17,7 @@ kept. ``cancel_run(run_id)`` cancels a run the call no longer waits for, the sam
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,6 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coordinator.api.run import Prepared
+from coordinator.decision import DecisionError
 from coordinator.mcpserve import intake, reading, render
 from coordinator.mcpserve.config import (
     MAX_JOB_BYTES,
@@ -40,21 +42,29 @@ from coordinator.mcpserve.config import (
     refused,
 )
 from coordinator.mcpserve.door import Busy, Door, Ticket
-from coordinator.report import CoverageReport
+from coordinator.mcpserve.person import ask_person, can_elicit, client_name, pending_text
+from coordinator.people import NotWaiting
+from coordinator.report import CoverageReport, Decision
 from coordinator.store import RunStore
 from shared.errors import FanoutError, InputFileError
+from shared.escalation import Do
 
 INSTRUCTIONS = (
     "fanout researches a question with a lead agent and subagents over the operator's "
     "documents and web search, and answers with numbered sources [n] and what it could "
     "not cover. ask takes a question; run_job a fanout job YAML. Both record the run: "
     "get_report(run_id) and the resource fanout://runs/{id}/report.md read it later, and "
-    "cancel_run(run_id) stops a run still going, keeping what it found."
+    "cancel_run(run_id) stops a run still going, keeping what it found. A subagent that "
+    "cannot go on may wait for a person's decision: a client that supports elicitation "
+    "is asked; otherwise get_report lists what waits and decide(run_id, escalation, "
+    "option) takes the decision."
 )
 RUNS_AT_ONCE = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                idempotent_hint=False, open_world_hint=True)
 READS = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 CANCELS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                          open_world_hint=False)
+DECIDES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                           open_world_hint=False)
 # How long cancel_run waits for the run to wind down and record its report (as `POST
 # /runs/{id}/cancel` waits); a run slower than that answers "running" and ends later.
@@ -88,6 +98,15 @@ class RunsList(BaseModel):
 def _app(ctx: Context[App, Any]) -> App:
     app: App = ctx.request_context.lifespan_context
     return app
+
+
+async def _ask_person(ticket: Ticket, ctx: Context[App, Any]) -> None:
+    """Ask the client about each escalation of the run while this call waits for it
+    (a client that declared elicitation; :mod:`~coordinator.mcpserve.person`)."""
+    await ticket.opened.wait()
+    if ticket.desk is not None and not ticket.ended.is_set():
+        await ask_person(ticket.desk, ctx.session, ctx.request_id,
+                         by=client_name(ctx.session), run_id=ticket.run_id)
 
 
 async def _forward(ticket: Ticket, ctx: Context[App, Any]) -> None:
@@ -125,14 +144,18 @@ async def _wait(ticket: Ticket, limit: float | None) -> None:
 async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, tool: str,
                   speed: float = 1.0, wait_s: float | None) -> CallToolResult:
     """Run ``job`` and answer with its report, or with its id when ``wait_s`` runs out."""
+    elicits = can_elicit(ctx.session)
     try:
-        ticket = app.door.submit(job, tool=tool, speed=speed)
+        ticket = app.door.submit(job, tool=tool, speed=speed, person=elicits)
     except Busy as exc:
         raise ToolError(str(exc)) from None
     limit = wait_s if wait_s is not None else app.config.wait_s
+    asking = anyio.CancelScope()
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_forward, ticket, ctx)
+            if elicits:
+                tg.start_soon(_within, asking, _ask_person, ticket, ctx)
             try:
                 await _wait(ticket, limit)
             except anyio.get_cancelled_exc_class():
@@ -141,13 +164,15 @@ async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, tool: str,
                 ticket.cancel()
                 raise
             # An ended run's last notifications still go out (its stream ends after them);
-            # a run that goes on without this request is no longer its to report.
+            # a run that goes on without this request is no longer its to report, nor
+            # to ask about: what waits then is for get_report and decide.
+            asking.cancel()
             if not ticket.ended.is_set():
                 tg.cancel_scope.cancel()
     finally:
         ticket.updates.close()  # idempotent: the forwarder may have closed it
     if not ticket.ended.is_set():
-        result = render.unfinished(ticket.run_id)
+        result = render.unfinished(ticket.run_id, _pending(ticket))
     elif ticket.error is not None:
         raise ToolError(_why(ticket.error))
     elif ticket.report is None:
@@ -155,6 +180,18 @@ async def _answer(app: App, ctx: Context[App, Any], job: Prepared, *, tool: str,
     else:
         result = render.finished(ticket.run_id, ticket.report)
     return _result(result)
+
+
+async def _within(scope: anyio.CancelScope, fn: Any, *args: Any) -> None:
+    with scope:
+        await fn(*args)
+
+
+def _pending(ticket: Ticket | None) -> dict[str, Any] | None:
+    """What waits for a person on a run going on here (None: no person is attached)."""
+    if ticket is None or ticket.desk is None:
+        return None
+    return ticket.desk.pending()
 
 
 def _result(result: render.RunAnswer, preface: str | None = None) -> CallToolResult:
@@ -215,16 +252,74 @@ async def get_report(
     format: Annotated[Literal["md", "json"], Field(
         description="md: Markdown for people and models; json: the whole report.")] = "md",
 ) -> str:
-    """A stored run's coverage report; an unfinished run's shows what it has so far."""
+    """A stored run's coverage report; an unfinished run's shows what it has so far, and
+    the escalations that wait for a decision (decide takes one)."""
     app = _app(ctx)
     try:
-        return await anyio.to_thread.run_sync(_report_text, app.store, run_id, format)
+        return await _report_with_pending(app, run_id, format)
     except ArgumentRefused as exc:
         raise ToolError(str(exc)) from None
 
 
+async def _report_with_pending(app: App, run_id: str, fmt: reading.ReportFormat) -> str:
+    """The report, and what waits for a person on the run when it goes on here (read on
+    the loop, where the run's desk lives)."""
+    text = await anyio.to_thread.run_sync(_report_text, app.store, run_id, fmt)
+    pending = _pending(app.door.live.get(run_id))
+    if pending is None:
+        return text
+    if fmt == "json":
+        return json.dumps({**json.loads(text), "pending": pending}, indent=2,
+                          ensure_ascii=False)
+    more = pending_text(run_id, pending)
+    return f"{text.rstrip()}\n\n{more}\n" if more else text
+
+
 def _report_text(store: RunStore, run_id: str, fmt: reading.ReportFormat) -> str:
     return reading.render_report(store, reading.run_row(store, run_id), fmt)
+
+
+async def decide(
+    run_id: Annotated[str, Field(description="The run, as ask, run_job or list_runs give it.")],
+    escalation: Annotated[str, Field(
+        description="The escalation's id (SUBTASK_ID:N), as get_report lists it.")],
+    ctx: Context[App, Any],
+    option: Annotated[str | None, Field(
+        description="The option's id (o1, o2, ...); or give do instead.")] = None,
+    do: Annotated[Do | None, Field(
+        description="The option by kind: the first option of that kind.")] = None,
+    text: Annotated[str | None, Field(
+        description="answer: the fact (it becomes a finding cited as given by you); "
+        "requery: the changed query.")] = None,
+    source: Annotated[str | None, Field(
+        description="answer: an http(s) URL the fact comes from.")] = None,
+) -> Annotated[CallToolResult, Decision]:
+    """Decide an escalation that waits for a person: the waiting subtask goes on as the
+    chosen option says (retry, use_tool, requery, answer, accept, stop)."""
+    app = _app(ctx)
+    try:
+        reading.check_run_id(run_id)
+    except ArgumentRefused as exc:
+        raise ToolError(str(exc)) from None
+    ticket = app.door.live.get(run_id)
+    if ticket is None or ticket.desk is None:
+        why = ("no run of this server goes on with that id" if ticket is None else
+               "no person is attached to it (its job sets no escalations, and the client "
+               "that started it cannot elicit)")
+        raise ToolError(f"run_id: expected a run of this server that waits for decisions, "
+                        f"got {run_id!r}: {why}")
+    request = {k: v for k, v in {"escalation": escalation, "option": option, "do": do,
+                                 "text": text, "source": source}.items() if v is not None}
+    try:
+        made = ticket.desk.decide(request, by=client_name(ctx.session))
+    except NotWaiting as exc:
+        raise ToolError(f"escalation: {exc} (get_report lists what waits)") from None
+    except DecisionError as exc:
+        raise ToolError(str(exc)) from None
+    said = (f"Decided {made.escalation} of run {run_id}: {made.option} ({made.do}: "
+            f"{made.choice}), by {made.by}.")
+    return CallToolResult(content=[TextContent(type="text", text=said)],
+                          structured_content=made.model_dump(mode="json"))
 
 
 async def list_runs(
@@ -286,7 +381,7 @@ async def cancel_run(
 
 async def _resource(ctx: Context[App, Any], run_id: str, fmt: reading.ReportFormat) -> str:
     try:
-        return await anyio.to_thread.run_sync(_report_text, _app(ctx).store, run_id, fmt)
+        return await _report_with_pending(_app(ctx), run_id, fmt)
     except ArgumentRefused as exc:
         raise ResourceError(str(exc)) from None
 
@@ -330,7 +425,7 @@ class FanoutServer(MCPServer[App]):
 
 
 def build_server(app: App) -> FanoutServer:
-    """The MCP server of ``app``: five tools and two resource templates."""
+    """The MCP server of ``app``: six tools and two resource templates."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[App]) -> AsyncIterator[App]:
@@ -350,6 +445,7 @@ def build_server(app: App) -> FanoutServer:
     server.add_tool(get_report, annotations=READS)
     server.add_tool(list_runs, annotations=READS)
     server.add_tool(cancel_run, annotations=CANCELS)
+    server.add_tool(decide, annotations=DECIDES)
     server.resource("fanout://runs/{run_id}/report.md", name="report.md",
                     mime_type="text/markdown")(report_md)
     server.resource("fanout://runs/{run_id}/report.json", name="report.json",

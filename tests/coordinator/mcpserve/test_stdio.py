@@ -44,14 +44,14 @@ async def _finished(session: ClientSession, run_id: str) -> dict[str, Any]:
 
 
 async def test_the_tools_and_resources_are_listed_with_their_schemas(tmp_path: Path) -> None:
-    """Five tools with input schemas (ask's options named), ask, run_job and cancel_run
+    """Six tools with input schemas (ask's options named), ask, run_job and cancel_run
     with an output schema of answer, sources, gaps and coverage; two report resource
     templates."""
     with anyio.fail_after(60):
         async with over_stdio(tmp_path) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
             templates = (await session.list_resource_templates()).resource_templates
-    assert set(tools) == {"ask", "run_job", "get_report", "list_runs", "cancel_run"}
+    assert set(tools) == {"ask", "run_job", "get_report", "list_runs", "cancel_run", "decide"}
     ask = tools["ask"].input_schema
     assert ask["required"] == ["question"]
     assert {"question", "docs", "web", "max_subtasks", "budget", "wait_s"} <= set(
