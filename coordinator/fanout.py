@@ -24,7 +24,13 @@ import anyio
 from coordinator.flow import Flow, Lane, Plan
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
-from coordinator.lead.decompose import LeadContext, cancelled_planning, decompose, degraded_plan
+from coordinator.lead.decompose import (
+    LeadContext,
+    cancelled_planning,
+    decompose,
+    degraded_plan,
+    rejected_plan,
+)
 from coordinator.lead.followups import plan_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.research import FollowupHook, PlanHook, catalogue, with_subtasks
@@ -108,6 +114,8 @@ class ResearchHooks:
     on_followups: FollowupHook | None = None
     checkpoint: Callable[[SubagentRun], None] | None = None
     tracer_provider: TracerProvider | None = None
+    on_continued: FollowupHook | None = None
+    """Hears the follow-ups that continue subtasks a person decided use_tool/requery for."""
     desk: Desk | None = None
     """The person attached to the run (docs/design.md §17): escalations routed
     ``escalate`` wait at this desk for a decision, and running subtasks hear its requests."""
@@ -223,6 +231,16 @@ class LocalBackend:
             plan = Plan(degraded_plan(job, [t.name for t in tools]),
                         cancelled_planning(job, self.lead), cut=True)
         assert plan.subtasks is not None
+        if self.desk is not None and job.review_plan and not plan.cut:
+            # The plan waits for a person (docs/design.md §17), before it is recorded.
+            review = await self.desk.review_plan(
+                plan.subtasks, defaults=job.defaults, tools=[t.name for t in tools],
+                planner="model", timeout_s=job.escalation_wait().wait_s)
+            if review.verdict == "reject":
+                return Plan(None, rejected_plan(job, self.lead, review.by))
+            if review.subtasks is not None:
+                plan = Plan(review.subtasks, plan.gap)
+        assert plan.subtasks is not None
         if self.hooks.on_plan is not None:
             self.hooks.on_plan(plan.subtasks, self.job_clock.now(), plan.gap)
         self.scenario = with_subtasks(self.scenario, plan.subtasks)
@@ -304,6 +322,10 @@ class LocalBackend:
     def stop(self) -> None:
         assert self.cancel is not None  # made with the desk
         self.cancel.set()
+
+    def continuing(self, specs: Sequence[SubtaskSpec]) -> None:
+        if self.hooks.on_continued is not None:
+            self.hooks.on_continued(list(specs), self.job_clock.now())
 
     # -- the rounds -------------------------------------------------------------------
 

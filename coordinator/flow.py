@@ -161,6 +161,11 @@ class Backend(Protocol):
         """End the run now, as a cancel does (a person's ``stop``)."""
         ...
 
+    def continuing(self, specs: Sequence[SubtaskSpec]) -> None:
+        """``specs`` continue subtasks a person decided ``use_tool``/``requery`` for;
+        they run next, as follow-ups."""
+        ...
+
     # -- the rounds -------------------------------------------------------------------
 
     def fanning_out(self, job: JobSpec, *, followups: bool) -> AbstractContextManager[None]:
@@ -281,6 +286,7 @@ class Flow:
             for spec in specs:  # nothing more starts: the decision changed nothing
                 self._acted(spec.followup_of or spec.id, "gap", report.coverage)
             return report
+        self.backend.continuing(specs)
         extra = await self.fan_out(followup_job(job, specs), followups=True)
         report = with_followups(report, extra, specs)
         rows = {row.id: row.status for row in report.subtasks}

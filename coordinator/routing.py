@@ -34,6 +34,8 @@ _TRIGGER_ROUTES: Final[Mapping[Trigger, Route]] = {
     # A rejected answer is replaced by the sources' own words: a gap, nothing to page about.
     "answer_rejected": "gap",
     "no_match": "gap",
+    # A person's own choice: recorded as the run's gap, nobody to page.
+    "plan_rejected": "gap",
 }
 
 

@@ -44,6 +44,8 @@ Trigger = Literal[
     # A search found passages, but the best of them does not answer its query (too few
     # of the query's weighted terms, or too far in meaning): found is not answered.
     "no_match",
+    # A person rejected the lead's plan under review (docs/design.md §17): nothing ran.
+    "plan_rejected",
 ]
 """The concrete condition that ended a subagent's work; never a self-rated confidence."""
 

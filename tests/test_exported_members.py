@@ -38,7 +38,8 @@ SURFACE: dict[str, list[str]] = {
         "ask_events", "run_file", "run_file_events",
     ],
     "coordinator.api": [
-        "EscalationCallback", "EventCallback", "JobEvents", "StoreLike", "ToolLike", "ask",
+        "EscalationCallback", "EventCallback", "JobEvents", "PlanCallback", "StoreLike",
+        "ToolLike", "ask",
         "ask_events", "research_tools", "run_file", "run_file_events",
     ],
     "coordinator.cli": [

@@ -37,7 +37,6 @@ from coordinator.jobfile.loader import load_scenario
 from coordinator.jobfile.scenario import Scenario
 from coordinator.people import Desk
 from coordinator.report import CoverageReport
-from coordinator.routing import EscalationHandler
 from coordinator.store.runs import RunStore, store_path
 from shared.clock import AnyioClock
 from shared.tokens import TokenCounter

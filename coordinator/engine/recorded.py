@@ -132,6 +132,11 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
         if hooks.on_followups is not None:
             hooks.on_followups(specs, at)
 
+    def continued(specs: list[SubtaskSpec], at: float) -> None:
+        # A person's use_tool/requery: their subagents are recorded like the job's own.
+        for spec in specs:
+            runs[spec.id] = planning.fresh_run(spec)
+
     if run.catalogue:
         recorder.event(LEAD, "catalogue", start.elapsed_offset, {"tools": dict(run.catalogue)})
     report = await run_research(
@@ -139,6 +144,7 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
         run_id=recorder.run_id, cancel=hooks.cancel, resumed=start.resumed(),
         hooks=ResearchHooks(observer=wiring.observer, handler=hooks.handler,
                             on_result=wiring.on_result, on_plan=planned, on_followups=followed,
+                            on_continued=continued,
                             checkpoint=wiring.checkpoint, tracer_provider=hooks.tracer_provider,
                             desk=hooks.desk),
     )

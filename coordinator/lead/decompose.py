@@ -276,6 +276,13 @@ def cancelled_planning(job: JobSpec, lead: LeadContext) -> SubagentResult:
                      "the run was cancelled while the lead was planning it", None, [])
 
 
+def rejected_plan(job: JobSpec, lead: LeadContext, by: str) -> SubagentResult:
+    """The lead's gap when a person rejected its plan under review: trigger
+    ``plan_rejected`` (docs/design.md §17); the run ends ``failed``, nothing ran."""
+    return _lead_gap(job, lead, "plan_rejected",
+                     f"{by} rejected the lead's plan; no subtask ran", None, [])
+
+
 def degraded_plan(job: JobSpec, tools: Sequence[str]) -> list[SubtaskSpec]:
     """The plan of a lead that could not plan: the question, with every tool (docs/design.md §7)."""
     return planned_subtasks(

@@ -322,6 +322,9 @@ class FanoutWorkflow:
     def stop(self) -> None:
         self._cancelled = True
 
+    def continuing(self, specs: Sequence[SubtaskSpec]) -> None:
+        raise NotImplementedError("no person's decision reaches a workflow yet")
+
     # -- the rounds ---------------------------------------------------------------------
 
     @contextmanager

@@ -52,13 +52,13 @@ def test_escalation_without_category_is_allowed() -> None:
 
 def test_triggers_are_the_design_vocabulary() -> None:
     """The trigger vocabulary is docs/design.md §2's list (model_refusal, cancelled, interrupted and
-    no_evidence, answer_rejected and no_match included)."""
+    no_evidence, answer_rejected, no_match and plan_rejected included)."""
     assert set(TRIGGERS) == {
         "retries_exhausted", "no_progress", "threshold_breach", "business_rule",
         "permission_denied", "unknown_state", "missing_policy", "human_request",
         "step_budget", "context_budget", "deadline", "incomplete_data", "internal_error",
         "interrupted", "model_refusal", "cancelled", "no_evidence", "answer_rejected",
-        "no_match",
+        "no_match", "plan_rejected",
     }
 
 

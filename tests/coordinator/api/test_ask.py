@@ -133,7 +133,9 @@ async def test_async_on_event_hears_every_event_in_order() -> None:
 
 
 async def test_on_escalation_choice_is_recorded_in_decisions(tmp_path: Path) -> None:
-    """An alternative returned by on_escalation is in the report's decisions and the store."""
+    """An alternative returned by on_escalation is a decision of the report and the store: the
+    escalation waited for it, and an alternative no option carries out is decided accept,
+    by the person, the gap kept."""
     received: list[Escalation] = []
 
     async def choose(escalation: Escalation) -> str:
@@ -150,15 +152,13 @@ async def test_on_escalation_choice_is_recorded_in_decisions(tmp_path: Path) -> 
         store=store,
     )
     assert [e.subtask_id for e in received] == ["doc"]
-    assert [(d.subtask_id, d.choice) for d in report.decisions] == [
-        ("doc", "ask the data owner for access")
-    ]
+    [decision] = report.decisions
+    assert (decision.subtask_id, decision.escalation, decision.do) == ("doc", "doc:1", "accept")
+    assert decision.by and decision.change is not None
     [row] = RunStore(store).runs()
     assert row.status == "finished"
     assert row.report is not None
-    assert row.report["decisions"] == [
-        {"subtask_id": "doc", "choice": "ask the data owner for access"}
-    ]
+    assert [d["escalation"] for d in row.report["decisions"]] == ["doc:1"]
     assert any(e["kind"] == "call" for e in RunStore(store).events(row.id))
 
 

@@ -394,8 +394,6 @@ tools:
 
 
 @pytest.mark.process
-@pytest.mark.xfail(strict=False, reason="flow integration pending: the flow does not call "
-                   "the desk when a subagent escalates yet")
 async def test_a_real_escalation_is_elicited_over_stdio_and_decided(tmp_path: Path) -> None:
     """fanout mcp over stdio runs a job that escalates (permission): the client is asked,
     chooses use_tool, and the report's decisions keep it, by the client's name."""
