@@ -48,6 +48,7 @@ from coordinator.lead import JobPlanning
 from coordinator.replay import run_scenario
 from shared.clock import AnyioClock
 from subagents.models.limiter import forget_shared_limiters
+from subagents.result import LEAD
 from tests.loopback import OpenAIServer, RecordedRequest, Reply
 from tests.loopback.openai_server import completion, error, tool_call
 
@@ -193,9 +194,13 @@ async def fanout_row(server: LimitedServer, subtasks: int, limits: bool) -> Row:
     started = time.perf_counter()
     report = await run_scenario(scenario, clock=clock, planning=planning)
     wall = time.perf_counter() - started
-    failed = sum(g.trigger == "retries_exhausted" for g in report.gaps)
+    # Only the subtasks' own rows and gaps count: the lead's row (a gap of ``lead``, e.g.
+    # ``answer_rejected`` when the loopback's synthesis cites nothing) is not a subtask
+    # lost to the rate limit; a synthesis that failed for good is counted on its own.
+    failed = sum(g.trigger == "retries_exhausted" for g in report.gaps if g.subtask_id != LEAD)
     synthesis_failed = report.answer.synthesis_error is not None
-    lost = sum(s.status != "complete" for s in report.subtasks) + synthesis_failed
+    lost = sum(s.status != "complete" for s in report.subtasks if s.id != LEAD)
+    lost += synthesis_failed
     return Row(wall, server.refused, failed + synthesis_failed, lost)
 
 

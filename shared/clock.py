@@ -10,16 +10,20 @@ testing API and needs no loop patching.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 import anyio
 import anyio.lowlevel
+
+if TYPE_CHECKING:
+    from trio.testing import MockClock as MockClockType
 
 T = TypeVar("T")
 
@@ -341,6 +345,26 @@ def in_virtual_time() -> bool:
     return type(clock).__name__ == "MockClock"
 
 
+@functools.cache
+def _mock_clock_class() -> type[MockClockType]:
+    """trio's ``MockClock``, imported without pytest (~65 ms of a replay's start-up)."""
+    # trio.testing imports pytest where it is installed, only for RaisesGroup's
+    # ExceptionInfo, and falls back to its own when pytest is absent (trio does not
+    # depend on pytest). A ``None`` in sys.modules makes that import fail (the import
+    # system's documented way to block a module); it is undone at once, so a later
+    # ``import pytest`` works. Where pytest is already loaded (the test suite), nothing
+    # changes.
+    blocked = "pytest" not in sys.modules
+    if blocked:
+        sys.modules["pytest"] = None  # type: ignore[assignment]
+    try:
+        from trio.testing import MockClock
+    finally:
+        if blocked and sys.modules.get("pytest", False) is None:
+            del sys.modules["pytest"]
+    return MockClock
+
+
 def run_in_virtual_time(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """Run ``fn(*args)`` to completion in virtual time and return its result.
 
@@ -352,10 +376,7 @@ def run_in_virtual_time(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     lines up the callers of one instant by subtask id), so a replay gives the same report
     every time without fixing the scheduler's order.
     """
-    # Imported here: trio.testing imports pytest where pytest is installed, and only a
-    # replay needs it.
-    from trio.testing import MockClock
-
+    MockClock = _mock_clock_class()
     return anyio.run(
         fn, *args, backend="trio", backend_options={"clock": MockClock(autojump_threshold=0)}
     )

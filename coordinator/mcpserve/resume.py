@@ -49,7 +49,7 @@ from coordinator.mcpserve.config import STORED_FILES, ArgumentRefused, DoorConfi
 from coordinator.store import RunRecorder, RunStore
 from shared.clock import AnyioClock
 from shared.errors import FanoutError
-from shared.tokens import TokenCounter
+from shared.tokens import load_encoding
 
 log = logging.getLogger("fanout.mcp")
 
@@ -103,7 +103,7 @@ def claim(config: DoorConfig, store: RunStore, run_id: str) -> Resumption | None
         return None
     try:
         job = intake.stored_job(config, row.file, row.spec_text)
-        TokenCounter()  # load the encoding now, not on the run's clock
+        load_encoding()  # load the encoding now, not on the run's clock
         clock = AnyioClock(speed=row.speed)
         start = Start.resumed_from(job.scenario, store, run_id, clock)
         start.planning.open()  # a model whose key is unset: refused before the claim

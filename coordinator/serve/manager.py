@@ -64,7 +64,7 @@ from coordinator.store.runs import ResumeRefused, RunStatus, RunStore, new_run_i
 from coordinator.store.writer import StoreWriter
 from shared.clock import AnyioClock
 from shared.errors import InputFileError
-from shared.tokens import TokenCounter
+from shared.tokens import load_encoding
 
 log = logging.getLogger("fanout.serve")
 
@@ -111,7 +111,7 @@ class RunManager:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Execute runs while the body runs; resume left-over runs first."""
-        await anyio.to_thread.run_sync(TokenCounter)  # load the encoding before any job
+        await anyio.to_thread.run_sync(load_encoding)  # load the encoding before any job
         self._writer = await anyio.to_thread.run_sync(StoreWriter, self.store.backend)
         stop_listening = threading.Event()
         try:

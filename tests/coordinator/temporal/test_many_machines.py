@@ -48,7 +48,8 @@ def test_two_workers_record_to_postgres_and_one_is_killed_mid_run(
     reader.start()
     runs = RunStore(url)
     try:
-        assert wait_for(KillMoment(runs, run_id), timeout=60), "the run never got going"
+        moment = KillMoment(runs, run_id, dev_server.address)
+        assert wait_for(moment, timeout=60), "the run never got going"
         os.kill(first.pid, signal.SIGKILL)
         first.wait(15)
         finished_before = set(runs.results(run_id))

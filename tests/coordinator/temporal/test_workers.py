@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import socket
-import time
 from pathlib import Path
 from typing import Any
+
+from temporalio.service import RPCError
 
 from coordinator.jobfile.loader import load_scenario
 from coordinator.replay import replay
 from coordinator.store.runs import RunStore, StoreError, wait_for
+from coordinator.temporal import connect
+from coordinator.temporal.client import workflow_id
 from coordinator.temporal.dev import DevServer
 from tests.coordinator.temporal.conftest import ROOT, Workers, fanout, normalized
 
@@ -20,18 +24,37 @@ RESUMABLE = ROOT / "tests" / "coordinator" / "data" / "resumable.yaml"
 SHARED = Path(__file__).parent / "data" / "shared_queue.yaml"
 
 
+async def _heartbeats(address: str, run_id: str) -> dict[str, int | None]:
+    """What the Temporal server holds of each subtask's running round, by subtask: the
+    steps of its last heartbeat checkpoint (None: the round has beaten its end)."""
+    client = await connect(address)
+    described = await client.get_workflow_handle(workflow_id(run_id)).describe()
+    held: dict[str, int | None] = {}
+    for pending in described.raw_description.pending_activities:
+        if not pending.HasField("heartbeat_details"):
+            continue
+        details = await client.data_converter.decode(pending.heartbeat_details.payloads)
+        beat = details[-1] if details else None
+        if not isinstance(beat, dict) or not isinstance(beat.get("state"), dict):
+            continue  # a lead activity, or a keep-alive before the round's first checkpoint
+        run = beat["state"]["run"]
+        held[run["subtask_id"]] = None if beat.get("done") else int(run["steps"])
+    return held
+
+
 class KillMoment:
     """Says when to kill: two subtasks done, an unfinished one past a finished call, and
-    nothing new in the store for ``quiet`` seconds. The kill then lands inside a tool
-    call, not in the instant between a checkpoint and its heartbeat, nor while the
-    worker is completing a round."""
+    the Temporal server holding what the store holds. Every unfinished subtask's last
+    checkpoint in the store is its round's last heartbeat on the server, and no finished
+    subtask's round is still pending there. The kill then lands neither between a
+    checkpoint and its heartbeat (heartbeats are throttled, so that instant can last
+    seconds on a busy machine) nor between a result and its round's completion: events,
+    read from both sides, not a quiet time."""
 
-    def __init__(self, runs: RunStore, run_id: str, *, quiet: float = 0.3) -> None:
+    def __init__(self, runs: RunStore, run_id: str, address: str) -> None:
         self.runs = runs
         self.run_id = run_id
-        self.quiet = quiet
-        self.last: object = None
-        self.since = time.monotonic()
+        self.address = address
 
     def __call__(self) -> bool:
         """True when the moment has come."""
@@ -40,13 +63,15 @@ class KillMoment:
             checkpoints = self.runs.checkpoints(self.run_id)
         except StoreError:  # the worker has not created the tables yet
             return False
-        steps = {sid: int(saved["run"]["steps"]) for sid, saved in checkpoints.items()}
-        now = time.monotonic()
-        if (results, steps) != self.last:
-            self.last, self.since = (results, steps), now
+        steps = {sid: int(saved["run"]["steps"]) for sid, saved in checkpoints.items()
+                 if sid not in results}
+        if len(results) < 2 or not any(n >= 1 for n in steps.values()):
             return False
-        mid_way = any(n >= 1 and sid not in results for sid, n in steps.items())
-        return len(results) >= 2 and mid_way and now - self.since >= self.quiet
+        try:
+            held = asyncio.run(_heartbeats(self.address, self.run_id))
+        except RPCError:  # the workflow is not described yet
+            return False
+        return not results & held.keys() and all(held.get(sid) == n for sid, n in steps.items())
 
 
 def test_a_job_survives_its_worker_being_killed(
@@ -65,7 +90,8 @@ def test_a_job_survives_its_worker_being_killed(
     assert submitted.returncode == 0, submitted.stderr
     run_id = json.loads(submitted.stdout)["run_id"]
     runs = RunStore(store)
-    assert wait_for(KillMoment(runs, run_id), timeout=60), "the run never got going"
+    moment = KillMoment(runs, run_id, dev_server.address)
+    assert wait_for(moment, timeout=60), "the run never got going"
     os.kill(first.pid, signal.SIGKILL)
     first.wait(15)
     finished_before = set(runs.results(run_id))
