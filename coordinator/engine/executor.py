@@ -19,7 +19,12 @@ On Temporal the workflow runs the same flow as a local run (:mod:`coordinator.fl
   the run starts with ``asks`` when the door has one, the executor reads each
   escalation from the workflow's ``escalations`` query as it is counted, asks the
   handler, and sends the choice back (the ``decide`` signal), so the stored report
-  carries the ``decisions``. Without a handler the escalations are recorded only.
+  carries the ``decisions``. Without a handler the escalations are recorded only;
+- a person (``hooks.desk``, docs/design.md §17): the run starts ``attended``; each
+  escalation the workflow offers (the ``waiting`` query) waits on the door's desk as it
+  is, with the workflow's id and options, and the desk's decision goes back whole (the
+  ``decided`` signal); one the workflow stopped waiting for (its timer, the deadline, a
+  stop) stops waiting on the desk too.
 """
 
 from __future__ import annotations
@@ -172,7 +177,7 @@ class TemporalExecutor:
         return self.client
 
     async def submit(
-        self, request: RunRequest, *, asks: bool = False
+        self, request: RunRequest, *, asks: bool = False, attended: bool = False
     ) -> tuple[TemporalRunRef, JobHandle]:
         """Register the run in the store and start its workflow; the workers run it.
 
@@ -187,7 +192,7 @@ class TemporalExecutor:
         # then on the workers record it: trace, checkpoints, results and, last, the report.
         recorder = record_run(self.store, request)
         await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
-        return await self._start(recorder.run_id, request, asks=asks)
+        return await self._start(recorder.run_id, request, asks=asks, attended=attended)
 
     async def start_registered(self, run_id: str, request: RunRequest) -> JobHandle:
         """Start run ``run_id``, already registered in the store (the service records its
@@ -203,14 +208,14 @@ class TemporalExecutor:
         return handle
 
     async def _start(
-        self, run_id: str, request: RunRequest, *, asks: bool = False
+        self, run_id: str, request: RunRequest, *, asks: bool = False, attended: bool = False
     ) -> tuple[TemporalRunRef, JobHandle]:
         from coordinator.temporal.client import start_recorded
 
         return await start_recorded(
             await self.connect(), request.scenario, self.store, run_id,
             task_queue=self.target.task_queue, speed=request.speed, settings=self.settings,
-            policy=request.policy, asks=asks,
+            policy=request.policy, asks=asks, attended=attended,
         )
 
     async def follow(
@@ -242,6 +247,34 @@ class TemporalExecutor:
                 await hooks.cancel.wait()
                 await handle.signal("cancel")
 
+        async def attend() -> None:
+            desk = hooks.desk
+            if desk is None:
+                return
+            # Each escalation the workflow offers waits on the door's desk as it is (its
+            # id and options are the workflow's); the desk's decision is signalled back.
+            # One the workflow stopped waiting for (timed out, cut) stops waiting here.
+            waits: dict[str, anyio.CancelScope] = {}
+
+            async def put(escalation: Escalation, scope: anyio.CancelScope) -> None:
+                with scope:
+                    decision = await desk.wait(escalation, timeout_s=None)
+                    await handle.signal("decided", decision)
+
+            async with anyio.create_task_group() as tg:
+                while True:
+                    now = [Escalation.model_validate(w) for w in await handle.query("waiting")]
+                    ids = {e.id for e in now}
+                    for escalation in now:
+                        assert escalation.id is not None
+                        if escalation.id not in waits:
+                            scope = waits[escalation.id] = anyio.CancelScope()
+                            tg.start_soon(put, escalation, scope)
+                    for eid, scope in waits.items():
+                        if eid not in ids:
+                            scope.cancel()
+                    await anyio.sleep(self.poll_s)
+
         async def answer() -> None:
             handler = hooks.handler
             if handler is None:
@@ -263,6 +296,7 @@ class TemporalExecutor:
             tg.start_soon(watch)
             tg.start_soon(cancel)
             tg.start_soon(answer)
+            tg.start_soon(attend)
             report = await handle.result()
             tg.cancel_scope.cancel()
         await anyio.to_thread.run_sync(tail.feed)
@@ -270,7 +304,8 @@ class TemporalExecutor:
 
     async def execute(self, request: RunRequest, hooks: Hooks) -> CoverageReport:
         """Submit the run and follow it to its report."""
-        ref, handle = await self.submit(request, asks=hooks.handler is not None)
+        ref, handle = await self.submit(
+            request, asks=hooks.handler is not None, attended=hooks.desk is not None)
         if hooks.on_recorded is not None:
             hooks.on_recorded(ref.run_id)
         return await self.follow(ref.run_id, handle, hooks)

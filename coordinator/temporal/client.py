@@ -93,11 +93,13 @@ async def start_recorded(
     settings: TemporalSettings | None = None,
     policy: ResearchPolicy | None = None,
     asks: bool = False,
+    attended: bool = False,
 ) -> tuple[TemporalRunRef, JobHandle]:
     """Start run ``run_id``, already registered in ``store``, on Temporal (``fanout
     serve --executor temporal`` registers its runs as they are submitted); ``policy``
     is the research tools' (where fetches may go); ``asks``: the door answers the run's
-    escalations (the workflow waits for its ``decide`` signal on each)."""
+    escalations (the workflow waits for its ``decide`` signal on each); ``attended``: a
+    person is attached (the workflow waits for its ``decided`` signal, docs/design.md §17)."""
     ref = TemporalRunRef(
         run_id=run_id,
         workflow_id=workflow_id(run_id),
@@ -109,7 +111,7 @@ async def start_recorded(
     inp = JobInput.of(
         scenario, run_id=run_id, store=store.target, speed=speed, settings=settings,
         research_policy=policy,
-    ).model_copy(update={"asks": asks})
+    ).model_copy(update={"asks": asks, "attended": attended})
     # The run's trace starts here: the job's span is current while the workflow starts,
     # so the interceptor carries it to the workflow and its activities. It ends once the
     # job is submitted (the workflow's own spans say how long the run took).

@@ -132,6 +132,10 @@ class JobInput(BaseModel):
     asks: bool = False
     """The door has an escalation handler: the workflow waits for its ``decide`` signal
     on each escalation routed ``escalate`` (docs/design.md §15)."""
+    attended: bool = False
+    """A person is attached to the run (the door has a desk): an escalation routed
+    ``escalate`` waits in the workflow for the ``decided`` signal, bounded by
+    ``job.escalations`` with a durable timer (docs/design.md §17)."""
     source: str = ""
     """The job file: relative MCP ``cwd`` values resolve against its directory."""
     research: ResearchSetup | None = None
@@ -218,6 +222,9 @@ class RoundInput(BaseModel):
     """``job.search_first`` is ``auto``: a model-planned subtask searches its query first."""
     allowance: Allowance | None = None
     """What the workflow lent this round of the subagents' share (coordinator.temporal.budget)."""
+    attended: bool = False
+    """A person is attached: an escalated round brings back its state, which a person's
+    ``retry`` continues from (docs/design.md §17)."""
 
 
 class RoundOutput(BaseModel):

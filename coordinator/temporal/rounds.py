@@ -246,7 +246,9 @@ async def run_round(
         beat({"round": inp.round, "done": True, "state": final})
     if writer is not None:
         await writer.commit_result(run_id, sid, session, result.model_dump(mode="json"), final)
-    keep = retried_later(run.escalation, run.rounds, routing)
+    # The retry round continues from this state; so does a person's retry (attended).
+    keep = retried_later(run.escalation, run.rounds, routing) or (
+        inp.attended and run.escalation is not None)
     spent = list(run.planner.spent) if isinstance(run.planner, ModelPlanner) else None
     return RoundOutput(result=result, state=final if keep else None, spent=spent)
 

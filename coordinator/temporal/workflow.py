@@ -21,9 +21,19 @@ since is lost with the cancelled activity), queued subtasks are ``cancelled`` ga
 follow-ups do not start, and the partial report is stored. A cancel while the lead
 plans waits for the plan (its activity is not cut).
 
-Escalations: the flow hands each escalation routed ``escalate`` to a handler as it is
-counted. A handler lives in the door's process, which a workflow cannot call; the
-workflow publishes each one (the ``escalations`` query) and, when the run was started
+A person (docs/design.md §17): when the door attached a desk (``attended``), an
+escalation routed ``escalate`` waits in the workflow as it waits locally. The workflow
+offers it (its id ``SUBTASK:N`` and options from :func:`shared.options.offer`, counted
+here), publishes it (the ``waiting`` query) and waits for the door's ``decided`` signal
+carrying the whole :class:`~coordinator.report.Decision`, bounded by a durable timer of
+``job.escalations.wait_s`` after which it is decided ``by: timeout`` (``on_timeout``).
+The lane gives its slot to a new lane meanwhile (the flow's :meth:`spawn`); the deadline
+or a cancel ends the wait undecided. The flow then carries the decision out: ``retry``
+runs the subagent's next round from the state its escalated round brought back (an
+attended round keeps it), ``use_tool``/``requery`` run as follow-ups, ``stop`` is a
+cancel. Without a desk, the flow hands each escalation routed ``escalate`` to a handler
+as it is counted: the handler lives in the door's process, which a workflow cannot call;
+the workflow publishes each one (the ``escalations`` query) and, when the run was started
 with ``asks`` (the door has a handler), waits for the door's ``decide`` signal before it
 counts the next one, so the stored report carries the ``decisions``.
 
@@ -46,13 +56,14 @@ import asyncio
 import builtins
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from coordinator.decision import TIMEOUT, DecisionRequest, decide
     from coordinator.flow import Flow, Lane, Plan
     from coordinator.job import JobSpec
     from coordinator.report import CoverageReport, Decision, with_tokens
@@ -79,6 +90,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from coordinator.temporal.rounds import failure, last_beat
     from shared.escalation import Escalation
+    from shared.options import offer
     from subagents import SubagentResult
     from subagents.result import LEAD
     from subagents.spec import SubtaskSpec
@@ -101,6 +113,13 @@ class FanoutWorkflow:
         self._tokened = False  # the synthesis activity's report carries the tokens
         self._escalations: list[dict[str, Any]] = []
         self._decided: dict[str, str | None] = {}
+        # A person's decisions (docs/design.md §17): escalations offered so far per
+        # subtask, those waiting now by id, the decisions signalled for them, and how
+        # often a person sent each subtask back to work (``retry``).
+        self._offered: dict[str, int] = {}
+        self._waiting: dict[str, Escalation] = {}
+        self._made: dict[str, Decision] = {}
+        self._again: dict[str, int] = {}
 
     @workflow.query(name="progress")
     def progress(self) -> dict[str, int]:
@@ -128,6 +147,20 @@ class FanoutWorkflow:
     def decide(self, decision: dict[str, Any]) -> None:
         """The door's handler decided ``{"subtask_id": ..., "choice": str | None}``."""
         self._decided[str(decision["subtask_id"])] = decision.get("choice")
+
+    @workflow.query(name="waiting")
+    def waiting(self) -> list[dict[str, Any]]:
+        """The escalations waiting for a person's decision now, offered (with their ids
+        and options), oldest first, each as its wire form."""
+        return [e.model_dump(mode="json", by_alias=True) for e in self._waiting.values()]
+
+    @workflow.signal(name="decided")
+    def decided(self, decision: Decision) -> None:
+        """A person decided a waiting escalation (the :class:`Decision` the door's desk
+        made); one for an escalation that no longer waits changes nothing."""
+        eid = decision.escalation
+        if eid is not None and eid in self._waiting and eid not in self._made:
+            self._made[eid] = decision
 
     async def handle(self, escalation: Escalation) -> str | None:
         """The flow's escalation handler on Temporal: publish the escalation (the
@@ -308,22 +341,60 @@ class FanoutWorkflow:
 
     @property
     def attended(self) -> bool:
-        """False: on Temporal a person's decision does not wait in the workflow yet."""
-        return False
+        """The door attached a person (a desk) to the run when it started it."""
+        return self._inp.attended
 
     async def decision(self, escalation: Escalation, spec: SubtaskSpec) -> Decision | None:
-        """None: on Temporal a person's decision does not wait in the workflow yet; the
-        door's handler is asked as the escalation is counted (:meth:`Flow.escalated`)."""
-        return None
+        """A person's decision on ``escalation``: offered with its id and options (the
+        ``waiting`` query), waited for until the door's ``decided`` signal or, after
+        ``job.escalations.wait_s`` (a durable timer), decided ``by: timeout``. The
+        deadline or a cancel ends the wait undecided, as it cuts a round; None when no
+        person is attached."""
+        if not self.attended:
+            return None
+        sid = spec.id
+        n = self._offered[sid] = self._offered.get(sid, 0) + 1
+        offered = offer(escalation, list(spec.tools), n)
+        eid = offered.id
+        assert eid is not None
+        self._waiting[eid] = offered
+        wait = self._job.escalation_wait()
+        timeout = None if wait.wait_s is None else timedelta(
+            seconds=max(wait.wait_s / self._inp.speed, 0))
+        try:
+            try:
+                await workflow.wait_condition(
+                    lambda: eid in self._made or self._cut.is_set() or self._cancelled,
+                    timeout=timeout,
+                )
+            except builtins.TimeoutError:
+                return decide(offered, DecisionRequest(escalation=eid, do=wait.on_timeout),
+                              by=TIMEOUT, at=self._at(), at_s=self.now())
+            made = self._made.get(eid)
+            if made is None:
+                # Cut while it waited: the lane ends, the escalation stays undecided.
+                raise asyncio.CancelledError
+            # Job time, as every time the workflow reports (the door's clock is its own).
+            return made.model_copy(update={"at_s": self.now()})
+        finally:
+            del self._waiting[eid]
+
+    def _at(self) -> str:
+        return workflow.now().astimezone(UTC).isoformat(timespec="seconds")
 
     def again(self, spec: SubtaskSpec) -> None:
-        raise NotImplementedError("no person's decision reaches a workflow yet")
+        """``spec``'s next round continues its escalated subagent from its last state
+        (kept: the run is attended), as the retry round continues one: a new round of
+        the same subagent, its findings, steps and context kept."""
+        self._again[spec.id] = self._again.get(spec.id, 0) + 1
 
     def stop(self) -> None:
+        """A person's ``stop``: the run ends as a cancel ends it; nothing more starts."""
         self._cancelled = True
+        self._cut.set()
 
     def continuing(self, specs: Sequence[SubtaskSpec]) -> None:
-        raise NotImplementedError("no person's decision reaches a workflow yet")
+        """Nothing to prepare: the continuations run as follow-ups' rounds do."""
 
     # -- the rounds ---------------------------------------------------------------------
 
@@ -424,6 +495,7 @@ class FanoutWorkflow:
             spent_before=self._budget.others(spec.id),
             allowance=allowance,
             search_first=job.search_first == "auto",
+            attended=inp.attended,
         )
         settings = inp.settings
         self._running.add(spec.id)
@@ -431,7 +503,9 @@ class FanoutWorkflow:
             out: RoundOutput = await workflow.execute_activity_method(
                 FanoutActivities.subagent_round,
                 round_input,
-                activity_id=f"{spec.id}/round-{round_no}",
+                # A person's retry runs the round again: an activity id of its own.
+                activity_id=f"{spec.id}/round-{round_no}"
+                + (f"/again-{self._again[spec.id]}" if spec.id in self._again else ""),
                 start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
                 heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
                 retry_policy=settings.retry_policy(),

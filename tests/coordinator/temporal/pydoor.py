@@ -1,7 +1,8 @@
 """The Python door, in a process of its own: ``coordinator.ask`` or ``run_file``, one report.
 
 ``python -m tests.coordinator.temporal.pydoor ask|run_file ARG --store S [--executor
-temporal --address A --task-queue Q] [--choose] [--cancel-on SUBTASK]`` runs one job
+temporal --address A --task-queue Q] [--choose] [--decide SUBTASK=DO[:TEXT] ...]
+[--cancel-on SUBTASK]`` runs one job
 (``ARG``: the question, whose model block is read from ``--model-file``, or the job
 file) and prints its report as JSON (with ``--cancel-on``, the stored partial one). A
 process of its own, leaving with ``os._exit``: a Temporal client in pytest's own process
@@ -27,7 +28,22 @@ async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     if args.executor == "temporal":
         temporal = {"address": args.address, "task_queue": args.task_queue}
     # --choose: a handler that picks each escalation's first alternative.
-    choose = (lambda e: e.alternatives[0] if e.alternatives else None) if args.choose else None
+    choose: Any = (lambda e: e.alternatives[0] if e.alternatives else None) if args.choose else None
+    if args.decide:
+        # --decide SUBTASK=DO[:TEXT]: a person who decides DO for SUBTASK's escalations
+        # and leaves every other one waiting (it is then decided by timeout).
+        decisions = {}
+        for item in args.decide:
+            sid, _, do = item.partition("=")
+            do, _, text = do.partition(":")
+            decisions[sid] = {"do": do, **({"text": text} if text else {})}
+
+        async def person(escalation: Any) -> Any:
+            if escalation.subtask_id in decisions:
+                return decisions[escalation.subtask_id]
+            await anyio.sleep_forever()
+
+        choose = person
     if args.door == "ask":
         report = await coordinator.ask(
             args.arg, model=model, store=args.store, executor=args.executor, temporal=temporal,
@@ -70,6 +86,7 @@ def main() -> None:
     p.add_argument("--task-queue")
     p.add_argument("--choose", action="store_true")
     p.add_argument("--cancel-on")
+    p.add_argument("--decide", action="append", default=[])
     args = p.parse_args()
     model = None
     if args.model_file:

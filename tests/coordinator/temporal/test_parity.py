@@ -135,3 +135,72 @@ def test_a_cancel_reaches_the_run_on_both_engines(
     attempts = {s["id"]: s["attempts"] for s in stored["subtasks"]}
     assert attempts["waiting"] == 0
     assert stored["elapsed_s"] < 60  # the slow tool's call did not run to its end
+
+
+# A person's decision (docs/design.md §17): the library's person_*.yaml without their
+# scripted people (a Python on_escalation decides instead) and with a short wait, so the
+# escalation nobody decides is decided by timeout on both engines.
+PERSON = [
+    ("person_retry.yaml", "patents=retry"),
+    ("person_answer.yaml", "patents=answer:Toyota holds 412 families (WIPO 2025)"),
+    ("person_use_tool.yaml", "patents=use_tool"),
+    ("person_stop.yaml", "patents=stop"),
+]
+WAIT_S = 3.0
+
+
+def without_times(value: Any) -> Any:
+    """``normalized``, the decisions' times dropped too (each engine's own clock)."""
+    if isinstance(value, dict):
+        return {k: without_times(v) for k, v in normalized(value).items()
+                if k not in {"at", "at_s"}}
+    if isinstance(value, list):
+        return [without_times(v) for v in value]
+    return value
+
+
+def person_job(name: str, tmp_path: Path) -> Path:
+    """The library's ``name`` with no scripted person and escalations waiting WAIT_S."""
+    spec = yaml.safe_load((LIBRARY / name).read_text())
+    spec.pop("people", None)
+    spec.pop("expect", None)
+    spec["job"]["escalations"] = {"wait_s": WAIT_S, "on_timeout": "accept"}
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize(("name", "decide"), PERSON)
+def test_a_persons_decision_is_carried_out_the_same_on_both_engines(
+    name: str, decide: str, temporal: str, tmp_path: Path
+) -> None:
+    """A person's decision made through the Python door waits, is carried out and is
+    stored with what it changed, on Temporal as locally; the escalation nobody decides
+    is decided by timeout on both."""
+    path = person_job(name, tmp_path)
+    runs = {}
+    for engine in ("local", "temporal"):
+        store_path = tmp_path / f"{engine}.sqlite"
+        report = run_door(path, store_path, engine, temporal, "--decide", decide)
+        store = RunStore(store_path)
+        (row,) = store.runs()
+        runs[engine] = (report, store.get(row.id).report, kinds_per_subtask(store, row.id))
+    local, on_temporal = runs["local"], runs["temporal"]
+    assert without_times(on_temporal[1]["decisions"]) == without_times(local[1]["decisions"])
+    assert on_temporal[2] == local[2]
+    if decide.endswith("=stop"):
+        # A stop is a cancel: on Temporal the running round is cancelled with its
+        # activity and hands up what its last finished round left (here: nothing), where
+        # a local subagent hands up its call under way (docs/design.md §15).
+        for report in (on_temporal[0], local[0]):
+            assert {g["subtask_id"]: g["trigger"] for g in report["gaps"]} == {
+                "patents": "permission_denied", "licence_prices": "cancelled"}
+    else:
+        assert without_times(on_temporal[0]) == without_times(local[0])
+        assert without_times(on_temporal[1]) == without_times(local[1])
+    decisions = {d["escalation"]: d for d in on_temporal[1]["decisions"]}
+    sid, _, do = decide.partition("=")
+    assert decisions[f"{sid}:1"]["do"] == do.partition(":")[0]
+    assert "change" in decisions[f"{sid}:1"]
+    if do != "stop":
+        assert decisions["licence_prices:1"]["by"] == "timeout"
