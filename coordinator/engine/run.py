@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from coordinator.jobfile.research import ResearchPolicy
     from coordinator.people import Desk
 
-__all__ = ["Hooks", "Run", "RunRequest", "open_run", "record_run"]
+__all__ = ["Hooks", "Run", "RunRequest", "described", "open_run", "record_run"]
 
 # Where an unrecorded run (``ask()`` without a store) keeps a folder's document index:
 # where the default store would keep it.
@@ -187,7 +187,7 @@ async def _open_tools(
 
         mcp = await stack.enter_async_context(job_servers(scenario))
         if mcp is not None:
-            catalogue.update(_described(mcp.tools))
+            catalogue.update(described(mcp.tools))
     if scenario.research_tools is not None:
         from coordinator.jobfile.research import job_research_tools
 
@@ -195,12 +195,12 @@ async def _open_tools(
             job_research_tools(scenario, home, request.policy)
         )
         if research is not None:
-            catalogue.update(_described(research.tools))
+            catalogue.update(described(research.tools))
     source = combine(start.simulated, mcp, research, request.python_tools)
     return source, catalogue
 
 
-def _described(tools: Mapping[str, Any]) -> dict[str, Any]:
+def described(tools: Mapping[str, Any]) -> dict[str, Any]:
     """Tools' descriptions and schemas, as the store's ``catalogue`` event keeps them."""
     return {
         name: {"description": tool.description, "schema": dict(tool.schema)}

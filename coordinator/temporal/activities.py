@@ -25,11 +25,13 @@ import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from coordinator.engine.run import described
 from coordinator.report import CoverageReport
 from coordinator.rules import cut
 from coordinator.store.events import event_data
 from coordinator.temporal.lead import Lead, decompose_job, plan_job_followups
 from coordinator.temporal.payloads import (
+    CatalogueInput,
     Decomposition,
     DecompositionInput,
     FinishInput,
@@ -45,6 +47,7 @@ from coordinator.temporal.records import record_report
 from coordinator.temporal.resources import ModelPlanningUnavailable, WorkerResources
 from coordinator.temporal.rounds import (
     Beat,
+    base_dir,
     job_clock,
     restored,
     run_round,
@@ -57,6 +60,7 @@ from subagents import ProgressEvent, SubagentResult
 from subagents.models.factory import MissingModelKey
 from subagents.models.spend import TokenMeter
 from subagents.planners.failures import budget_spent
+from subagents.result import LEAD
 
 DECOMPOSE = "fanout.decompose"
 ROUND = "fanout.subagent_round"
@@ -65,6 +69,7 @@ QUEUED = "fanout.record_queued"
 SYNTHESIZE = "fanout.synthesize"
 FOLLOWUPS = "fanout.plan_followups"
 FINISH = "fanout.record_report"
+CATALOGUE = "fanout.record_catalogue"
 
 T = TypeVar("T")
 
@@ -77,6 +82,25 @@ class FanoutActivities:
 
     def __init__(self, resources: WorkerResources) -> None:
         self.resources = resources
+
+    @activity.defn(name=CATALOGUE)
+    async def record_catalogue(self, inp: CatalogueInput) -> None:
+        """Record the job's tool catalogue (its MCP and research tools' descriptions and
+        schemas, opened on this worker) as the run's first event, as a local run records
+        it: a recording of the run stands simulated tools in for them."""
+        resources = self.resources
+        catalogue: dict[str, object] = {}
+        if inp.mcp_servers:
+            mcp = await resources.mcp.source(inp.mcp_servers, base_dir(inp.source))
+            catalogue.update(described(mcp.tools))
+        if inp.research is not None:
+            research = await resources.research.tools(
+                inp.research, resources.index_home(inp.store))
+            catalogue.update(described(research.tools))
+        if catalogue:
+            writer = resources.writer(inp.store)
+            writer.event(inp.run_id, 1, LEAD, "catalogue", 0.0, {"tools": catalogue})
+            await writer.flush()
 
     @activity.defn(name=DECOMPOSE)
     async def decompose(self, inp: DecompositionInput) -> Decomposition:

@@ -297,6 +297,18 @@ class LeadPosition(BaseModel):
     """What the lead's model calls spent so far (job.budget)."""
 
 
+class CatalogueInput(BaseModel):
+    """A job's MCP servers and research tools, whose catalogue a worker records."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    store: str
+    mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    research: ResearchSetup | None = None
+    source: str = ""
+
+
 class DecompositionInput(BaseModel):
     """A job without subtasks, for its lead agent to plan (docs/design.md §7)."""
 

@@ -289,7 +289,7 @@ async def job_tools(
     """
     mcp = research = None
     if inp.mcp_servers:
-        mcp = await resources.mcp.source(inp.mcp_servers, _base_dir(inp.source))
+        mcp = await resources.mcp.source(inp.mcp_servers, base_dir(inp.source))
     if inp.research is not None:
         home = resources.index_home(inp.store)
         research = await resources.research.tools(inp.research, home)
@@ -297,7 +297,8 @@ async def job_tools(
     return dict(combine(sim, mcp, research).for_subtask(subtask_id))
 
 
-def _base_dir(source: str) -> str | None:
+def base_dir(source: str) -> str | None:
+    """The job file's folder: relative MCP ``cwd`` values resolve against it."""
     return str(Path(source).resolve().parent) if source else None
 
 

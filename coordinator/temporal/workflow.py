@@ -73,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
     from coordinator.temporal.lead import lost_decomposition
     from coordinator.temporal.payloads import (
         WORKFLOW_NAME,
+        CatalogueInput,
         Decomposition,
         DecompositionInput,
         FinishInput,
@@ -181,7 +182,25 @@ class FanoutWorkflow:
         self._job = inp.job
         # The job's token meter: every round and lead activity brings back its spend.
         self._budget = WorkflowBudget(inp.job.budget)
+        await self._catalogue()
         return await Flow(self, self).run(inp.job)
+
+    async def _catalogue(self) -> None:
+        """Record the job's MCP and research tools' catalogue first, as a local run does
+        (an activity: the tools open on a worker). One that cannot be recorded is left
+        out: the rounds meet the same trouble and say so in the report."""
+        inp = self._inp
+        if inp.store is None or not (inp.mcp_servers or inp.research is not None):
+            return
+        with suppress(ActivityError):
+            await workflow.execute_activity_method(
+                FanoutActivities.record_catalogue,
+                CatalogueInput(run_id=inp.run_id, store=inp.store, mcp_servers=inp.mcp_servers,
+                               research=inp.research, source=inp.source),
+                activity_id="lead/catalogue",
+                start_to_close_timeout=timedelta(seconds=inp.settings.round_timeout_s),
+                retry_policy=inp.settings.retry_policy(),
+            )
 
     # -- the lead agent -----------------------------------------------------------------
 

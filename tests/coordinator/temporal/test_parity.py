@@ -204,3 +204,30 @@ def test_a_persons_decision_is_carried_out_the_same_on_both_engines(
     assert "change" in decisions[f"{sid}:1"]
     if do != "stop":
         assert decisions["licence_prices:1"]["by"] == "timeout"
+
+
+def test_the_tool_catalogue_is_recorded_on_both_engines(temporal: str, tmp_path: Path) -> None:
+    """A job with an MCP server records the same tool catalogue (the lead's first event)
+    on Temporal as locally, so a recording of either can stand simulated tools in."""
+    job = {
+        "scenario": "catalogued", "seed": 0,
+        "mcp_servers": {"time": {
+            "command": [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"],
+            "startup_timeout_s": 30}},
+        "job": {"query": "what time is it", "subtasks": [
+            {"id": "clock", "query": "the time in UTC", "tools": ["time.get_current_time"],
+             "plan": [{"call": "time.get_current_time", "args": {"timezone": "UTC"}}]}]},
+    }
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job, sort_keys=False))
+    catalogues = {}
+    for engine in ("local", "temporal"):
+        store_path = tmp_path / f"{engine}.sqlite"
+        run_door(path, store_path, engine, temporal)
+        store = RunStore(store_path)
+        (row,) = store.runs()
+        events = store.events(row.id)
+        assert events[0]["kind"] == "catalogue"
+        catalogues[engine] = events[0]["tools"]
+    assert "time.get_current_time" in catalogues["temporal"]
+    assert catalogues["temporal"] == catalogues["local"]
