@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Final
+
+import anyio
 from opentelemetry.trace import TracerProvider
 from temporalio.client import Client, Interceptor, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from coordinator.jobfile.research import ResearchPolicy
 from coordinator.jobfile.scenario import Scenario
+from coordinator.lead.decompose import failed_decomposition
 from coordinator.report import CoverageReport
 from coordinator.store.runs import RunStore
+from coordinator.store.writer import StoreWriter
+from coordinator.temporal.lead import lost_decomposition
 from coordinator.temporal.payloads import (
     DEFAULT_ADDRESS,
     DEFAULT_NAMESPACE,
@@ -23,6 +31,22 @@ from subagents.telemetry.run import job_span
 from subagents.telemetry.spans import tracer_of, tracing_enabled
 
 JobHandle = WorkflowHandle[FanoutWorkflow, CoverageReport]
+
+# Starting a workflow again is worth it only when the service was briefly unreachable.
+_TRANSIENT: Final = frozenset({RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED,
+                               RPCStatusCode.RESOURCE_EXHAUSTED})
+START_ATTEMPTS: Final = 3
+"""How often a registered run's workflow start is tried before the run is failed."""
+
+
+class WorkflowNotStarted(RuntimeError):
+    """A registered run's workflow could not be started; the run is stored ``failed``
+    with the reason (never left ``interrupted``)."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        self.run_id = run_id
+        self.reason = reason
+        super().__init__(f"run {run_id}: its workflow did not start on Temporal: {reason}")
 
 
 async def connect(
@@ -117,5 +141,44 @@ async def start_recorded(
     # job is submitted (the workflow's own spans say how long the run took).
     with job_span(job=scenario.scenario, query=scenario.job.query, run_id=run_id,
                   model=scenario.model):
-        handle = await start_job(client, inp, task_queue=task_queue)
+        try:
+            handle = await _started(client, inp, task_queue)
+        except (RPCError, WorkflowAlreadyStartedError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            await fail_unstarted(store, inp, reason)
+            raise WorkflowNotStarted(run_id, reason) from exc
     return ref, handle
+
+
+async def _started(client: Client, inp: JobInput, task_queue: str) -> JobHandle:
+    """The job's workflow, started: tried again while the service is briefly
+    unavailable (a start that did land before its answer was lost is taken as is)."""
+    transient = False
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            return await start_job(client, inp, task_queue=task_queue)
+        except WorkflowAlreadyStartedError:
+            if not transient:
+                raise  # another run's workflow has this id: nothing of ours started it
+            return client.get_workflow_handle_for(FanoutWorkflow.run, workflow_id(inp.run_id))
+        except RPCError as exc:
+            if exc.status not in _TRANSIENT or attempt == START_ATTEMPTS:
+                raise
+            transient = True
+            await anyio.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+async def fail_unstarted(store: RunStore, inp: JobInput, reason: str) -> None:
+    """Close run ``inp.run_id``, whose workflow never started, ``failed``: one gap for
+    ``lead`` (``internal_error``) saying why; nothing of the job ran."""
+    message = f"the run's workflow did not start on Temporal: {reason}"
+    report = failed_decomposition(inp.job, lost_decomposition(inp.job, message, 0.0), 0.0)
+    writer = StoreWriter(store.backend)
+    try:
+        routes = inp.job.routes
+        escalations = [(e.subtask_id, routes.route(e).route, e.model_dump_json(by_alias=True))
+                       for e in report.escalations]
+        await writer.finish(inp.run_id, report.to_wire(), escalations)
+    finally:
+        writer.close()

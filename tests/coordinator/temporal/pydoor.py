@@ -1,7 +1,7 @@
 """The Python door, in a process of its own: ``coordinator.ask`` or ``run_file``, one report.
 
 ``python -m tests.coordinator.temporal.pydoor ask|run_file ARG --store S [--executor
-temporal --address A --task-queue Q] [--choose] [--decide SUBTASK=DO[:TEXT] ...]
+temporal --address A --task-queue Q [--namespace N]] [--choose] [--decide SUBTASK=DO[:TEXT] ...]
 [--cancel-on SUBTASK]`` runs one job
 (``ARG``: the question, whose model block is read from ``--model-file``, or the job
 file) and prints its report as JSON (with ``--cancel-on``, the stored partial one). A
@@ -27,6 +27,8 @@ async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     temporal = None
     if args.executor == "temporal":
         temporal = {"address": args.address, "task_queue": args.task_queue}
+        if args.namespace:
+            temporal["namespace"] = args.namespace
     # --choose: a handler that picks each escalation's first alternative.
     choose: Any = (lambda e: e.alternatives[0] if e.alternatives else None) if args.choose else None
     if args.decide:
@@ -84,6 +86,7 @@ def main() -> None:
     p.add_argument("--executor", default="local")
     p.add_argument("--address")
     p.add_argument("--task-queue")
+    p.add_argument("--namespace")
     p.add_argument("--choose", action="store_true")
     p.add_argument("--cancel-on")
     p.add_argument("--decide", action="append", default=[])

@@ -231,3 +231,28 @@ def test_the_tool_catalogue_is_recorded_on_both_engines(temporal: str, tmp_path:
         catalogues[engine] = events[0]["tools"]
     assert "time.get_current_time" in catalogues["temporal"]
     assert catalogues["temporal"] == catalogues["local"]
+
+
+def test_a_run_whose_workflow_never_started_is_failed_with_its_reason(
+    temporal: str, tmp_path: Path
+) -> None:
+    """A run registered in the store whose workflow cannot start (here: a namespace the
+    service does not have) is stored finished ``failed``, the reason in the lead's gap,
+    not left ``interrupted``; the door says why."""
+    store_path = tmp_path / "runs.sqlite"
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.coordinator.temporal.pydoor", "run_file",
+         str(LIBRARY / "permission_denied.yaml"), "--store", str(store_path),
+         "--executor", "temporal", "--address", temporal, "--task-queue", QUEUE,
+         "--namespace", "no-such-namespace"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
+    )
+    assert out.returncode != 0
+    assert "did not start on Temporal" in out.stderr
+    store = RunStore(store_path)
+    (row,) = store.runs()
+    assert row.status == "finished"
+    report = store.get(row.id).report
+    assert report is not None and report["outcome"] == "failed"
+    (gap,) = report["gaps"]
+    assert gap["subtask_id"] == "lead" and "no-such-namespace" in gap["message"]
