@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from coordinator.temporal.activities import FanoutActivities
     from coordinator.temporal.client import (
         JobHandle,
+        WorkflowNotStarted,
         connect,
         start_job,
         start_recorded,
@@ -78,6 +79,7 @@ __all__ = [
     "TemporalSettings",
     "TemporalUnavailable",
     "WorkerResources",
+    "WorkflowNotStarted",
     "connect",
     "fanout_worker",
     "free_port",
@@ -97,8 +99,8 @@ __all__ = [
 __getattr__ = lazy_exports(__name__, {
     "coordinator.temporal.activities": ("FanoutActivities",),
     "coordinator.temporal.client": (
-        "JobHandle", "connect", "start_job", "start_recorded", "workflow_id",
-        "workflow_pollers",
+        "JobHandle", "WorkflowNotStarted", "connect", "start_job", "start_recorded",
+        "workflow_id", "workflow_pollers",
     ),
     "coordinator.temporal.dev": (
         "DevServer", "DevServerFailed", "TemporalUnavailable", "free_port", "start_dev_server",

@@ -393,8 +393,11 @@ class FanoutWorkflow:
             if made is None:
                 # Cut while it waited: the lane ends, the escalation stays undecided.
                 raise asyncio.CancelledError
-            # Job time, as every time the workflow reports (the door's clock is its own).
-            return made.model_copy(update={"at_s": self.now()})
+            if made.at_s is None:
+                return made.model_copy(update={"at_s": self.now()})
+            # The person's own seconds (the desk's, from the run's start at the door), as
+            # locally: the order decisions are listed in is the order they were made.
+            return made
         finally:
             del self._waiting[eid]
 
