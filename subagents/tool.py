@@ -212,3 +212,12 @@ def _violation_from_pydantic(
         expected = expected[0].lower() + expected[1:] if expected else expected
         got = repr(first.get("input"))
     return SchemaViolation(field=field_name, expected=expected, got=got[:60])
+
+
+def described(tools: Mapping[str, Tool]) -> dict[str, Any]:
+    """Tools' descriptions and schemas, as a run's ``catalogue`` event keeps them (a
+    recording stands simulated tools in for them)."""
+    return {
+        name: {"description": tool.description, "schema": dict(tool.schema)}
+        for name, tool in tools.items()
+    }

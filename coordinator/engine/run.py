@@ -37,7 +37,7 @@ from coordinator.store.runs import RunStore
 from shared.clock import Clock
 from shared.ids import SeededTraceIds
 from subagents.result import ProgressObserver
-from subagents.tool import Tool
+from subagents.tool import Tool, described
 from subagents.toolsource import ToolSource, combine
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from coordinator.jobfile.research import ResearchPolicy
     from coordinator.people import Desk
 
-__all__ = ["Hooks", "Run", "RunRequest", "described", "open_run", "record_run"]
+__all__ = ["Hooks", "Run", "RunRequest", "open_run", "record_run"]
 
 # Where an unrecorded run (``ask()`` without a store) keeps a folder's document index:
 # where the default store would keep it.
@@ -198,11 +198,3 @@ async def _open_tools(
             catalogue.update(described(research.tools))
     source = combine(start.simulated, mcp, research, request.python_tools)
     return source, catalogue
-
-
-def described(tools: Mapping[str, Any]) -> dict[str, Any]:
-    """Tools' descriptions and schemas, as the store's ``catalogue`` event keeps them."""
-    return {
-        name: {"description": tool.description, "schema": dict(tool.schema)}
-        for name, tool in tools.items()
-    }

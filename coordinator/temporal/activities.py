@@ -25,7 +25,6 @@ import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from coordinator.engine.run import described
 from coordinator.report import CoverageReport
 from coordinator.rules import cut
 from coordinator.store.events import event_data
@@ -61,6 +60,7 @@ from subagents.models.factory import MissingModelKey
 from subagents.models.spend import TokenMeter
 from subagents.planners.failures import budget_spent
 from subagents.result import LEAD
+from subagents.tool import described
 
 DECOMPOSE = "fanout.decompose"
 ROUND = "fanout.subagent_round"

@@ -96,12 +96,13 @@ def test_both_engines_give_the_same_report_and_trace(
         report = run_door(path, store_path, engine, temporal)
         store = RunStore(store_path)
         (row,) = store.runs()
-        runs[engine] = (report, store.get(row.id).report, kinds_per_subtask(store, row.id))
+        stored = store.get(row.id).report
+        assert stored is not None
+        runs[engine] = (report, stored, kinds_per_subtask(store, row.id))
     local, on_temporal = runs["local"], runs["temporal"]
     # (A decision's ``at``/``at_s`` are times: each engine's own, dropped too.)
     assert outcome(on_temporal[0]) == outcome(local[0])
     assert outcome(on_temporal[1]) == outcome(local[1])
-    assert on_temporal[1] is not None and local[1] is not None
     assert on_temporal[2] == local[2]
 
 
@@ -205,9 +206,11 @@ def test_a_persons_decision_is_carried_out_the_same_on_both_engines(
         report = run_door(path, store_path, engine, temporal, "--decide", decide)
         store = RunStore(store_path)
         (row,) = store.runs()
-        runs[engine] = (report, store.get(row.id).report, kinds_per_subtask(store, row.id))
+        stored = store.get(row.id).report
+        assert stored is not None
+        runs[engine] = (report, stored, kinds_per_subtask(store, row.id))
     local, on_temporal = runs["local"], runs["temporal"]
-    assert without_times(on_temporal[1]["decisions"]) == without_times(local[1]["decisions"])
+    assert without_times(on_temporal[1])["decisions"] == without_times(local[1])["decisions"]
     assert on_temporal[2] == local[2]
     if decide.endswith("=stop"):
         # A stop is a cancel: on Temporal the running round is cancelled with its
