@@ -30,7 +30,7 @@ On Temporal the workflow runs the same flow as a local run (:mod:`coordinator.fl
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -39,7 +39,9 @@ import anyio.to_thread
 from coordinator.engine.recorded import drive
 from coordinator.engine.resume import Start
 from coordinator.engine.run import Hooks, RunRequest, open_run, record_run
+from coordinator.people import Desk
 from coordinator.report import CoverageReport
+from coordinator.scripted_person import ScriptedPerson
 from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
 from shared.clock import AnyioClock, Clock
@@ -303,12 +305,24 @@ class TemporalExecutor:
         return report
 
     async def execute(self, request: RunRequest, hooks: Hooks) -> CoverageReport:
-        """Submit the run and follow it to its report."""
+        """Submit the run and follow it to its report. A scenario's ``people:`` block
+        attaches a person, as locally: played here, on the door's desk, at its times
+        on a clock at the request's speed (docs/design.md §17)."""
+        people = request.scenario.people if hooks.desk is None else []
         ref, handle = await self.submit(
-            request, asks=hooks.handler is not None, attended=hooks.desk is not None)
+            request, asks=hooks.handler is not None,
+            attended=hooks.desk is not None or bool(people))
         if hooks.on_recorded is not None:
             hooks.on_recorded(ref.run_id)
-        return await self.follow(ref.run_id, handle, hooks)
+        if not people:
+            return await self.follow(ref.run_id, handle, hooks)
+        desk = Desk(AnyioClock(speed=request.speed))
+        async with anyio.create_task_group() as tg:
+            # A step for something that never happens is left undelivered at the end.
+            tg.start_soon(ScriptedPerson(desk, people).run)
+            report = await self.follow(ref.run_id, handle, replace(hooks, desk=desk))
+            tg.cancel_scope.cancel()
+        return report
 
 
 def runs_on_temporal(store: RunStore, run_id: str) -> bool:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coordinator.engine import RunRequest, TemporalExecutor, TemporalTarget
+from coordinator.engine import Hooks, RunRequest, TemporalExecutor, TemporalTarget
 from coordinator.jobfile.loader import load_scenario
 from coordinator.store.runs import RunStore
 from coordinator.temporal import TemporalSettings, connect
@@ -33,17 +33,30 @@ async def _main(args: argparse.Namespace, texts: dict[str, str]) -> list[dict[st
     settings = TemporalSettings(heartbeat_timeout_s=args.heartbeat_timeout)
     executor = TemporalExecutor(store, TemporalTarget(args.address, task_queue=args.task_queue),
                                 settings=settings, client=client)
-    submitted = []
+    submitted: list[tuple[dict[str, Any], Any]] = []
     for file in args.files:
         scenario = load_scenario(file)
         request = RunRequest(scenario, texts[file], file, speed=args.speed)
+        if scenario.people and args.wait:
+            # A scripted person plays at the door: the run is followed by its executor.
+            line: dict[str, Any] = {"file": file}
+
+            def recorded(run_id: str, line: dict[str, Any] = line) -> None:
+                line.update(run_id=run_id, workflow_id=f"fanout-{run_id}")
+
+            hooks = Hooks(on_recorded=recorded)
+            submitted.append((line, asyncio.ensure_future(executor.execute(request, hooks))))
+            continue
         ref, handle = await executor.submit(request)
         submitted.append(
-            ({"file": file, "run_id": ref.run_id, "workflow_id": ref.workflow_id}, handle)
+            ({"file": file, "run_id": ref.run_id, "workflow_id": ref.workflow_id},
+             handle.result())
         )
     if not args.wait:
+        for _, pending in submitted:
+            pending.close()  # never awaited: the workers run the jobs
         return [line for line, _ in submitted]
-    reports = await asyncio.gather(*(handle.result() for _, handle in submitted))
+    reports = await asyncio.gather(*(pending for _, pending in submitted))
     return [line | {"report": r.to_wire()} for (line, _), r in zip(submitted, reports, strict=True)]
 
 
