@@ -117,3 +117,23 @@ def test_review_refused_on_temporal(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["run", str(REVIEW_PLAN), "--review", "--executor", "temporal"])
     assert code == 2
     assert "--review needs a person at this terminal" in capsys.readouterr().err
+
+
+def test_ask_command_review_reject(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fanout ask --review` shows the lead's plan; rejecting it runs nothing."""
+    import yaml
+
+    job = yaml.safe_load(REVIEW_PLAN.read_text())
+    tools = tmp_path / "tools.yaml"
+    tools.write_text(yaml.safe_dump({"model": job["model"], "tools": job["tools"]}))
+    code, report, err = _run(
+        ["ask", job["job"]["query"], "--tools", str(tools), "--model", "scripted", "--review"],
+        "reject\n", tmp_path, monkeypatch, capsys)
+    assert "market" in err and "patents" in err  # the plan's table
+    assert report["outcome"] == "failed"
+    gaps = report["gaps"]
+    assert isinstance(gaps, list)
+    assert [g["trigger"] for g in gaps] == ["plan_rejected"]
+    assert code != 0
