@@ -52,8 +52,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# Then a person decides: the scenario's scripted person chooses retry for the denied
+# patents subtask, which completes (coverage 0% -> 50%); the other escalation times out.
 demo: $(STAMP)
 	$(BIN)/fanout run scenarios/research_lead.yaml --speed 20
+	$(BIN)/fanout run scenarios/person_retry.yaml --speed 60
 
 # The bench extra (the LangGraph baseline, pyinstrument) goes into the same venv.
 $(BENCH_STAMP): $(STAMP) pyproject.toml

@@ -68,7 +68,6 @@ def cmd_ask(args: argparse.Namespace, out: Console, err: Console) -> int:
         # Each line within 78 columns: an 80-column terminal does not wrap it mid-word.
         for line in NO_MODEL_HINT:
             err.print(line, markup=False, highlight=False)
-    args.ask = False  # no interactive escalation handler for ask
     if args.executor == "temporal":
         from coordinator.cli.temporal import check_temporal_options, run_temporal
         from coordinator.engine.run import RunRequest

@@ -156,7 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job", metavar="JOB.yaml")
     p.add_argument("--json", action="store_true", help="print the report as JSON only")
     p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
-    p.add_argument("--ask", action="store_true", help="pick an alternative for each escalation")
+    p.add_argument("--ask", action="store_true",
+                   help="decide each escalation as it happens (it waits for you)")
+    p.add_argument("--review", action="store_true",
+                   help="approve, edit or reject the lead's plan before it runs")
     p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
     add_private_fetch_option(p)
     add_run_options(p)
@@ -180,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON only")
     p.add_argument("--speed", type=float, default=None,
                    help="run simulated time X times faster (default: the run's own speed)")
-    p.add_argument("--ask", action="store_true", help="pick an alternative for each escalation")
+    p.add_argument("--ask", action="store_true",
+                   help="decide each escalation as it happens (it waits for you)")
     p.set_defaults(func=Command("run", "cmd_resume"))
 
     p = sub.add_parser("runs", help="list stored runs")
@@ -278,6 +282,10 @@ def add_ask_parser(sub: Any) -> None:
     p.add_argument("--speed", type=float, default=1.0, help="run simulated time X times faster")
     p.add_argument("--json", action="store_true", help="print the report as JSON only")
     p.add_argument("--record", metavar="OUT.yaml", help="also write the run as a scenario")
+    p.add_argument("--ask", action="store_true",
+                   help="decide each escalation as it happens (it waits for you)")
+    p.add_argument("--review", action="store_true",
+                   help="approve, edit or reject the lead's plan before it runs")
     p.add_argument("--store", metavar="PATH|URL",
                    help="the run store: a SQLite file or a postgresql:// URL")
     add_private_fetch_option(p)

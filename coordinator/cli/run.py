@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.to_thread
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
-from rich.prompt import Prompt
 
+from coordinator.api.person import os_user
 from coordinator.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -26,80 +26,85 @@ from coordinator.cli.common import (
     print_report,
     research_policy,
 )
+from coordinator.cli.person import TerminalPerson, wall_now
 from coordinator.engine.executor import LocalExecutor
 from coordinator.engine.resume import Start
 from coordinator.engine.run import Hooks, RunRequest
 from coordinator.job import JobSpec
 from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
+from coordinator.people import Desk
 from coordinator.report import CoverageReport
 from coordinator.store.runs import RunRecorder
 from coordinator.views.live import BoardLive, LiveBoard
 from shared.clock import AnyioClock
-from shared.escalation import Escalation
 from shared.tokens import load_encoding
 
 if TYPE_CHECKING:
     from subagents.models.endpoints.preflight import EndpointProblem
 
 
-class AskHandler:
-    """An interactive escalation handler: a person picks an alternative, or skips."""
-
-    def __init__(self, console: Console, live: Live | None) -> None:
-        self.console = console
-        self.live = live
-
-    async def handle(self, escalation: Escalation) -> str | None:
-        """Show the escalation and ask which alternative to take."""
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
-        c = self.console
-        c.rule(f"[bold red]escalation: {escalation.subtask_id}")
-        c.print(
-            f"[bold]{escalation.trigger}[/] ({escalation.category or 'no category'}): "
-            f"{escalation.message}"
-        )
-        c.print(f"tried: {escalation.attempted_query}")
-        options = list(escalation.alternatives)
-        for i, alt in enumerate(options, 1):
-            c.print(f"  [cyan]{i}[/] {alt}")
-        c.print("  [cyan]0[/] skip")
-        choices = [str(i) for i in range(len(options) + 1)]
-        answer = await anyio.to_thread.run_sync(
-            lambda: Prompt.ask("choose", choices=choices, default="0", console=c)
-        )
-        return None if answer == "0" else options[int(answer) - 1]
-
-
 def _live(
-    job: JobSpec, args: argparse.Namespace, out: Console, speed: float
-) -> tuple[LiveBoard, Live | None, AskHandler | None]:
+    job: JobSpec, args: argparse.Namespace, out: Console, err: Console, speed: float
+) -> tuple[LiveBoard, Live | None, TerminalPerson | None]:
     board = LiveBoard(job, speed=speed)
     live = None if args.json else BoardLive(board, console=out, refresh_per_second=8)
-    handler = AskHandler(out, live) if getattr(args, "ask", False) else None
-    return board, live, handler
+    ask = bool(getattr(args, "ask", False))
+    review = bool(getattr(args, "review", False))
+    person = None
+    if ask or review:
+        # With --json stdout is the report's alone: the questions go to stderr.
+        person = TerminalPerson(err if args.json else out, live, by=os_user(),
+                                escalations=ask, plans=review,
+                                on_timeout=job.escalation_wait().on_timeout)
+    return board, live, person
 
 
 def _execute(
-    main: Callable[[], Awaitable[CoverageReport]],
+    run: Callable[[Hooks], Awaitable[CoverageReport]],
+    hooks: Hooks,
     live: Live | None,
-    handler: AskHandler | None,
+    person: TerminalPerson | None,
     recorders: Sequence[RunRecorder],
     *,
+    clock: AnyioClock,
+    elapsed_offset: float = 0.0,
     start_live: bool = True,
 ) -> CoverageReport:
+    """Run the job with ``hooks`` (and, with a person, a desk they attend), the live
+    board showing it; the report."""
+
+    async def main() -> CoverageReport:
+        if person is None:
+            return await run(hooks)
+        # The desk counts the run's seconds (a resumed run's from where it was).
+        desk = Desk(clock, wall=wall_now, start=clock.now() - elapsed_offset)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(person.attend, desk)
+            report = await run(replace(hooks, desk=desk))
+            tg.cancel_scope.cancel()
+        return report
+
     load_encoding()  # load the encoding now, not on the job's clock
     if live is not None and start_live:
         live.start()
     try:
         return anyio.run(main, backend="asyncio")
     finally:
-        if (handler is None or handler.live is not None) and live is not None:
+        if live is not None and live.is_started:
             live.stop()
         for recorder in recorders:
             recorder.close()
+
+
+def _reviewed(scenario: Scenario, err: Console) -> Scenario:
+    """``scenario`` whose lead's plan waits for review (``--review``)."""
+    if scenario.job.subtasks:
+        err.print("[yellow]warning:[/] --review: the job's subtasks are its file's; there "
+                  "is no lead's plan to review")
+        return scenario
+    job = scenario.job.model_copy(update={"review_plan": True})
+    return scenario.model_copy(update={"job": job})
 
 
 def _resume_hint(err: Console, run_ids: Sequence[str]) -> None:
@@ -198,6 +203,8 @@ def run_live(
     Shared by ``fanout run`` and ``fanout ask``: ``--speed``, ``--json``, ``--ask`` and
     ``--record`` come from ``args``.
     """
+    if getattr(args, "review", False):
+        scenario = _reviewed(scenario, err)
     clock = AnyioClock(speed=args.speed)
     # The model client is made (its key read from the environment) before anything is
     # recorded: a missing key is exit 2 with nothing run and nothing stored.
@@ -208,7 +215,7 @@ def run_live(
         return refused
     store = open_store(args)
     recorded: list[str] = []
-    board, live, handler = _live(scenario.job, args, out, args.speed)
+    board, live, person = _live(scenario.job, args, out, err, args.speed)
 
     def on_recorded(run_id: str) -> None:
         # MCP servers start (and research tools open, their folder indexed) before the
@@ -224,12 +231,13 @@ def run_live(
         scenario, spec_text, file, speed=args.speed,
         policy=research_policy(args),
     )
-    hooks = Hooks(observer=board, handler=handler, on_plan=board.plan,
+    hooks = Hooks(observer=board, on_plan=board.plan,
                   on_followups=board.follow_up, on_recorded=on_recorded)
     executor = LocalExecutor(store, start=start, clock=clock)
     try:
         report = _execute(
-            lambda: executor.execute(request, hooks), live, handler, [], start_live=False
+            lambda h: executor.execute(request, h), hooks, live, person, [], clock=clock,
+            start_live=False,
         )
     except KeyboardInterrupt:
         _resume_hint(err, recorded)
@@ -299,12 +307,13 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"resuming run [bold]{row.id}[/] at {start.elapsed_offset:.1f}s: {kept} of "
             f"{len(start.runs)} subtasks already finished"
         )
-    board, live, handler = _live(start.scenario.job, args, out, speed)
+    board, live, person = _live(start.scenario.job, args, out, err, speed)
     request = RunRequest(start.scenario, row.spec_text, row.file, speed=speed)
-    hooks = Hooks(observer=board, handler=handler, on_followups=board.follow_up)
+    hooks = Hooks(observer=board, on_followups=board.follow_up)
     executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
     try:
-        report = _execute(lambda: executor.execute(request, hooks), live, handler, [recorder])
+        report = _execute(lambda h: executor.execute(request, h), hooks, live, person,
+                          [recorder], clock=clock, elapsed_offset=start.elapsed_offset)
     except KeyboardInterrupt:
         _resume_hint(err, [recorder.run_id])
         raise

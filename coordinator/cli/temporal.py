@@ -178,10 +178,11 @@ def check_temporal_options(args: argparse.Namespace, err: Console) -> bool:
         which = "--speed" if args.speed <= 0 else "--heartbeat-timeout"
         err.print(f"[bold red]error:[/] {which}: expected a positive number")
         return False
-    if getattr(args, "ask", False):
-        err.print("[bold red]error:[/] --ask needs a person at this terminal; on Temporal "
-                  "the escalations are in the report (`fanout report`)")
-        return False
+    for flag in ("ask", "review"):
+        if getattr(args, flag, False):
+            err.print(f"[bold red]error:[/] --{flag} needs a person at this terminal; on "
+                      "Temporal the escalations are in the report (`fanout report`)")
+            return False
     return True
 
 

@@ -56,7 +56,8 @@ def decision_line(decision: Mapping[str, Any]) -> str:
         return f"decision for {subtask}: {decision.get('choice', '')}"
     at = decision.get("at")
     if at is None and decision.get("at_s") is not None:
-        at = f"+{decision['at_s']:g}s"
+        # A real-time run's seconds are read off the loop's clock: hundredths are enough.
+        at = f"+{round(float(decision['at_s']), 2):g}s"
     who = given_by(decision.get("by"), at).removeprefix("given ")
     line = f"{decision.get('escalation') or subtask}: {_DONE.get(str(do), do)} ({do}) {who}"
     if do == "answer" and decision.get("text"):

@@ -123,26 +123,26 @@ def test_run_json_uses_real_time_at_speed(
 
 
 @pytest.mark.process
-def test_ask_records_the_alternative_a_person_picks(tmp_path: Path) -> None:
-    """With --ask, the alternative typed at the prompt is recorded as the decision."""
+def test_ask_carries_out_the_option_a_person_picks(tmp_path: Path) -> None:
+    """With --ask, the escalation is shown as it happens and the option typed at stdin is
+    carried out: retry runs patents again, and it completes."""
     proc = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "run", str(DESIGN), "--speed", "1000",
-         "--ask", "--store", str(tmp_path / "runs.sqlite")],
-        input="1\n",
+        [sys.executable, "-m", "coordinator.cli", "run", str(DATA / "ask_retry.yaml"),
+         "--speed", "100", "--ask", "--store", str(tmp_path / "runs.sqlite")],
+        input="o1\n",
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "escalation: patents" in proc.stdout
+    assert "escalation patents:1: patents" in proc.stdout
+    assert "o1: retry" in proc.stdout
     stored = subprocess.run(
         [sys.executable, "-m", "coordinator.cli", "report", "--format", "json",
          "--store", str(tmp_path / "runs.sqlite")],
         capture_output=True, text=True, timeout=60, check=False,
     )
-    decisions = json.loads(stored.stdout)["decisions"]
-    assert decisions == [
-        {"subtask_id": "patents", "choice": "request patents:read for role analyst "
-         "(needed by patent_db)"}
-    ]
+    report = json.loads(stored.stdout)
+    assert [(d["escalation"], d["do"]) for d in report["decisions"]] == [("patents:1", "retry")]
+    assert {s["id"]: s["status"] for s in report["subtasks"]}["patents"] == "complete"
