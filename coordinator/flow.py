@@ -18,11 +18,12 @@ later, the cuts, follow-up eligibility) are the pure functions of :mod:`coordina
 Nothing here imports anyio or asyncio: the backend brings its own primitives, so the
 workflow's sandbox runs this module deterministically.
 
-**Escalations.** A result that ends its subtask escalated, routed ``escalate``, is handed
-to the run's :class:`~coordinator.routing.EscalationHandler` in :meth:`Flow.escalated`,
-as it is counted, while the other subtasks go on; its choice is one of the report's
-``decisions``. That method is the seam where a subtask could later wait for a person's
-decision, releasing its lane, and be queued again (docs/design.md §17).
+**Escalations.** A result that ends its subtask escalated, routed ``escalate``, goes to
+the run's person when one is attached (``Backend.attended``): the lane holds it, gives its
+slot to a new lane, waits for ``Backend.decision`` and :meth:`Flow.carry_out` does what
+the decision says (docs/design.md §17). Without a person it is handed to the run's
+:class:`~coordinator.routing.EscalationHandler` in :meth:`Flow.escalated` as it is
+counted; its choice is one of the report's ``decisions``.
 """
 
 from __future__ import annotations
