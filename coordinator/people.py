@@ -16,12 +16,15 @@ against a desk at its virtual times.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from coordinator.decision import TIMEOUT, DecisionError, DecisionRequest, decide, parse_request
 from coordinator.plan_review import PlanReview, apply_plan_edit, parse_review
@@ -166,6 +169,30 @@ class Desk:
             listener(event, data)
         self._changed.set()
         self._changed = anyio.Event()
+
+    @contextmanager
+    def needs(self) -> Iterator[MemoryObjectReceiveStream[dict[str, Any]]]:
+        """What waits now, then everything that comes to wait (``decision.needed`` data:
+        ``{"escalation": ...}`` or ``{"plan": ...}``), as one stream, for a person who
+        attends the desk."""
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+
+        def hear(event: str, data: dict[str, Any]) -> None:
+            if event == DECISION_NEEDED:
+                send.send_nowait(data)
+
+        stop = self.listen(hear)
+        try:
+            pending = self.pending()
+            for item in pending["escalations"]:
+                send.send_nowait({"escalation": item})
+            if pending["plan"] is not None:
+                send.send_nowait({"plan": pending["plan"]})
+            with receive:
+                yield receive
+        finally:
+            stop()
+            send.close()
 
     def change(self) -> anyio.Event:
         """An event set at the desk's next change (something waits, is decided, asked)."""

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import getpass
 import inspect
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -39,7 +38,7 @@ import anyio
 import anyio.abc
 
 from coordinator.decision import DecisionError
-from coordinator.people import DECISION_NEEDED, Desk
+from coordinator.people import Desk
 from coordinator.plan_review import PlanEdit
 from coordinator.report import Decision
 from shared.escalation import Escalation, Option
@@ -167,28 +166,13 @@ class PythonPerson:
 
     async def attend(self, desk: Desk) -> None:
         """Answer what waits on ``desk`` now and from now on, until cancelled."""
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-
-        def hear(event: str, data: dict[str, Any]) -> None:
-            if event == DECISION_NEEDED:
-                send.send_nowait(data)
-
-        stop = desk.listen(hear)
-        try:
-            pending = desk.pending()
-            for item in pending["escalations"]:
-                send.send_nowait({"escalation": item})
-            if pending["plan"] is not None:
-                send.send_nowait({"plan": pending["plan"]})
-            async with anyio.create_task_group() as tg, receive:
-                async for data in receive:
+        with desk.needs() as needs:
+            async with anyio.create_task_group() as tg:
+                async for data in needs:
                     if "escalation" in data:
                         tg.start_soon(self._decide, desk, str(data["escalation"]["id"]))
                     elif "plan" in data:
                         tg.start_soon(self._review, desk, data["plan"])
-        finally:
-            stop()
-            send.close()
 
     def _failed(self, exc: Exception) -> None:
         self.failures.append(exc)

@@ -13,7 +13,6 @@ as the job's timeout would decide it (``escalations.on_timeout``; the plan: appr
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -28,7 +27,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from coordinator.decision import DecisionError
-from coordinator.people import DECISION_NEEDED, Desk
+from coordinator.people import Desk
 from coordinator.views.live import LiveBoard
 from shared.escalation import Escalation
 from subagents.spec import SubtaskSpec
@@ -78,28 +77,12 @@ class TerminalPerson:
 
     async def attend(self, desk: Desk) -> None:
         """Answer what waits on ``desk`` now and from now on, one at a time, until cancelled."""
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-
-        def hear(event: str, data: dict[str, Any]) -> None:
-            if event == DECISION_NEEDED:
-                send.send_nowait(data)
-
-        stop = desk.listen(hear)
-        try:
-            pending = desk.pending()
-            for item in pending["escalations"]:
-                send.send_nowait({"escalation": item})
-            if pending["plan"] is not None:
-                send.send_nowait({"plan": pending["plan"]})
-            async with receive:
-                async for data in receive:
-                    if "escalation" in data and self.escalations:
-                        await self._decide(desk, str(data["escalation"]["id"]))
-                    elif "plan" in data and self.plans:
-                        await self._review(desk)
-        finally:
-            stop()
-            send.close()
+        with desk.needs() as needs:
+            async for data in needs:
+                if "escalation" in data and self.escalations:
+                    await self._decide(desk, str(data["escalation"]["id"]))
+                elif "plan" in data and self.plans:
+                    await self._review(desk)
 
     # --- the board ---------------------------------------------------------------------
 
