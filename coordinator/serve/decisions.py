@@ -12,6 +12,7 @@ run on uvicorn's event loop, the runs' loop too, so they call the desk directly.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -163,6 +164,28 @@ def people_router(manager: RunManager, auth: Authorizer) -> APIRouter:
         return _conflict(row, f"run {row.id} has no person's desk here: its job sets neither "
                          "escalations nor review_plan, or it runs elsewhere")
 
+    async def carried_out(
+        request: Request, row: RunRow, door: str, parse: Callable[[Any], Any],
+        act: Callable[[Desk, Any], Any],
+    ) -> Response:
+        """A person's call on the run's desk: the body parsed first (422 naming the
+        field), then the desk (409 without one, or when nothing named waits), then
+        ``act`` (a refused choice: 422); 200 with what it made."""
+        try:
+            parsed = parse(await _json(request, door))
+        except DecisionError as exc:
+            return _refused(door, exc)
+        desk = desk_of(row)
+        if desk is None:
+            return no_desk(row)
+        try:
+            made = act(desk, parsed)
+        except DecisionError as exc:
+            return _refused(door, exc)
+        except NotWaiting as exc:
+            return _conflict(row, str(exc))
+        return JSONResponse(made)
+
     @router.get("/{run_id}/pending", response_model=Pending, responses=_NOT_FOUND,
                 summary="What waits for a person: escalations and the plan")
     async def get_pending(row: Known) -> Response:
@@ -178,21 +201,9 @@ def people_router(manager: RunManager, auth: Authorizer) -> APIRouter:
         summary="Decide a waiting escalation (200: the decision, as the report keeps it)",
     )
     async def decide_escalation(request: Request, row: Known) -> Response:
-        door = f"POST /runs/{row.id}/decisions"
-        try:
-            parsed = parse_decision(await _json(request, door))
-        except DecisionError as exc:
-            return _refused(door, exc)
-        desk = desk_of(row)
-        if desk is None:
-            return no_desk(row)
-        try:
-            decision = desk.decide(parsed, by)
-        except DecisionError as exc:
-            return _refused(door, exc)
-        except NotWaiting as exc:
-            return _conflict(row, str(exc))
-        return JSONResponse(decision.model_dump(mode="json"))
+        return await carried_out(
+            request, row, f"POST /runs/{row.id}/decisions", parse_decision,
+            lambda desk, parsed: desk.decide(parsed, by).model_dump(mode="json"))
 
     @router.post(
         "/{run_id}/plan", response_model=PlanReview,
@@ -203,21 +214,10 @@ def people_router(manager: RunManager, auth: Authorizer) -> APIRouter:
         summary="Review the waiting plan: approve, edit or reject it",
     )
     async def review_plan(request: Request, row: Known) -> Response:
-        door = f"POST /runs/{row.id}/plan"
-        try:
-            verdict = parse_plan_review(await _json(request, door))
-        except DecisionError as exc:
-            return _refused(door, exc)
-        desk = desk_of(row)
-        if desk is None:
-            return no_desk(row)
-        try:
-            review = desk.review(verdict, by)
-        except DecisionError as exc:  # PlanEditError: the edit is no valid plan
-            return _refused(door, exc)
-        except NotWaiting as exc:
-            return _conflict(row, str(exc))
-        return JSONResponse(review.model_dump(mode="json"))
+        # (A PlanEditError, the edit being no valid plan, is a DecisionError: 422.)
+        return await carried_out(request, row, f"POST /runs/{row.id}/plan", parse_plan_review,
+                                 lambda desk, verdict: desk.review(verdict, by).model_dump(
+                                     mode="json"))
 
     @router.post(
         "/{run_id}/subtasks/{subtask_id}/request", response_model=RequestMade,
@@ -232,20 +232,9 @@ def people_router(manager: RunManager, auth: Authorizer) -> APIRouter:
         request: Request, row: Known,
         subtask_id: Annotated[str, Path(min_length=1, max_length=200)],
     ) -> Response:
-        door = f"POST /runs/{row.id}/subtasks/{{sid}}/request"
-        try:
-            stop, hint = parse_person_request(await _json(request, door))
-        except DecisionError as exc:
-            return _refused(door, exc)
-        desk = desk_of(row)
-        if desk is None:
-            return no_desk(row)
-        try:
-            made = desk.request(subtask_id, by=by, stop=stop, hint=hint)
-        except DecisionError as exc:
-            return _refused(door, exc)
-        except NotWaiting as exc:
-            return _conflict(row, str(exc))
-        return JSONResponse(made.to_wire())
+        return await carried_out(
+            request, row, f"POST /runs/{row.id}/subtasks/{{sid}}/request", parse_person_request,
+            lambda desk, asked: desk.request(subtask_id, by=by, stop=asked[0],
+                                             hint=asked[1]).to_wire())
 
     return router
