@@ -230,6 +230,8 @@ class Flow:
         # A person's decisions under way: the subtask's status and the job's coverage
         # before, kept until what the decision started is counted (docs/design.md §17).
         self._acting: dict[str, tuple[Decision, SubtaskStatus, float]] = {}
+        # The same for use_tool / requery, measured once their continuation is counted.
+        self._continuing: dict[str, tuple[Decision, SubtaskStatus, float]] = {}
         # What a person's use_tool / requery continue with, run after the rounds.
         self._continued: list[SubtaskSpec] = []
 
@@ -285,14 +287,16 @@ class Flow:
         specs, self._continued = self._continued, []
         if self.backend.cancelled():
             for spec in specs:  # nothing more starts: the decision changed nothing
-                self._acted(spec.followup_of or spec.id, "gap", report.coverage)
+                self._acted(self._continuing, spec.followup_of or spec.id, "gap",
+                            report.coverage)
             return report
         self.backend.continuing(specs)
         extra = await self.fan_out(followup_job(job, specs), followups=True)
         report = with_followups(report, extra, specs)
         rows = {row.id: row.status for row in report.subtasks}
         for spec in specs:
-            self._acted(spec.followup_of or spec.id, rows.get(spec.id, "gap"), report.coverage)
+            self._acted(self._continuing, spec.followup_of or spec.id,
+                        rows.get(spec.id, "gap"), report.coverage)
         return report
 
     async def fan_out(self, job: JobSpec, *, followups: bool) -> CoverageReport:
@@ -401,9 +405,11 @@ class Flow:
     def decided(self, report: CoverageReport) -> CoverageReport:
         """``report`` with the decisions made during the run (a handler's choices, a
         person's decisions with what they changed); accepted gaps marked decided."""
-        for sid in list(self._acting):  # started, never counted again (the run was cut)
-            self._acted(sid, next((r.status for r in report.subtasks if r.id == sid), "gap"),
-                        report.coverage)
+        for pending in (self._acting, self._continuing):
+            for sid in list(pending):  # started, never counted again (the run was cut)
+                status: SubtaskStatus = next(
+                    (r.status for r in report.subtasks if r.id == sid), "gap")
+                self._acted(pending, sid, status, report.coverage)
         decisions = [*report.decisions, *self.decisions]
         if all(d.at_s is not None for d in decisions):
             # A person's, in the order made (each is listed once what it did is counted).
@@ -416,7 +422,7 @@ class Flow:
         rows.add(result)
         sid = result.subtask_id
         if sid in self._acting:
-            self._acted(sid, rows.status(sid), rows.coverage())
+            self._acted(self._acting, sid, rows.status(sid), rows.coverage())
         escalation = rows.escalation(sid)
         if escalation is not None and ask:
             await self.escalated(escalation)
@@ -442,7 +448,7 @@ class Flow:
         job's coverage before → after) is measured once what it started is counted."""
         sid = spec.id
         if sid in self._acting:  # a retry that escalated again: the first one is done
-            self._acted(sid, subtask_status(result), rows.coverage())
+            self._acted(self._acting, sid, subtask_status(result), rows.coverage())
         before = (decision, subtask_status(result), rows.coverage())
         do = decision.do
         if do == "retry":
@@ -451,7 +457,7 @@ class Flow:
             return True
         if do in ("use_tool", "requery"):
             await self.add(rows, result, ask=False)  # the gap stays; a follow-up may fill it
-            self._acting[f"{sid}\0"] = before  # measured once the continuation is counted
+            self._continuing[sid] = before  # measured once the continuation is counted
             self._continued.append(self._continuation(spec, decision))
             return False
         self._acting[sid] = before
@@ -483,10 +489,12 @@ class Flow:
             "weight": 0.0, "followup_of": spec.id,
         })
 
-    def _acted(self, sid: str, status_after: SubtaskStatus, coverage_after: float) -> None:
-        """Close the decision under way for ``sid`` with what it changed."""
-        key = f"{sid}\0" if f"{sid}\0" in self._acting else sid
-        decision, status_before, coverage_before = self._acting.pop(key)
+    def _acted(
+        self, pending: dict[str, tuple[Decision, SubtaskStatus, float]], sid: str,
+        status_after: SubtaskStatus, coverage_after: float,
+    ) -> None:
+        """Close the decision under way for ``sid`` in ``pending`` with what it changed."""
+        decision, status_before, coverage_before = pending.pop(sid)
         self.decisions.append(with_change(
             decision, status_before=status_before, status_after=status_after,
             coverage_before=coverage_before, coverage_after=coverage_after,
