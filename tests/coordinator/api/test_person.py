@@ -128,17 +128,20 @@ async def test_an_escalation_already_waiting_is_answered_when_the_person_attends
     desk = Desk(AnyioClock())
     offered = desk.offer(_escalation(), ALLOWLIST)
     out: list[Decision] = []
+    decided = anyio.Event()
 
     async def waiter() -> None:
         out.append(await desk.wait(offered, timeout_s=3600))
+        decided.set()
 
     async with anyio.create_task_group() as tg:
         change = desk.change()
         tg.start_soon(waiter)
         await change.wait()
         scope = attach(PythonPerson(lambda e: "o1", by="ana"), desk, tg)
-        while not out:
-            await desk.change().wait()
+        # Wait for the waiter itself: the desk's change fires before the waiter resumes
+        # and appends, so looping on change() could sleep past the last change forever.
+        await decided.wait()
         scope.cancel()
     assert out[0].do == "retry"
 
