@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from coordinator.flow import Flow, Lane, Plan
+from coordinator.flow import Flow, Lane, Plan, Waited
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead.decompose import (
@@ -35,7 +35,7 @@ from coordinator.lead.followups import plan_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.research import FollowupHook, PlanHook, catalogue, with_subtasks
 from coordinator.lead.synthesis import synthesize
-from coordinator.people import Desk
+from coordinator.people import DECISION_MADE, DECISION_NEEDED, Desk
 from coordinator.report import CoverageReport, Decision, with_tokens
 from coordinator.routing import EscalationHandler, RecordingHandler
 from coordinator.rules import CutTrigger, cut, retried_later
@@ -64,6 +64,9 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 ResultHook = Callable[[SubagentResult], Awaitable[None]]
+DecisionHook = Callable[[str, str, float, dict[str, Any]], None]
+"""Hears ``(subtask_id, kind, at, data)`` of a person's escalation: ``decision.needed``
+(``{"escalation": ...}``) and ``decision.made`` (``{"decision": ...}``), at job time."""
 PlannerFactory = Callable[[SubtaskSpec], Planner]
 
 __all__ = [
@@ -119,18 +122,25 @@ class ResearchHooks:
     desk: Desk | None = None
     """The person attached to the run (docs/design.md §17): escalations routed
     ``escalate`` wait at this desk for a decision, and running subtasks hear its requests."""
+    on_decision: DecisionHook | None = None
+    """Hears the desk's escalation events, to record them (a resumed run waits again for
+    an escalation that waited when it stopped)."""
 
 
 @dataclass(frozen=True)
 class Resumed:
     """Where a resumed run continues: its subagents' runs, the job time it had reached,
     the gap of a lead that could not plan (its degraded plan runs again), and the
-    follow-ups its lead had planned (None: not planned yet). The default: a fresh run."""
+    follow-ups its lead had planned (None: not planned yet), the escalations that waited
+    for a person when it stopped and how many escalations each subtask had offered
+    (docs/design.md §17). The default: a fresh run."""
 
     runs: Mapping[str, SubagentRun] | None = None
     elapsed_offset: float = 0.0
     lead_gap: SubagentResult | None = None
     followups: Sequence[SubtaskSpec] | None = None
+    waited: Mapping[str, Waited] | None = None
+    numbers: Mapping[str, int] | None = None
 
 
 class LocalBackend:
@@ -161,8 +171,15 @@ class LocalBackend:
         self.planning = planning
         self.planner_factory = planner_factory
         self.desk = hooks.desk
-        if self.desk is not None and self.cancel is None:
-            self.cancel = anyio.Event()  # a person's stop ends the run as a cancel does
+        if self.desk is not None:
+            if self.cancel is None:
+                self.cancel = anyio.Event()  # a person's stop ends the run as a cancel does
+            # The desk's seconds are job time (a resumed run's go on), and a resumed
+            # run's escalations are numbered on from those it offered before.
+            self.desk.align(resumed.elapsed_offset)
+            self.desk.restore_numbers(resumed.numbers or {})
+        # A resumed run's escalations that wait again, by escalation id.
+        self.waited = {w.escalation.id: w for w in (resumed.waited or {}).values()}
         self.job: JobSpec | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         # Escalated subagents a person may send back to work (retry), by subtask.
@@ -311,11 +328,16 @@ class LocalBackend:
             return None
         assert self.job is not None
         wait = self.job.escalation_wait()
+        waited = self.waited.pop(escalation.id, None) if escalation.id is not None else None
+        if waited is not None:  # it waited when the run stopped: the same id, options, since
+            return await desk.wait(waited.escalation, timeout_s=wait.wait_s,
+                                   on_timeout=wait.on_timeout, since_s=waited.since_s)
         offered = desk.offer(escalation, list(spec.tools))
         return await desk.wait(offered, timeout_s=wait.wait_s, on_timeout=wait.on_timeout)
 
     def again(self, spec: SubtaskSpec) -> None:
-        run = self.decidable.pop(spec.id)
+        # (A resumed run's escalated subagent is its restored run, never counted here.)
+        run = self.decidable.pop(spec.id, None) or self.live[spec.id]
         run.state = "queued"
         self.live[spec.id] = run
 
@@ -557,18 +579,45 @@ async def run_research(
             source, clock=clock, seed=scenario.seed, trace_ids=trace_ids, hooks=traced,
             resumed=resumed, cancel=cancel, scenario=scenario, planning=planning,
         )
-        flow = Flow(backend, hooks.handler, lead_gap=resumed.lead_gap)
-        if desk is not None and scenario.people:
-            async with anyio.create_task_group() as people:
-                # The scripted person plays beside the job; a step for something that
-                # never happens is left undelivered when the job ends.
-                people.start_soon(ScriptedPerson(desk, scenario.people).run)
-                report = await flow.run(scenario.job)
-                people.cancel_scope.cancel()
-        else:
-            report = await flow.run(scenario.job)
+        flow = Flow(backend, hooks.handler, lead_gap=resumed.lead_gap, waited=resumed.waited)
+        unlisten = None
+        if desk is not None and hooks.on_decision is not None:
+            unlisten = desk.listen(_recording(hooks.on_decision, backend.now))
+        try:
+            report = await _run_flow(flow, scenario, desk)
+        finally:
+            if unlisten is not None:
+                unlisten()
         instrumented.outcome(
             report.outcome, report.coverage, len(report.subtasks), len(report.gaps)
         )
     return report
+
+
+def _recording(
+    hook: DecisionHook, now: Callable[[], float]
+) -> Callable[[str, dict[str, Any]], None]:
+    """A desk listener handing its escalation events to ``hook`` (the run store records
+    them as events of the subtask), at job time."""
+
+    def heard(event: str, data: dict[str, Any]) -> None:
+        if event == DECISION_NEEDED and "escalation" in data:
+            hook(data["escalation"]["subtask_id"], event, now(), data)
+        elif event == DECISION_MADE and "decision" in data:
+            hook(data["decision"]["subtask_id"], event, now(), data)
+
+    return heard
+
+
+async def _run_flow(flow: Flow, scenario: Scenario, desk: Desk | None) -> CoverageReport:
+    """The flow's run of ``scenario``'s job, its scripted person playing beside it."""
+    if desk is not None and scenario.people:
+        async with anyio.create_task_group() as people:
+            # The scripted person plays beside the job; a step for something that
+            # never happens is left undelivered when the job ends.
+            people.start_soon(ScriptedPerson(desk, scenario.people).run)
+            report = await flow.run(scenario.job)
+            people.cancel_scope.cancel()
+        return report
+    return await flow.run(scenario.job)
 

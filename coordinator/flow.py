@@ -24,14 +24,21 @@ slot to a new lane, waits for ``Backend.decision`` and :meth:`Flow.carry_out` do
 the decision says (docs/design.md §17). Without a person it is handed to the run's
 :class:`~coordinator.routing.EscalationHandler` in :meth:`Flow.escalated` as it is
 counted; its choice is one of the report's ``decisions``.
+
+**Waiting, durably.** A resumed run gets the escalations that waited for a person when
+the run stopped (:class:`Waited`, read from the store's ``decision.needed`` and
+``decision.made`` events): with a person attached, :meth:`Flow.fan_out` holds each of
+those subtasks again, with the same escalation, and carries out the decision then made
+as it does for a fresh one (a ``retry`` runs the subtask again).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from coordinator.decision import answered, with_change
@@ -61,7 +68,7 @@ from shared.escalation import Escalation
 from subagents.result import SubagentResult
 from subagents.spec import CallStep, PlanStep, SubtaskSpec
 
-__all__ = ["Backend", "Flow", "Plan"]
+__all__ = ["Backend", "Flow", "Plan", "Waited"]
 
 Lane = Callable[[], Coroutine[Any, Any, None]]
 
@@ -75,6 +82,18 @@ class Plan:
     subtasks: list[SubtaskSpec] | None
     gap: SubagentResult | None = None
     cut: bool = False
+
+
+@dataclass(frozen=True)
+class Waited:
+    """An escalation that waited for a person when its run stopped (docs/design.md §17):
+    the subtask's committed ``result``, its ``escalation`` as offered (``id`` and
+    ``options``), and ``since_s``, the job time its wait began. A resumed run with a
+    person attached waits for it again."""
+
+    result: SubagentResult
+    escalation: Escalation
+    since_s: float
 
 
 class Backend(Protocol):
@@ -221,11 +240,14 @@ class Flow:
 
     def __init__(
         self, backend: Backend, handler: EscalationHandler | None = None,
-        *, lead_gap: SubagentResult | None = None,
+        *, lead_gap: SubagentResult | None = None, waited: Mapping[str, Waited] | None = None,
     ) -> None:
         self.backend = backend
         self.handler = handler
         self.lead_gap = lead_gap  # a resumed run's lead that could not plan
+        # A resumed run's escalations that waited for a person, by subtask: they wait
+        # again in the fan-out of their subtask (when a person is attached).
+        self.waited: dict[str, Waited] = dict(waited or {})
         self.decisions: list[Decision] = []
         # A person's decisions under way: the subtask's status and the job's coverage
         # before, kept until what the decision started is counted (docs/design.md §17).
@@ -307,8 +329,12 @@ class Flow:
             rows = ReportBuilder(job)
             kept: dict[str, SubagentResult] = {}  # results the retry round may replace
             first = [s for s in job.subtasks if backend.due(s, 1)]
-            if first:
-                await self.round(job, first, 1, rows, kept)
+            # A resumed run's subtasks that waited for a person wait again (their round
+            # is over: they take no lane until decided).
+            waited = [(s, self.waited.pop(s.id)) for s in job.subtasks
+                      if s.id in self.waited and backend.attended]
+            if first or waited:
+                await self.round(job, first, 1, rows, kept, waited)
             # A resumed run may have been cut inside the retry round: those continue in it.
             retry = [s for s in job.subtasks if backend.due(s, 2)]
             if retry and next_round_starts(job.deadline_s, backend.now(),
@@ -324,20 +350,24 @@ class Flow:
     async def round(
         self, job: JobSpec, batch: list[SubtaskSpec], round_no: int,
         rows: ReportBuilder, kept: dict[str, SubagentResult],
+        waited: Sequence[tuple[SubtaskSpec, Waited]] = (),
     ) -> None:
         """One round of ``batch`` on ``job.concurrency`` lanes taking subtasks in order
         (FIFO), until the deadline or a cancel; what the cut left is settled.
 
         A subtask whose escalation waits for a person gives its lane's slot to a new lane
         while it waits (every other subtask goes on); once decided, it goes back to work
-        only if fewer than ``job.concurrency`` lanes are working."""
+        only if fewer than ``job.concurrency`` lanes are working. ``waited``: a resumed
+        run's subtasks that waited for a person when it stopped; they wait again here,
+        holding no lane, and a retry decided then takes a lane as a decided one does."""
         backend = self.backend
         queue = deque(batch)
         running: set[str] = set()
         held: dict[str, SubagentResult] = {}  # escalated, waiting for a person
         working = [0]  # lanes taking subtasks (not waiting for a person)
         await backend.queued(batch, round_no)
-        n_lanes = min(job.concurrency, len(queue))
+        n_lanes = min(job.concurrency, len(queue) + len(waited))
+        waiters = list(waited)
 
         async def count(result: SubagentResult) -> None:
             if await backend.counted(result):
@@ -369,28 +399,51 @@ class Flow:
                         continue
                     kept.pop(result.subtask_id, None)
                     # Its slot goes to another lane while a person decides.
-                    held[spec.id] = result
                     working[0] -= 1
                     backend.spawn(lane)
                     try:
-                        decision = await backend.decision(escalation, spec)
+                        await decide(spec, result, escalation)
                     finally:
                         working[0] += 1
-                    del held[spec.id]
-                    if decision is None:
-                        await self.add(rows, result)
-                    elif await self.carry_out(decision, spec, result, rows):
-                        queue.appendleft(spec)  # a retry: it runs again from where it stopped
                     if working[0] > n_lanes:
                         return  # the lane that took its slot goes on
             finally:
                 working[0] -= 1
 
-        await backend.lanes(n_lanes, lane, time_left(job.deadline_s, backend.now()))
+        async def decide(spec: SubtaskSpec, result: SubagentResult,
+                         escalation: Escalation) -> None:
+            # The subtask waits for a person's decision (holding no lane), then the
+            # decision is carried out.
+            held[spec.id] = result
+            decision = await backend.decision(escalation, spec)
+            del held[spec.id]
+            if decision is None:
+                await self.add(rows, result)
+            elif await self.carry_out(decision, spec, result, rows):
+                queue.appendleft(spec)  # a retry: it runs again from where it stopped
+
+        async def waiter(spec: SubtaskSpec, waited: Waited) -> None:
+            # A resumed run's subtask that waited when the run stopped waits again; a
+            # retry then takes a lane when one is free (else a working lane takes it).
+            await decide(spec, waited.result, waited.escalation)
+            if queue and working[0] < n_lanes and not backend.stopped():
+                await lane()
+
+        async def first_lane() -> None:
+            # The first lane to start starts the resumed waits beside the lanes.
+            while waiters:
+                spec, one = waiters.pop(0)
+                backend.spawn(partial(waiter, spec, one))
+            await lane()
+
+        await backend.lanes(n_lanes, first_lane if waiters else lane,
+                            time_left(job.deadline_s, backend.now()))
         for result in held.values():
             # The deadline or a cancel fell while a person had not decided: undecided.
             await self.add(rows, result, ask=False)
-        left = [s for s in batch if s.id not in rows and not self._done(s, kept, round_no)]
+        # (A resumed wait decided retry may have been cut before it ran again, too.)
+        left = [s for s in [*batch, *(spec for spec, _ in waited)]
+                if s.id not in rows and not self._done(s, kept, round_no)]
         if left:
             trigger: CutTrigger = "cancelled" if backend.cancelled() else "deadline"
             async for result in backend.settle(left, trigger):

@@ -149,6 +149,12 @@ class Desk:
         """Seconds since the run's start on its clock."""
         return round(self.clock.now() - self._start, 9)
 
+    def align(self, elapsed_s: float) -> None:
+        """Make ``now_s`` the run's job time, ``elapsed_s`` now: the engine says where its
+        job clock stands as the run starts (a resumed run goes on from where it stopped),
+        so ``since_s`` and ``at_s`` are job time, as the store's events are."""
+        self._start = self.clock.now() - elapsed_s
+
     def _at(self) -> str | None:
         if self._wall is None:
             return None
@@ -217,12 +223,15 @@ class Desk:
         *,
         timeout_s: float | None,
         on_timeout: Literal["accept", "stop"] = "accept",
+        since_s: float | None = None,
     ) -> Decision:
         """Wait for a person to decide ``escalation`` (offered: with id and options).
 
         After ``timeout_s`` on the run's clock, the first option of kind ``on_timeout``
         is chosen ``by: timeout``. A cancelled wait (the job's deadline, a stop) stops
         waiting: the escalation no longer waits, and the cancellation goes on.
+        ``since_s``: when the wait began, for a resumed run's escalation that waited when
+        the run stopped (default: now); ``timeout_s`` counts from it.
 
         Raises:
             ValueError: the escalation was not offered, or already waits.
@@ -232,7 +241,10 @@ class Desk:
                              "(Desk.offer makes them)")
         if escalation.id in self._waiting:
             raise ValueError(f"escalation {escalation.id} already waits")
-        entry = _Waiting(escalation=escalation, since_s=self.now_s())
+        now = self.now_s()
+        entry = _Waiting(escalation=escalation, since_s=now if since_s is None else since_s)
+        if timeout_s is not None and since_s is not None:
+            timeout_s = max(0.0, timeout_s - max(0.0, now - since_s))
         self._waiting[escalation.id] = entry
         try:
             self._emit(DECISION_NEEDED, {"escalation": self._pending_item(entry)})

@@ -89,6 +89,8 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
     its gap with the degraded plan; a resumed run gets it back from its ``start``. The
     lead's follow-ups are recorded like its plan (a ``followups`` event of ``lead``).
     ``hooks.cancel``, once set, ends the run early with its report (docs/design.md §8).
+    A person's escalations are recorded as events of their subtask (``decision.needed``,
+    ``decision.made``): a resumed run waits again for one that waited (docs/design.md §17).
     """
     hooks = hooks or Hooks()
     start = run.start
@@ -146,7 +148,7 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
                             on_result=wiring.on_result, on_plan=planned, on_followups=followed,
                             on_continued=continued,
                             checkpoint=wiring.checkpoint, tracer_provider=hooks.tracer_provider,
-                            desk=hooks.desk),
+                            desk=hooks.desk, on_decision=recorder.event),
     )
     table = run.scenario.job.routes
     escalations = [

@@ -17,13 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.fanout import Resumed
+from coordinator.flow import Waited
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import JobPlanning, with_followups, with_lead_gap, with_subtasks
+from coordinator.people import DECISION_MADE, DECISION_NEEDED
 from coordinator.report import CoverageReport, assemble_report
 from coordinator.store.runs import RunStore
 from shared.clock import Clock
+from shared.escalation import Escalation, Option
 from shared.ids import SeededTraceIds
+from shared.options import parse_escalation_id
 from subagents.checkpoint import restore_run
 from subagents.planners.model import Seekable
 from subagents.result import LEAD, SubagentResult
@@ -39,6 +43,7 @@ __all__ = [
     "planned_scenario",
     "recorded_followups",
     "recorded_lead_gap",
+    "recorded_waits",
     "restored_runs",
 ]
 
@@ -59,10 +64,13 @@ class Start:
     elapsed_offset: float = 0.0
     lead_gap: SubagentResult | None = None
     followups: list[SubtaskSpec] | None = None
+    waited: dict[str, Waited] | None = None
+    numbers: dict[str, int] | None = None
 
     def resumed(self) -> Resumed:
         """Where the lead's run continues (the same ``runs``: a plan adds to them)."""
-        return Resumed(self.runs, self.elapsed_offset, self.lead_gap, self.followups)
+        return Resumed(self.runs, self.elapsed_offset, self.lead_gap, self.followups,
+                       self.waited, self.numbers)
 
     @classmethod
     def fresh(
@@ -94,11 +102,12 @@ class Start:
         runs = restored_runs(
             planned, store.checkpoints(run_id), simulated, trace_ids, planning, followups
         )
+        waited, numbers = recorded_waits(store, run_id)
         return cls(
             planned, planning, simulated, runs, trace_ids,
             elapsed_offset=elapsed_so_far(store, run_id),
             lead_gap=recorded_lead_gap(store, run_id),
-            followups=followups,
+            followups=followups, waited=waited, numbers=numbers,
         )
 
 
@@ -172,6 +181,45 @@ def recorded_lead_gap(store: RunStore, run_id: str) -> SubagentResult | None:
             gap = event.get("lead_gap")
             return None if gap is None else SubagentResult.model_validate(gap)
     return None
+
+
+def recorded_waits(
+    store: RunStore, run_id: str
+) -> tuple[dict[str, Waited], dict[str, int]]:
+    """The escalations of run ``run_id`` that waited for a person when it stopped, by
+    subtask, and how many escalations each subtask had offered (docs/design.md §17).
+
+    An escalation waits when a ``decision.needed`` event of its subtask names it, no
+    ``decision.made`` names it, and the subtask's committed result is still the one that
+    escalated (a retry decided and run again commits a new result).
+    """
+    needed: dict[str, dict[str, Any]] = {}
+    made: set[str] = set()
+    numbers: dict[str, int] = {}
+    for event in store.events(run_id):
+        kind = event["kind"]
+        if kind == DECISION_NEEDED and isinstance(event.get("escalation"), dict):
+            item = event["escalation"]
+            needed[str(item["id"])] = item
+            parsed = parse_escalation_id(str(item["id"]))
+            if parsed is not None:
+                numbers[parsed[0]] = max(numbers.get(parsed[0], 0), parsed[1])
+        elif kind == DECISION_MADE and isinstance(event.get("decision"), dict):
+            made.add(str(event["decision"].get("escalation")))
+    results = store.results(run_id)
+    waited: dict[str, Waited] = {}
+    for esc_id, item in needed.items():
+        sid = str(item["subtask_id"])
+        if esc_id in made or sid not in results:
+            continue
+        result = SubagentResult.model_validate(results[sid])
+        escalation = result.escalation
+        if escalation is None or escalation.trigger != item.get("trigger"):
+            continue  # its result changed since (it ran again)
+        offered: Escalation = escalation.model_copy(update={
+            "id": esc_id, "options": [Option.model_validate(o) for o in item["options"]]})
+        waited[sid] = Waited(result, offered, float(item.get("since_s") or 0.0))
+    return waited, numbers
 
 
 def elapsed_so_far(store: RunStore, run_id: str) -> float:

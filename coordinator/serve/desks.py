@@ -9,6 +9,10 @@ run's :class:`~coordinator.engine.run.Hooks`, and lives in the run manager's reg
 (``LiveRun.desk``) while the run does. Runs execute on uvicorn's event loop, the one the
 request handlers run on, so a handler calls the desk directly: no hand-over between
 threads is needed.
+
+An escalation's ``decision.needed`` and ``decision.made`` are recorded in the store as
+events of its subtask (``coordinator/engine/recorded.py``), so the stream sends them as
+stored events; the plan's and a request's stay live notes.
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from coordinator.jobfile.scenario import Scenario
-from coordinator.people import Desk
+from coordinator.people import DECISION_MADE, DECISION_NEEDED, Desk
 from coordinator.serve.events import EventLog, note_frame
 from shared.clock import Clock
 
-__all__ = ["NOTHING_WAITS", "desk_for", "wants_a_person"]
+__all__ = ["NOTHING_WAITS", "desk_for", "recorded", "wants_a_person"]
 
 NOTHING_WAITS: dict[str, Any] = {"escalations": [], "plan": None}
 """``GET /runs/{id}/pending`` of a run where nothing waits (or no person is attached)."""
@@ -40,11 +44,19 @@ def _wall() -> datetime:
 
 
 def desk_for(scenario: Scenario, clock: Clock, log: EventLog) -> tuple[Desk, Callable[[], None]]:
-    """A desk for a served run of ``scenario`` on ``clock``, whose events go to ``log``
-    as live notes; and what stops them (when the run ends)."""
+    """A desk for a served run of ``scenario`` on ``clock``, whose events not recorded
+    in the store go to ``log`` as live notes; and what stops them (when the run ends)."""
     desk = Desk(clock, wall=_wall)
 
     def heard(event: str, data: dict[str, Any]) -> None:
+        if recorded(event, data):
+            return  # a stored event: the stream has it from the recorder
         log.note(note_frame(event, data))
 
     return desk, desk.listen(heard)
+
+
+def recorded(event: str, data: dict[str, Any]) -> bool:
+    """Whether the desk's event is one the run store records (an escalation's)."""
+    return ((event == DECISION_NEEDED and "escalation" in data)
+            or (event == DECISION_MADE and "decision" in data))

@@ -169,3 +169,54 @@ def test_a_killed_then_a_stopped_server_lose_nothing(tmp_path: Path) -> None:
     again = [e for e in runs.events(stopped) if e["session"] == 2 and e["kind"] == "start"]
     assert sorted((e["subtask_id"], e["attempt"]) for e in again) == [("first", 1),
                                                                     ("second", 1)]
+
+
+PERSON_WAITS = ROOT / "tests" / "coordinator" / "data" / "person_waits.yaml"
+
+
+def test_a_server_killed_while_an_escalation_waits_waits_again_after_restart(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL while patents waits for a person (docs/design.md §17): the next server
+    resumes the run, the same escalation waits again (id, options, since_s), and a retry
+    decided then runs patents again to complete."""
+    first = start_server(tmp_path, name="first")
+    run_id = first.submit(PERSON_WAITS, speed=4)["run_id"]
+    runs = RunStore(first.store)
+
+    def needed() -> bool:
+        return any(e["kind"] == "decision.needed" for e in runs.events(run_id))
+
+    assert wait_for(needed, timeout=60), "patents never waited"
+    with first.client() as c:
+        [before] = c.get(f"/runs/{run_id}/pending").json()["escalations"]
+    first.stop(signal.SIGKILL)
+    assert runs.get(run_id).status == "interrupted"
+    assert "patents" in runs.results(run_id)  # its result was committed before it waited
+
+    second = start_server(tmp_path, name="second", store=first.store)
+    try:
+        with second.client() as c:
+
+            def pending() -> list[dict[str, Any]]:
+                found: list[dict[str, Any]] = c.get(f"/runs/{run_id}/pending").json()[
+                    "escalations"]
+                return found
+
+            assert wait_for(lambda: bool(pending()), timeout=60), "nothing waits again"
+            [after] = pending()
+            assert after == before
+            r = c.post(f"/runs/{run_id}/decisions",
+                       json={"escalation": before["id"], "do": "retry"})
+            assert r.status_code == 200, r.text
+        done = second.wait_status(run_id, "finished", timeout=60)
+        with second.client() as c:
+            report = c.get(f"/runs/{run_id}/report").json()
+    finally:
+        assert second.stop() == 0
+    assert done["sessions"] == 2
+    assert {s["id"]: s["status"] for s in report["subtasks"]} == {
+        "patents": "complete", "overview": "complete"}
+    [decision] = report["decisions"]
+    assert (decision["escalation"], decision["do"], decision["by"]) == (
+        "patents:1", "retry", "token")

@@ -294,8 +294,10 @@ def test_a_running_subtask_is_asked_to_stop_or_given_a_hint(svc: Local, held: st
 
 
 def test_the_desk_events_come_on_the_run_stream(svc: Local, held: str) -> None:
-    """decision.needed, decision.made and request.made arrive live on the run's event
-    stream, without an id (Last-Event-ID keeps counting stored events)."""
+    """decision.needed and decision.made of an escalation arrive on the run's event
+    stream as stored events of its subtask (with an id: the store has them, a resumed run
+    waits again); request.made as a live note, without one (Last-Event-ID keeps counting
+    stored events)."""
     seen: list[dict[str, Any]] = []
 
     def made(messages: list[dict[str, Any]]) -> bool:
@@ -317,10 +319,11 @@ def test_the_desk_events_come_on_the_run_stream(svc: Local, held: str) -> None:
     assert c.post(f"/runs/{held}/subtasks/first/request", json={"hint": "h"}).status_code == 200
     reader.join(timeout=30)
     assert not reader.is_alive()
-    notes = [m for m in seen if m["event"] in ("decision.needed", "decision.made",
-                                               "request.made")]
+    desk_kinds = ("decision.needed", "decision.made", "request.made")
+    notes = [m for m in seen if m["event"] in desk_kinds]
     assert [m["event"] for m in notes] == ["decision.needed", "decision.made", "request.made"]
-    assert all("id" not in m for m in notes)
+    assert ["id" in m for m in notes] == [True, True, False]
+    assert {notes[0]["data"]["subtask_id"], notes[1]["data"]["subtask_id"]} == {"first"}
     assert notes[0]["data"]["escalation"]["id"] == offered.id
     assert notes[1]["data"]["decision"]["do"] == "accept"
     assert notes[1]["data"]["decision"]["by"] == DECIDER
@@ -330,7 +333,8 @@ def test_the_desk_events_come_on_the_run_stream(svc: Local, held: str) -> None:
                                            "at": notes[2]["data"]["request"]["at"]}
     # A stream opened later hears them again, in order among the stored events.
     again, _ = read_stream(c, f"/runs/{held}/events", until=made)
-    assert [m["event"] for m in again if "id" not in m] == [m["event"] for m in notes]
+    assert [m["event"] for m in again if m["event"] in desk_kinds] == [
+        m["event"] for m in notes]
 
 
 def test_a_real_escalation_waits_for_a_decision_through_the_service(
