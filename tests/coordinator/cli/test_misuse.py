@@ -78,6 +78,18 @@ def test_ask_without_a_model_names_the_option_not_a_file(
     assert "cannot run this command" in err and "--model PROVIDER:NAME" in err
 
 
+def _ended(proc: subprocess.Popen[str], timeout_s: float = 60, *, out: bool = False) -> str:
+    """``proc``'s remaining stderr once it ends; one that has not ended ``timeout_s``
+    after its Ctrl-C is aborted, and the test fails with every thread's stack (its
+    faulthandler's), rather than waiting past the suite's own limit."""
+    try:
+        return proc.communicate(timeout=timeout_s)[0 if out else 1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        stacks = proc.communicate(timeout=30)[0 if out else 1]
+        pytest.fail(f"still running {timeout_s:g} s after Ctrl-C:\n{stacks}")
+
+
 @pytest.mark.process
 def test_ctrl_c_on_run_says_how_to_resume(tmp_path: Path) -> None:
     """Ctrl-C during `fanout run` keeps the run and prints `fanout resume ID`, exit 130."""
@@ -85,7 +97,8 @@ def test_ctrl_c_on_run_says_how_to_resume(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         _fanout("run", str(DESIGN), "--speed", "0.05", "--store", str(store)),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        env={**os.environ, "COLUMNS": "120"},
+        # faulthandler: a run that does not end on Ctrl-C shows where it stands (below).
+        env={**os.environ, "COLUMNS": "120", "PYTHONFAULTHANDLER": "1"},
     )
     with proc:
         assert proc.stderr is not None
@@ -95,8 +108,8 @@ def test_ctrl_c_on_run_says_how_to_resume(tmp_path: Path) -> None:
         assert match, line
         run_id = match.group(1)
         proc.send_signal(signal.SIGINT)
-        rest = proc.stderr.read()
-        assert proc.wait(timeout=60) == 130
+        rest = _ended(proc)
+        assert proc.returncode == 130, rest
     assert f"fanout resume {run_id}" in rest, rest
     assert "Traceback" not in rest
     assert RunStore(store).get(run_id).status == "interrupted"
@@ -111,15 +124,15 @@ def test_ctrl_c_with_output_piped_starts_its_message_on_a_line_of_its_own(
     proc = subprocess.Popen(
         _fanout("run", str(DESIGN), "--speed", "0.05", "--store", str(tmp_path / "r.sqlite")),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-        env={**os.environ, "COLUMNS": "100"},
+        env={**os.environ, "COLUMNS": "100", "PYTHONFAULTHANDLER": "1"},
     )
     with proc:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # the run is recorded: the live display is on
         assert "recorded in" in line, line
         proc.send_signal(signal.SIGINT)
-        rest = proc.stdout.read()
-        assert proc.wait(timeout=60) == 130
+        rest = _ended(proc, out=True)
+        assert proc.returncode == 130, rest
     said = [text for text in rest.splitlines() if "interrupted:" in text]
     assert said and all(text.startswith("interrupted:") for text in said), rest
 
