@@ -161,6 +161,11 @@ def people_router(manager: RunManager, auth: Authorizer) -> APIRouter:
     def no_desk(row: RunRow) -> JSONResponse:
         if row.status not in ("queued", "running"):
             return _conflict(row, f"run {row.id} is {row.status}: nothing waits any more")
+        if manager.config.temporal is not None:
+            # (docs/design.md §17: a request to a subagent inside an activity is not carried.)
+            return _conflict(row, f"run {row.id} runs on Temporal's workers: this server "
+                             "attaches no person to it (no decision, plan review, or request "
+                             "to a running subtask reaches it)")
         return _conflict(row, f"run {row.id} has no person's desk here: its job sets neither "
                          "escalations nor review_plan, or it runs elsewhere")
 
