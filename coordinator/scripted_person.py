@@ -7,6 +7,7 @@ and :func:`coordinator.jobfile.people.check_people` checks what they cannot see)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -26,6 +27,8 @@ __all__ = [
     "ReviewSpec",
     "ScriptedPerson",
 ]
+
+log = logging.getLogger("fanout.people")
 
 SCRIPTED_BY = "scenario"
 """The ``by`` of what a scenario's people block decides, unless a step names someone."""
@@ -132,9 +135,9 @@ class ScriptedPerson:
     replay is deterministic. A decision for a subtask that has not escalated yet waits
     for its escalation; a request, for the subtask to run; a review, for the plan. A
     step the run cannot take (an option the escalation does not offer, a hint to a
-    subtask that asks no model, a request on an engine that carries none) is skipped and
-    said in :attr:`problems`. :meth:`run` returns when every step is delivered: the flow
-    runs it beside the job and cancels it when the job ends.
+    subtask that asks no model, a request on an engine that carries none) is skipped,
+    said in :attr:`problems` and logged as a warning. :meth:`run` returns when every
+    step is delivered: the flow runs it beside the job and cancels it when the job ends.
     """
 
     def __init__(self, desk: Desk, steps: Sequence[PersonStep]) -> None:
@@ -189,5 +192,6 @@ class ScriptedPerson:
         except (DecisionError, PlanEditError, Refused) as exc:
             # The script chose what this run does not offer: said, and the step is spent.
             self.problems.append(f"{where}: {exc}")
+            log.warning("the scenario's %s was not taken: %s", where, exc)
         return True
 
