@@ -228,7 +228,9 @@ def people_router(manager: RunManager, auth: Authorizer) -> APIRouter:
         "/{run_id}/subtasks/{subtask_id}/request", response_model=RequestMade,
         openapi_extra={"requestBody": REQUEST_BODY},
         responses={409: {"model": RunStatus, "description": "The subtask is not running "
-                         "(or the run has no person's desk here, or has ended)."},
+                         "(or the run has no person's desk here, runs on Temporal, or has "
+                         "ended), or a hint has no model to read it (the subtask follows a "
+                         "scripted plan)."},
                    422: {"model": InputProblems, "description": REQUEST_REFUSED},
                    **_NOT_JSON, **_NOT_FOUND},
         summary="Ask a running subtask to stop and hand up what it has, or give it a hint",

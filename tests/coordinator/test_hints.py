@@ -3,6 +3,7 @@ engine, end to end (docs/design.md §17): the desk, the flow, the loop, the tran
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import yaml
 from coordinator.jobfile.loader import load_scenario, load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead.planning import JobPlanning
-from coordinator.replay import run_scenario
+from coordinator.replay import replay, run_scenario
 from coordinator.report import CoverageReport
 from shared.clock import AnyioClock, run_in_virtual_time
 from subagents.models.base import ModelRequest, ModelTurn, ToolResultMessage, UserMessage
@@ -93,6 +94,14 @@ def test_a_hint_reaches_the_models_next_turn_exactly_once() -> None:
     assert [(e.kind, e.subtask_id, e.at, e.turn, e.step, e.by, e.text) for e in read] == [
         ("hint", "pricing", 1.5, 2, 1, "scenario", HINT)]
     assert report.subtasks[0].steps == 2
+
+
+def test_the_hint_scenario_replays_byte_identically_and_passes() -> None:
+    """person_hint.yaml meets its expect block, and two replays give the same bytes (the
+    hint read at the same virtual time, the same turn each time)."""
+    first, second = (replay(load_scenario(PERSON_HINT)) for _ in range(2))
+    assert first.passed, first.mismatches
+    assert json.dumps(first.report) == json.dumps(second.report)
 
 
 def test_without_the_hint_the_model_answers_from_its_first_search() -> None:
