@@ -46,7 +46,7 @@ from shared.ids import RandomTraceIds, TraceIds
 from shared.tokens import TokenCounter
 from subagents.executor import ExecEvent
 from subagents.loop import run_subagent
-from subagents.planners import Planner
+from subagents.planners import Hint, Planner, reads_hints
 from subagents.result import (
     LEAD,
     ProgressEvent,
@@ -425,8 +425,13 @@ class LocalBackend:
         desk = self.desk
         if desk is None:
             return await self._run(run)
-        # A person may ask it to stop and hand up what it has (trigger human_request).
-        desk.started(spec.id)
+        # A person may ask it to stop and hand up what it has (trigger human_request), or
+        # give its model a hint, read before its next turn (a scripted plan refuses one).
+        desk.started(spec.id, hints=reads_hints(run.planner))
+
+        def hints() -> list[Hint]:
+            return [Hint(r.hint or "", r.by) for r in desk.take_hint_requests(spec.id)]
+
         try:
             result: SubagentResult | None = None
             async with anyio.create_task_group() as tg:
@@ -436,7 +441,7 @@ class LocalBackend:
                     tg.cancel_scope.cancel()
 
                 tg.start_soon(watch)
-                result = await self._run(run)
+                result = await self._run(run, hints)
                 tg.cancel_scope.cancel()
             if result is None:
                 request = desk.stop_requested(spec.id)
@@ -448,9 +453,15 @@ class LocalBackend:
                 result = run.result()
             return result
         finally:
-            desk.finished(spec.id)
+            # A hint its model never read (the round ended first) is said, not lost.
+            for unread in desk.finished(spec.id):
+                if self.hooks.observer is not None:
+                    self.hooks.observer(ProgressEvent(spec.id, "hint.unread", self.clock.now(),
+                                                      text=unread.hint, by=unread.by))
 
-    async def _run(self, run: SubagentRun) -> SubagentResult:
+    async def _run(
+        self, run: SubagentRun, hints: Callable[[], list[Hint]] | None = None
+    ) -> SubagentResult:
         """``run``'s round here; a bug in it becomes an ``internal`` escalation."""
         assert self.clock is not None
         try:
@@ -461,6 +472,7 @@ class LocalBackend:
                 trace_ids=self.trace_ids,
                 observer=self.hooks.observer,
                 checkpoint=self.hooks.checkpoint,
+                hints=hints,
             )
         except Exception as exc:  # a bug in a planner, tool source or loop: isolate it
             crashed(run, exc, self.clock.now())

@@ -43,6 +43,7 @@ __all__ = [
     "Listener",
     "NotWaiting",
     "PersonRequest",
+    "Refused",
 ]
 
 DECISION_NEEDED = "decision.needed"
@@ -65,6 +66,12 @@ class NotWaiting(DeskError):
     def __init__(self, what: str, reason: str) -> None:
         self.what = what
         super().__init__(f"{what} {reason}")
+
+
+class Refused(NotWaiting):
+    """A request a running subtask cannot take: a hint to one that asks no model (a
+    scripted plan has no turn to read it at), or any request on an engine that does not
+    carry requests to its subagents (Temporal). 409 on the service, as ``NotWaiting``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +140,11 @@ class Desk:
         self._numbers: dict[str, int] = {}
         self._plan: _PlanWait | None = None
         self._running: set[str] = set()
+        self._deaf: set[str] = set()  # running subtasks that ask no model: no hint reaches one
+        self._refusing: str | None = None
         self._stops: dict[str, PersonRequest] = {}
         self._stop_events: dict[str, anyio.Event] = {}
-        self._hints: dict[str, list[str]] = {}
+        self._hints: dict[str, list[PersonRequest]] = {}
         self._listeners: list[Listener] = []
         self._changed = anyio.Event()
         self.decisions: list[Decision] = []
@@ -377,18 +386,38 @@ class Desk:
 
     # --- requests to running subtasks --------------------------------------------------
 
-    def started(self, subtask_id: str) -> None:
-        """The flow says ``subtask_id`` runs: a person may ask it to stop, or hint."""
+    def started(self, subtask_id: str, *, hints: bool = True) -> None:
+        """The flow says ``subtask_id`` runs: a person may ask it to stop, or hint
+        (``hints``: whether a model reads them; else a hint is refused)."""
         self._running.add(subtask_id)
+        if hints:
+            self._deaf.discard(subtask_id)
+        else:
+            self._deaf.add(subtask_id)
         self._emit_quietly()
 
-    def finished(self, subtask_id: str) -> None:
-        """The flow says ``subtask_id`` ended: requests to it are refused from now on."""
+    def finished(self, subtask_id: str) -> list[PersonRequest]:
+        """The flow says ``subtask_id``'s round ended: requests to it are refused from now
+        on. Returns the hints its model never read (the round ended before its next turn):
+        they are dropped, not kept for a later round, so a person's words are never read
+        out of the moment they were said in; the flow records them as unread."""
         self._running.discard(subtask_id)
+        self._deaf.discard(subtask_id)
+        return self._hints.pop(subtask_id, [])
 
     def running(self, subtask_id: str) -> bool:
         """Whether ``subtask_id`` runs now (as the flow said)."""
         return subtask_id in self._running
+
+    def refuse_requests(self, reason: str) -> None:
+        """Refuse every request to a running subtask from now on, saying ``reason``: the
+        engine running the job cannot carry one to its subagents (Temporal)."""
+        self._refusing = reason
+
+    @property
+    def refusing(self) -> str | None:
+        """Why every request is refused (:meth:`refuse_requests`), or None."""
+        return self._refusing
 
     def _emit_quietly(self) -> None:
         # A subtask starting is no event for listeners, but a scripted request may wait on it.
@@ -402,14 +431,21 @@ class Desk:
 
         Raises:
             DecisionError: neither or both of stop and hint, or an empty hint.
+            Refused: the engine carries no request (:meth:`refuse_requests`), or a hint to
+                a subtask that asks no model: nothing would ever read it.
             NotWaiting: the subtask is not running.
         """
         if stop == (hint is not None):
             raise DecisionError("stop", "exactly one of stop: true, hint")
         if hint is not None and not hint.strip():
             raise DecisionError("hint", "a non-empty string", repr(hint))
+        if self._refusing is not None:
+            raise Refused(f"a request to subtask {subtask_id!r}", f"is refused: {self._refusing}")
         if subtask_id not in self._running:
             raise NotWaiting(f"subtask {subtask_id!r}", "is not running")
+        if hint is not None and subtask_id in self._deaf:
+            raise Refused(f"subtask {subtask_id!r}", "follows a scripted plan: it has no model "
+                          "to read a hint (ask it to stop instead)")
         req = PersonRequest(subtask_id=subtask_id, stop=stop, hint=hint, by=by, at=self._at(),
                             at_s=self.now_s())
         self.requests.append(req)
@@ -417,8 +453,7 @@ class Desk:
             self._stops.setdefault(subtask_id, req)
             self.stopping(subtask_id).set()
         else:
-            assert hint is not None
-            self._hints.setdefault(subtask_id, []).append(hint)
+            self._hints.setdefault(subtask_id, []).append(req)
         self._emit(REQUEST_MADE, {"request": req.to_wire()})
         return req
 
@@ -437,4 +472,8 @@ class Desk:
     def take_hints(self, subtask_id: str) -> list[str]:
         """The hints given to ``subtask_id`` since the last call, oldest first (consumed:
         the model reads each once, at its next turn)."""
+        return [req.hint or "" for req in self.take_hint_requests(subtask_id)]
+
+    def take_hint_requests(self, subtask_id: str) -> list[PersonRequest]:
+        """:meth:`take_hints` as the requests that gave them (who, when)."""
         return self._hints.pop(subtask_id, [])

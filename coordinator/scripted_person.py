@@ -7,13 +7,14 @@ and :func:`coordinator.jobfile.people.check_people` checks what they cannot see)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coordinator.decision import DecisionError, DecisionRequest
-from coordinator.people import Desk
+from coordinator.people import Desk, Refused
 from coordinator.plan_review import PlanEdit, PlanEditError
 from shared.clock import MAX_SECONDS
 from shared.escalation import Do
@@ -26,6 +27,8 @@ __all__ = [
     "ReviewSpec",
     "ScriptedPerson",
 ]
+
+log = logging.getLogger("fanout.people")
 
 SCRIPTED_BY = "scenario"
 """The ``by`` of what a scenario's people block decides, unless a step names someone."""
@@ -131,9 +134,10 @@ class ScriptedPerson:
     Steps are delivered in ``after_s`` order (file order on ties), from one task, so a
     replay is deterministic. A decision for a subtask that has not escalated yet waits
     for its escalation; a request, for the subtask to run; a review, for the plan. A
-    step the run cannot take (an option the escalation does not offer) is skipped and
-    said in :attr:`problems`. :meth:`run` returns when every step is delivered: the flow
-    runs it beside the job and cancels it when the job ends.
+    step the run cannot take (an option the escalation does not offer, a hint to a
+    subtask that asks no model, a request on an engine that carries none) is skipped,
+    said in :attr:`problems` and logged as a warning. :meth:`run` returns when every
+    step is delivered: the flow runs it beside the job and cancels it when the job ends.
     """
 
     def __init__(self, desk: Desk, steps: Sequence[PersonStep]) -> None:
@@ -182,11 +186,12 @@ class ScriptedPerson:
                 desk.review(verdict, by=SCRIPTED_BY)
             elif step.request is not None:
                 q = step.request
-                if not desk.running(q.subtask):
+                if desk.refusing is None and not desk.running(q.subtask):
                     return False
                 desk.request(q.subtask, by=q.by, stop=bool(q.stop), hint=q.hint)
-        except (DecisionError, PlanEditError) as exc:
+        except (DecisionError, PlanEditError, Refused) as exc:
             # The script chose what this run does not offer: said, and the step is spent.
             self.problems.append(f"{where}: {exc}")
+            log.warning("the scenario's %s was not taken: %s", where, exc)
         return True
 

@@ -6,7 +6,7 @@ so a subagent that is cancelled (deadline) still hands up everything it found.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -17,6 +17,7 @@ from subagents.executor import ExecEvent, unknown_effect
 from subagents.planners import (
     EscalateAction,
     FinishAction,
+    Hint,
     Observation,
     PlanEnv,
     PlannerState,
@@ -42,11 +43,16 @@ async def run_subagent(
     trace_ids: TraceIds | None = None,
     observer: ProgressObserver | None = None,
     checkpoint: Callable[[SubagentRun], None] | None = None,
+    hints: Callable[[], Sequence[Hint]] | None = None,
 ) -> SubagentResult:
     """Run (or resume) one subagent until it finishes or escalates.
 
     ``checkpoint`` is called after every logical call whose outcome lets the subagent go
     on, with its state complete enough to continue from there after a crash.
+
+    ``hints`` hands over what a person said to the subtask since it was last asked (each
+    hint once; docs/design.md §17): a model-driven planner asks it before each model turn
+    and the model reads them then, each recorded as a ``hint`` progress event.
 
     Called again on the same ``run`` it resumes at the step that failed, with its
     findings, step count and context kept (the coordinator's retry round).
@@ -107,6 +113,12 @@ async def run_subagent(
         if run.state != state:
             set_state(state)
 
+    def heard(turn: int) -> list[str]:
+        given = hints() if hints is not None else ()
+        for hint in given:
+            emit("hint", text=hint.text, by=hint.by, turn=turn, step=run.steps)
+        return [hint.text for hint in given]
+
     env = PlanEnv(
         spec=spec,
         tools=tools,
@@ -116,6 +128,7 @@ async def run_subagent(
         observer=on_exec,
         trace_sink=run.trace_ids.append,
         set_state=planner_state,
+        hints=heard,
     )
     set_state("running")
     if interrupted is not None:

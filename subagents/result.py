@@ -21,7 +21,12 @@ SubagentState = Literal[
 # ``restart`` when a retried call writes it again from the start); "answer": the
 # checked answer (``text``; ``answer_kind`` model or extractive; ``reason`` why the
 # model's was rejected), which replaces the streamed text (docs/design.md §8, "Streaming").
-ProgressKind = Literal["state", "call", "start", "attempt", "wait", "answer.delta", "answer"]
+# "hint": a person's hint its model read before a turn (``text``, ``by``, ``turn``: the
+# model turn that read it, 1 for its first; ``step``: the calls made before it);
+# "hint.unread": one it never read, the round ending before its next turn (docs/design.md §17).
+ProgressKind = Literal[
+    "state", "call", "start", "attempt", "wait", "answer.delta", "answer", "hint", "hint.unread"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,8 @@ class ProgressEvent:
     restart: bool | None = None
     answer_kind: str | None = None
     reason: str | None = None
+    by: str | None = None
+    turn: int | None = None
 
 
 ProgressObserver = Callable[[ProgressEvent], None]

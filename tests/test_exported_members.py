@@ -84,8 +84,8 @@ SURFACE: dict[str, list[str]] = {
         "forget_shared_limiters", "limiter_of", "model_failure_error", "read_rate_headers",
     ],
     "subagents.planners": [
-        "Action", "CallAction", "EscalateAction", "FinishAction", "Observation", "PlanEnv",
-        "Planner", "PlannerState", "ScriptedPlanner", "TurnPlanner",
+        "Action", "CallAction", "EscalateAction", "FinishAction", "Hint", "Observation",
+        "PlanEnv", "Planner", "PlannerState", "ScriptedPlanner", "TurnPlanner", "reads_hints",
     ],
     "subagents.research": [
         "AddressGuard", "DocIndex", "DocsSpec", "FetchSpec", "IndexStats", "ResearchToolError",

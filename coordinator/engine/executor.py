@@ -24,7 +24,9 @@ On Temporal the workflow runs the same flow as a local run (:mod:`coordinator.fl
   escalation the workflow offers (the ``waiting`` query) waits on the door's desk as it
   is, with the workflow's id and options, and the desk's decision goes back whole (the
   ``decided`` signal); one the workflow stopped waiting for (its timer, the deadline, a
-  stop) stops waiting on the desk too.
+  stop) stops waiting on the desk too. A request to a running subtask (a stop, a hint)
+  is refused at the desk: the subagent runs inside an activity on a worker, which
+  hears nothing until its round ends (:data:`NO_REQUESTS`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from coordinator.temporal import JobHandle, TemporalRunRef, TemporalSettings
 
 __all__ = [
+    "NO_REQUESTS",
     "Executor",
     "LocalExecutor",
     "TemporalExecutor",
@@ -58,6 +61,14 @@ __all__ = [
     "not_on_temporal",
     "runs_on_temporal",
 ]
+
+
+NO_REQUESTS = (
+    "the run is on Temporal, where a request to a running subtask (stop or hint) is not carried: "
+    "its subagent runs inside an activity on a worker (docs/design.md §17); cancel the run, "
+    "or decide its escalations, instead"
+)
+"""Why a desk following a Temporal run refuses every request to a running subtask."""
 
 
 def not_on_temporal(request: RunRequest) -> str | None:
@@ -248,6 +259,9 @@ class TemporalExecutor:
             if hooks.cancel is not None:
                 await hooks.cancel.wait()
                 await handle.signal("cancel")
+
+        if hooks.desk is not None:
+            hooks.desk.refuse_requests(NO_REQUESTS)
 
         async def attend() -> None:
             desk = hooks.desk

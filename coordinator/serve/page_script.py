@@ -15,7 +15,7 @@ SCRIPT: Final = r"""
 (() => {
   const $ = (id) => document.getElementById(id);
   const KINDS = ["state", "call", "start", "attempt", "wait", "plan", "followups", "answer.delta",
-    "answer"];
+    "answer", "hint", "hint.unread"];
   const session = window.sessionStorage;
   let token = session.getItem("fanout-token") || "";
   let current = null;
@@ -267,6 +267,10 @@ SCRIPT: Final = r"""
       }
     } else if (ev.kind === "attempt") {
       row.last = outcome(ev.result);
+    } else if (ev.kind === "hint") {  // a person's hint its model read (docs/design.md §17)
+      row.last = "read a person's hint (turn " + ev.turn + ")";
+    } else if (ev.kind === "hint.unread") {
+      row.last = "a person's hint went unread";
     }
     paint(row);
   }

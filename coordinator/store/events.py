@@ -14,7 +14,7 @@ __all__ = ["event_data", "followups_data", "plan_data"]
 
 _EVENT_FIELDS = (
     "state", "tool", "attempt", "wait_s", "step", "trigger",
-    "text", "restart", "answer_kind", "reason",
+    "text", "restart", "answer_kind", "reason", "by", "turn",
 )
 
 

@@ -180,6 +180,10 @@ class LiveBoard:
                     row.last = "ok" if result.complete else "partial data"
             else:
                 row.last = failure_words(result.category, result.error_type)
+        elif event.kind == "hint":
+            row.last = f"read a person's hint (turn {event.turn})"
+        elif event.kind == "hint.unread":
+            row.last = "a person's hint went unread"
         if row.state != before:
             row.changed = next(self._events)
 

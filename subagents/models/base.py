@@ -72,10 +72,15 @@ class ModelTurn:
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
-    """A user message: the subtask, or (lead agent) the question and the findings."""
+    """A user message: the subtask, or (lead agent) the question and the findings.
+
+    ``hint``: a person's hint to a running subtask (docs/design.md §17); sent as any user
+    text, it tells the scripted model a person spoke since its last turn.
+    """
 
     text: str
     role: Literal["user"] = "user"
+    hint: bool = False
 
 
 @dataclass(frozen=True, slots=True)

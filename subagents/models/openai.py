@@ -382,7 +382,9 @@ def to_messages(
     OpenAI has no ``is_error`` on a tool result: the content is the envelope's JSON,
     whose ``isError`` says it. A profile without the system role gets the instructions
     at the head of the first user message; ``ask`` (a tool asked for in words) ends the
-    conversation as a user message.
+    conversation as a user message. User texts that follow one another (the subtask and
+    a person's hint before the first turn) go as one user message: chat templates that
+    insist on alternating roles take it.
     """
     out: list[dict[str, Any]] = []
     fold = system if system and not profile.system_role else ""
@@ -392,7 +394,10 @@ def to_messages(
         if isinstance(message, UserMessage):
             text = f"{fold}\n\n{message.text}" if fold else message.text
             fold = ""
-            out.append({"role": "user", "content": text})
+            if out and out[-1]["role"] == "user":
+                out[-1]["content"] = f"{out[-1]['content']}\n\n{text}"
+            else:
+                out.append({"role": "user", "content": text})
         elif isinstance(message, ToolResultMessage):
             out.append(
                 {"role": "tool", "tool_call_id": message.call_id, "content": message.content}

@@ -18,6 +18,7 @@ from subagents.models.base import (
     TextSink,
     ToolCall,
     Usage,
+    UserMessage,
 )
 from subagents.models.spec import ModelSpec, ScriptedError, ScriptedTurn
 
@@ -45,6 +46,9 @@ _ERRORS: Mapping[ScriptedError, tuple[ModelFailureKind, ErrorCategory, int | Non
 
 class ScriptedModel:
     """Each call consumes the next turn of its subtask (failed calls included).
+
+    A turn with ``hinted`` is replaced by it when the request brings a person's hint
+    since the model's last turn (docs/design.md §17): a scenario shows what a hint changes.
 
     A call first waits ``latency_s`` on the clock; a ``timeout`` turn waits
     ``timeout_s`` instead and then fails, so the caller's per-attempt
@@ -80,6 +84,8 @@ class ScriptedModel:
                 n += 1
         self._positions[subtask] = n + 1
         turn = turns[n] if n < len(turns) else None
+        if turn is not None and turn.hinted is not None and _hinted(request):
+            turn = turn.hinted
         if turn is not None and turn.error == "timeout":
             await self._sleep(self.timeout_s)
             raise _failure(turn.error, turn, subtask)
@@ -154,6 +160,16 @@ class ScriptedModel:
         return ModelTurn(
             text=turn.text or "", calls=calls, stop_reason=stop, usage=usage, model=self.name
         )
+
+
+def _hinted(request: ModelRequest) -> bool:
+    """Whether a person's hint came after the model's last turn in ``request``."""
+    for message in reversed(request.messages):
+        if isinstance(message, UserMessage) and message.hint:
+            return True
+        if message.role == "assistant":
+            return False
+    return False
 
 
 def _failure(error: ScriptedError, turn: ScriptedTurn, subtask: str) -> ModelCallFailed:

@@ -80,6 +80,11 @@ class ScriptedTurn(BaseModel):
         ge=0,
         description="This call's own latency (a recording's); else model.latency_s.",
     )
+    hinted: ScriptedTurn | None = Field(
+        default=None,
+        description="The turn taken instead when a person's hint came since the last turn "
+        "(docs/design.md §17): what the model does once told.",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> ScriptedTurn:
@@ -92,6 +97,8 @@ class ScriptedTurn(BaseModel):
             )
         if self.error is not None and self.text is not None:
             raise ValueError("a turn with error has no text")
+        if self.hinted is not None and self.hinted.hinted is not None:
+            raise ValueError("a hinted turn has no hinted turn of its own")
         return self
 
 

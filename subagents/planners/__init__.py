@@ -10,11 +10,13 @@ if TYPE_CHECKING:
         CallAction,
         EscalateAction,
         FinishAction,
+        Hint,
         Observation,
         PlanEnv,
         Planner,
         PlannerState,
         TurnPlanner,
+        reads_hints,
     )
     from subagents.planners.scripted import ScriptedPlanner
 
@@ -23,20 +25,22 @@ __all__ = [
     "CallAction",
     "EscalateAction",
     "FinishAction",
+    "Hint",
     "Observation",
     "PlanEnv",
     "Planner",
     "PlannerState",
     "ScriptedPlanner",
     "TurnPlanner",
+    "reads_hints",
 ]
 
 # Each name is imported from its module on first use (shared/lazy.py): importing one
 # part of the package, or the package, loads nothing else.
 __getattr__ = lazy_exports(__name__, {
     "subagents.planners.base": (
-        "Action", "CallAction", "EscalateAction", "FinishAction", "Observation", "PlanEnv",
-        "Planner", "PlannerState", "TurnPlanner",
+        "Action", "CallAction", "EscalateAction", "FinishAction", "Hint", "Observation",
+        "PlanEnv", "Planner", "PlannerState", "TurnPlanner", "reads_hints",
     ),
     "subagents.planners.scripted": ("ScriptedPlanner",),
 })

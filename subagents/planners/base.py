@@ -79,6 +79,24 @@ class Observation:
 PlannerState = Literal["thinking", "throttled", "running"]
 
 
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """What a person said to a running subtask, for its model's next turn (docs/design.md §17)."""
+
+    text: str
+    by: str
+
+
+def _no_hints(turn: int) -> list[str]:
+    return []
+
+
+def reads_hints(planner: object) -> bool:
+    """Whether ``planner`` asks a model, which reads a person's hints before its next turn
+    (:attr:`PlanEnv.hints`); a scripted plan has no turn to read one at."""
+    return getattr(planner, "reads_hints", False) is True
+
+
 @dataclass(slots=True)
 class PlanEnv:
     """What the loop lends a planner for one round of a subagent.
@@ -87,6 +105,9 @@ class PlanEnv:
     ``trace_sink`` for the model call's trace id, ``observer`` to report every attempt
     and wait (the loop counts and traces them like a tool's), ``context`` as the
     transcript's gate and compaction state, and ``tools`` for the schemas it shows.
+    ``hints(turn)`` hands over, once each, the hints a person gave since it was last
+    asked; a model reads them before its turn ``turn`` (1: its first), and the loop
+    records each as read then.
     """
 
     spec: SubtaskSpec
@@ -97,6 +118,7 @@ class PlanEnv:
     observer: ExecObserver
     trace_sink: Callable[[str], None]
     set_state: Callable[[PlannerState], None]
+    hints: Callable[[int], list[str]] = _no_hints
 
 
 class Planner(Protocol):

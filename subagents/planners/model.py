@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from shared.categories import Trigger
 from shared.envelope import Finding, ToolError
@@ -91,9 +91,16 @@ REMINDER = (
 SILENCE_REMINDER = "You answered nothing. Answer the subtask, or call `escalate` saying why."
 """The reminder of a subtask without tools whose model said nothing."""
 
+HINT_INTRO = "A person supervising this research says: "
+"""How a person's hint reaches the model: a user message that says plainly who speaks
+(docs/design.md §17), never mistaken for the subtask or a tool's result."""
+
 @dataclass
 class ModelPlanner(TurnCalls):
     """Plans one subtask with a model; its transcript is its state (checkpointable)."""
+
+    # A person's hints reach its model before its next turn (PlanEnv.hints).
+    reads_hints: ClassVar[bool] = True
 
     client: ModelClient
     model: ModelSpec
@@ -122,6 +129,8 @@ class ModelPlanner(TurnCalls):
     # own query, before the model's first turn (job.search_first: auto).
     search_first: bool = False
     refitted: bool = False
+    # The model turns answered so far: a hint read now is read at turn ``turns + 1``.
+    turns: int = 0
     rng: DeferredRandom = field(init=False)
 
     def __post_init__(self) -> None:
@@ -209,6 +218,7 @@ class ModelPlanner(TurnCalls):
         if spent is not None:
             return budget_spent(spent)
         await probe_endpoint_of(self.client)
+        self._hear(env)
         max_tokens = self._fit(env)
         if env.context.tokens > env.context.window:
             # The window learned since (a refusal) is smaller than the transcript: old
@@ -250,6 +260,7 @@ class ModelPlanner(TurnCalls):
                 self.refitted = True
                 return await self._ask(env)
             return model_failure(result, self.model)
+        self.turns += 1
         usage = counted(turn, request, self.client.provider)
         if usage is not None:
             add_spent(self.spent, usage)
@@ -274,6 +285,18 @@ class ModelPlanner(TurnCalls):
             return await self._ended(turn, env)
         self.queue = list(turn.calls)
         return self._propose(self.queue.pop(0))
+
+    def _hear(self, env: PlanEnv) -> None:
+        """What a person said since the last turn, added as user messages for this one.
+
+        It follows the last turn's tool results (Anthropic sends both in one user
+        message, results first; OpenAI a user message after the tool messages), so every
+        provider's turn order stays valid; the context counts it like the reminder.
+        """
+        for text in env.hints(self.turns + 1):
+            said = HINT_INTRO + text
+            self.entries.append(UserMessage(said, hint=True))
+            env.context.add_text("user", said)
 
     async def _ended(self, turn: ModelTurn, env: PlanEnv) -> Action | None:
         """A turn without a tool call: the answer, if the subtask's tools backed it.
@@ -375,6 +398,7 @@ class ModelPlanner(TurnCalls):
             "refused_last": self.refused_last,
             "said": self.said,
             "spent": list(self.spent),
+            "turns": self.turns,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -392,6 +416,9 @@ class ModelPlanner(TurnCalls):
         self.ok_calls = {str(k): int(v) for k, v in (state.get("ok_calls") or {}).items()}
         self.refused_last = bool(state.get("refused_last", False))
         self.said = str(state.get("said", ""))
+        # A checkpoint from before turns were counted: each answered turn it sent back.
+        self.turns = int(state.get("turns", sum(isinstance(e, AssistantMessage)
+                                                for e in self.entries)))
         # A checkpoint written before tokens were counted spent nothing we know of.
         self.spent = [int(n) for n in state.get("spent", [0, 0, 0])]
         if self.meter is not None:

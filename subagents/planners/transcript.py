@@ -48,7 +48,7 @@ def action_in(d: dict[str, Any]) -> CallAction:
 
 def entry_out(e: Entry) -> dict[str, Any]:
     if isinstance(e, UserMessage):
-        return {"user": e.text}
+        return {"user": e.text, "hint": True} if e.hint else {"user": e.text}
     if isinstance(e, ResultEntry):
         return {"result": [e.call_id, e.name, e.index, e.is_error]}
     t = e.turn
@@ -66,7 +66,7 @@ def entry_out(e: Entry) -> dict[str, Any]:
 
 def entry_in(d: dict[str, Any]) -> Entry:
     if "user" in d:
-        return UserMessage(d["user"])
+        return UserMessage(d["user"], hint=bool(d.get("hint", False)))
     if "result" in d:
         call_id, name, index, is_error = d["result"]
         return ResultEntry(call_id, name, int(index), bool(is_error))

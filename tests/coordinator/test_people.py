@@ -9,7 +9,14 @@ import anyio
 import pytest
 
 from coordinator.decision import DecisionError
-from coordinator.people import DECISION_MADE, DECISION_NEEDED, REQUEST_MADE, Desk, NotWaiting
+from coordinator.people import (
+    DECISION_MADE,
+    DECISION_NEEDED,
+    REQUEST_MADE,
+    Desk,
+    NotWaiting,
+    Refused,
+)
 from coordinator.plan_review import PlanEditError
 from coordinator.report import Decision
 from shared.clock import AnyioClock
@@ -172,6 +179,47 @@ async def test_hints_are_read_once() -> None:
     assert desk.take_hints("news") == ["try 2025", "and 2026"]
     assert desk.take_hints("news") == []
     assert desk.stop_requested("news") is None
+
+
+async def test_a_hint_to_a_subtask_without_a_model_is_refused() -> None:
+    """A subtask that follows a scripted plan has no turn to read a hint at: a hint is
+    refused (a NotWaiting, so 409 at the service) and not recorded; a stop still goes."""
+    desk = Desk(AnyioClock())
+    desk.started("news", hints=False)
+    with pytest.raises(Refused, match="scripted plan") as info:
+        desk.request("news", by="ana", hint="try 2025")
+    assert isinstance(info.value, NotWaiting)
+    assert desk.requests == [] and desk.take_hints("news") == []
+    assert desk.request("news", by="ana", stop=True).stop
+    desk.finished("news")
+    desk.started("news")  # a later round that asks a model reads hints again
+    assert desk.request("news", by="ana", hint="try 2025").hint == "try 2025"
+
+
+async def test_hints_a_round_never_read_are_handed_back_as_it_ends() -> None:
+    """finished() returns the hints no turn took, oldest first, and forgets them: a later
+    round does not read words said for an earlier one."""
+    desk = Desk(AnyioClock())
+    desk.started("news")
+    desk.request("news", by="ana", hint="try 2025")
+    desk.request("news", by="bo", hint="and 2026")
+    assert [(r.hint, r.by) for r in desk.finished("news")] == [("try 2025", "ana"),
+                                                               ("and 2026", "bo")]
+    desk.started("news")
+    assert desk.take_hint_requests("news") == [] and desk.finished("news") == []
+
+
+async def test_a_desk_that_refuses_requests_says_why() -> None:
+    """On an engine that cannot carry requests (Temporal) every request is refused with
+    the reason, a running subtask's too; decisions are not affected."""
+    desk = Desk(AnyioClock())
+    desk.started("news")
+    desk.refuse_requests("the run is on Temporal")
+    assert desk.refusing == "the run is on Temporal"
+    for kw in ({"stop": True}, {"hint": "try 2025"}):
+        with pytest.raises(Refused, match="is refused: the run is on Temporal"):
+            desk.request("news", by="ana", **kw)
+    assert desk.requests == [] and not desk.stopping("news").is_set()
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -291,6 +292,19 @@ def test_a_running_subtask_is_asked_to_stop_or_given_a_hint(svc: Local, held: st
         r = c.post(f"/runs/{held}/subtasks/first/request", json=body)
         assert r.status_code == 422, (body, r.text)
         assert [p["field"] for p in r.json()["errors"]] == [field], body
+
+
+def test_a_hint_to_a_subtask_that_asks_no_model_is_409(svc: Local, held: str) -> None:
+    """A running subtask that follows a scripted plan has no turn to read a hint at: the
+    hint is 409 saying so, a stop to it is still taken."""
+    desk = svc.desk(held)
+    svc.call(partial(desk.started, "first", hints=False))
+    c = svc.client()
+    r = c.post(f"/runs/{held}/subtasks/first/request", json={"hint": "filings first"})
+    assert r.status_code == 409, r.text
+    assert "scripted plan" in r.json()["detail"]
+    assert svc.call(desk.take_hints, "first") == []
+    assert c.post(f"/runs/{held}/subtasks/first/request", json={"stop": True}).status_code == 200
 
 
 def test_the_desk_events_come_on_the_run_stream(svc: Local, held: str) -> None:

@@ -10,11 +10,14 @@ import pytest
 from shared import AnyioClock
 from shared.classify import classify_exception
 from subagents.models import (
+    AssistantMessage,
     ModelCallFailed,
     ModelRequest,
     ModelSpec,
+    ModelTurn,
     ScriptedModel,
     ToolCall,
+    TranscriptMessage,
     UserMessage,
 )
 
@@ -186,3 +189,36 @@ def test_a_snapshot_that_is_not_one_is_refused(state: dict[str, Any]) -> None:
     """restore() refuses positions that are not non-negative integers per subtask."""
     with pytest.raises(ValueError, match="snapshot"):
         _model({}).restore(state)
+
+
+async def test_a_hinted_turn_replaces_its_turn_only_after_a_persons_hint() -> None:
+    """A turn's ``hinted`` alternative is taken when a person's hint came since the model's
+    last turn (docs/design.md §17); without one, or with one before that turn, the turn
+    itself; either way one turn is consumed."""
+    turns: dict[str, list[dict[str, Any]]] = {"pricing": [
+        {"calls": [{"tool": "web_search", "args": {"query": "price"}}]},
+        {"text": "pack prices", "hinted": {"calls": [{"tool": "web_search",
+                                                      "args": {"query": "cell USD"}}]}},
+        {"text": "cell prices"},
+    ]}
+    hint = UserMessage("A person says: cells", hint=True)
+    said = AssistantMessage(ModelTurn(text="searching"))
+    told, untold, stale = _model(turns), _model(turns), _model(turns)
+    for model in (told, untold, stale):
+        await model.complete(_ask("pricing"))
+    messages: dict[ScriptedModel, list[TranscriptMessage]] = {
+        told: [UserMessage("q"), said, hint], untold: [UserMessage("q"), said],
+        stale: [UserMessage("q"), hint, said]}
+    answers = {m: await m.complete(ModelRequest(system="", messages=msgs, subtask_id="pricing"))
+               for m, msgs in messages.items()}
+    assert [c.arguments for c in answers[told].calls] == [{"query": "cell USD"}]
+    assert answers[told].calls[0].id == "call_pricing_1_0"
+    assert answers[untold].text == answers[stale].text == "pack prices"
+    assert (await told.complete(_ask("pricing"))).text == "cell prices"
+
+
+def test_a_hinted_turn_has_no_hinted_turn_of_its_own() -> None:
+    """Nesting stops at one level: what the model does once told is one turn."""
+    with pytest.raises(ValueError, match="no hinted turn of its own"):
+        ModelSpec.model_validate({"provider": "scripted", "turns": {"a": [
+            {"text": "x", "hinted": {"text": "y", "hinted": {"text": "z"}}}]}})
