@@ -84,5 +84,10 @@ class RunRecorder:
             self._writer.call(_nothing)
 
     async def aclose(self) -> None:
-        """:meth:`close` from async code."""
-        await anyio.to_thread.run_sync(self.close)
+        """:meth:`close` from async code, shielded: a run cancelled where it stands (a
+        Ctrl-C, a stop, a test's cancel) still has everything it recorded on disk when
+        this returns; unshielded, the cancelled caller skipped the close and the events
+        last queued (a ``decision.needed`` that had just begun to wait) landed only
+        later, or never when the process then ended."""
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.close)
