@@ -25,6 +25,7 @@ import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from coordinator.checkpoint import restored, state_of
 from coordinator.report import CoverageReport
 from coordinator.rules import cut
 from coordinator.store.events import event_data
@@ -48,10 +49,8 @@ from coordinator.temporal.rounds import (
     Beat,
     base_dir,
     job_clock,
-    restored,
     run_round,
     simulated_tools,
-    state_of,
 )
 from shared.clock import AnyioClock, JobClock
 from shared.ids import SeededTraceIds

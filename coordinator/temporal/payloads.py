@@ -37,7 +37,7 @@ ToolSpecs = dict[str, dict[str, Any]]
 """Simulated tools by name, each as the JSON of its spec."""
 
 State = dict[str, Any]
-"""A subagent's resumable state: ``{"run": snapshot_run, "sim": counters, "trace": n}``."""
+"""A subagent's checkpoint, as :func:`coordinator.checkpoint.state_of` writes it."""
 
 
 class TemporalSettings(BaseModel):

@@ -63,13 +63,14 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
+    from coordinator.checkpoint import spent_in
     from coordinator.decision import TIMEOUT, DecisionRequest, decide
     from coordinator.flow import Flow, Lane, Plan
     from coordinator.job import JobSpec
     from coordinator.report import CoverageReport, Decision, with_tokens
     from coordinator.rules import CutTrigger, retried_later
     from coordinator.temporal.activities import FanoutActivities
-    from coordinator.temporal.budget import Allowance, WorkflowBudget, spent_in
+    from coordinator.temporal.budget import Allowance, WorkflowBudget
     from coordinator.temporal.lead import lost_decomposition
     from coordinator.temporal.payloads import (
         WORKFLOW_NAME,
