@@ -261,6 +261,21 @@ class QueuedInput(BaseModel):
     subtask_ids: list[str]
 
 
+class DecisionEventInput(BaseModel):
+    """An escalation that waits for a person, or its decision, recorded as a local run's
+    desk records it: an event of its subtask (docs/design.md §17)."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    store: str
+    subtask_id: str
+    kind: str
+    """``decision.needed`` or ``decision.made`` (coordinator/people.py)."""
+    at_s: float
+    data: dict[str, Any]
+
+
 class SettleInput(BaseModel):
     """Subagents the workflow ends itself: queued at the deadline, or lost for good."""
 
