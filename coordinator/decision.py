@@ -29,6 +29,7 @@ __all__ = [
     "decide",
     "given_by",
     "parse_request",
+    "pending_item",
     "person_finding",
     "resolve",
     "with_change",
@@ -107,6 +108,23 @@ def parse_request(data: Mapping[str, Any] | DecisionRequest) -> DecisionRequest:
     source = _string(data, "source")
     return DecisionRequest(escalation=escalation, option=option, do=do, text=text,
                            source=source)
+
+
+def pending_item(escalation: Escalation, since_s: float) -> dict[str, Any]:
+    """An offered escalation as what waits for a person: a ``decision.needed`` event's
+    ``escalation`` and an item of ``GET /runs/{id}/pending`` (the desk's
+    ``Desk.pending`` in :mod:`coordinator.people` has this shape), ``since_s`` the job
+    time its wait began."""
+    return {
+        "id": escalation.id,
+        "subtask_id": escalation.subtask_id,
+        "errorCategory": escalation.category,
+        "trigger": escalation.trigger,
+        "message": escalation.message,
+        "attempted_query": escalation.attempted_query,
+        "options": [o.model_dump(mode="json") for o in escalation.options or []],
+        "since_s": since_s,
+    }
 
 
 def resolve(request: DecisionRequest, escalation: Escalation) -> Option:

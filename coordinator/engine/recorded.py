@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.checkpoint import state_of
 from coordinator.engine.run import Hooks, Run
 from coordinator.fanout import ResearchHooks, run_research
 from coordinator.job import JobSpec
@@ -20,7 +21,6 @@ from coordinator.rules import lead_position
 from coordinator.store.events import event_data, followups_data, plan_data
 from coordinator.store.recorder import RunRecorder
 from shared.ids import SeededTraceIds
-from subagents.checkpoint import snapshot_run
 from subagents.result import LEAD, ProgressEvent, ProgressObserver, SubagentResult
 from subagents.run import SubagentRun
 from subagents.simulated.tools import SimulatedTools
@@ -49,15 +49,6 @@ class RecordedJob:
         # The lead's model attempts so far: a decomposed run's resume continues after them.
         self.lead_attempts = 0
 
-    def state_of(self, run: SubagentRun) -> dict[str, Any]:
-        """Everything needed to continue ``run``: its state, tool counters, trace ids."""
-        sid = run.spec.id
-        return {
-            "run": snapshot_run(run),
-            "sim": self.tools.snapshot(sid),
-            "trace": self.trace_ids.position(sid),
-        }
-
     def observer(self, event: ProgressEvent) -> None:
         """Stream the event to the trace, then to the live display."""
         if event.subtask_id == LEAD and event.kind == "start":
@@ -70,13 +61,16 @@ class RecordedJob:
         """Record a subagent's resumable state after a logical call, or before a call
         whose effect must not happen twice (``in_flight``): that one is durable first."""
         durable = run.in_flight is not None
-        self.recorder.checkpoint(run.spec.id, self.state_of(run), durable=durable)
+        self.recorder.checkpoint(
+            run.spec.id, state_of(run, self.tools, self.trace_ids), durable=durable
+        )
 
     async def on_result(self, result: SubagentResult) -> None:
         """Commit the result and final state before the coordinator counts it."""
         run = self.runs[result.subtask_id]
         await self.recorder.commit_result(
-            result.subtask_id, result.model_dump(mode="json"), self.state_of(run)
+            result.subtask_id, result.model_dump(mode="json"),
+            state_of(run, self.tools, self.trace_ids),
         )
 
 

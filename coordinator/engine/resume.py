@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.checkpoint import restored
 from coordinator.fanout import Resumed
 from coordinator.flow import Waited
 from coordinator.job import JobSpec
@@ -28,7 +29,6 @@ from shared.clock import Clock
 from shared.escalation import Escalation, Option
 from shared.ids import SeededTraceIds
 from shared.options import parse_escalation_id
-from subagents.checkpoint import restore_run
 from subagents.planners.model import Seekable
 from subagents.result import LEAD, SubagentResult
 from subagents.run import SubagentRun
@@ -149,9 +149,8 @@ def restored_runs(
         saved = checkpoints.get(spec.id)
         if saved is None:
             continue
-        runs[spec.id] = planning.restored_run(spec, saved["run"])
-        tools.restore(spec.id, saved["sim"])
-        trace_ids.set_position(spec.id, int(saved["trace"]))
+        runs[spec.id] = restored(spec, saved, seed=scenario.seed, sim=tools,
+                                 trace_ids=trace_ids, planner=planning.planner(spec))
     return runs
 
 
@@ -259,7 +258,7 @@ def _results_of(
         saved = checkpoints.get(spec.id)
         if saved is not None:
             # Only the result is read: the planner's own state is not needed.
-            run = restore_run(spec, saved["run"], with_planner=False)
+            run = restored(spec, saved, seed=seed, with_planner=False)
         else:
             run = SubagentRun.for_subtask(spec, seed=seed)
         run.escalate("interrupted", resume_hint)

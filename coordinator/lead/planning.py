@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from coordinator.jobfile.scenario import Scenario
 from shared.clock import Clock
-from subagents.checkpoint import restore_run
 from subagents.models.base import ModelClient
 from subagents.models.factory import build_client
 from subagents.models.scripted import ScriptedModel
@@ -129,10 +127,6 @@ class JobPlanning:
     def fresh_runs(self) -> dict[str, SubagentRun]:
         """A new SubagentRun per subtask."""
         return {s.id: self.fresh_run(s) for s in self.scenario.job.subtasks}
-
-    def restored_run(self, spec: SubtaskSpec, state: dict[str, Any]) -> SubagentRun:
-        """A SubagentRun continued from its checkpoint, with its own kind of planner."""
-        return restore_run(spec, state, planner=self.planner(spec))
 
     async def aclose(self) -> None:
         """Close the model client's connections."""

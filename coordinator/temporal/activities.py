@@ -25,12 +25,14 @@ import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from coordinator.checkpoint import restored, state_of
 from coordinator.report import CoverageReport
 from coordinator.rules import cut
 from coordinator.store.events import event_data
 from coordinator.temporal.lead import Lead, decompose_job, plan_job_followups
 from coordinator.temporal.payloads import (
     CatalogueInput,
+    DecisionEventInput,
     Decomposition,
     DecompositionInput,
     FinishInput,
@@ -48,10 +50,8 @@ from coordinator.temporal.rounds import (
     Beat,
     base_dir,
     job_clock,
-    restored,
     run_round,
     simulated_tools,
-    state_of,
 )
 from shared.clock import AnyioClock, JobClock
 from shared.ids import SeededTraceIds
@@ -66,6 +66,7 @@ DECOMPOSE = "fanout.decompose"
 ROUND = "fanout.subagent_round"
 SETTLE = "fanout.settle"
 QUEUED = "fanout.record_queued"
+DECISION = "fanout.record_decision"
 SYNTHESIZE = "fanout.synthesize"
 FOLLOWUPS = "fanout.plan_followups"
 FINISH = "fanout.record_report"
@@ -176,6 +177,14 @@ class FanoutActivities:
             writer.event(inp.run_id, 1, sid, "state", inp.at_s, event_data(event))
         await writer.flush()
 
+    @activity.defn(name=DECISION)
+    async def record_decision(self, inp: DecisionEventInput) -> None:
+        """Record an escalation waiting for a person, or its decision, as an event of its
+        subtask (what a local run's desk records; a resumed or served run reads them)."""
+        writer = self.resources.writer(inp.store)
+        writer.event(inp.run_id, 1, inp.subtask_id, inp.kind, inp.at_s, dict(inp.data))
+        await writer.flush()
+
     @activity.defn(name=SETTLE)
     async def settle(self, inp: SettleInput) -> list[SubagentResult]:
         """End subagents the workflow cut or lost: each hands up the state last known."""
@@ -211,6 +220,12 @@ class FanoutActivities:
             result = run.result()
             out.append(result)
             if writer is not None:
+                if not item.done and inp.trigger == "threshold_breach":
+                    # Its trace is the local one's too: it took its lane (running), then
+                    # found the budget spent (docs/design.md §15, the same event kinds).
+                    started = ProgressEvent(spec.id, "state", inp.at_s, state="running")
+                    writer.event(inp.run_id, 1, spec.id, "state", inp.at_s,
+                                 event_data(started))
                 esc = run.escalation
                 event = ProgressEvent(
                     spec.id,

@@ -37,7 +37,6 @@ import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
@@ -45,7 +44,7 @@ from temporalio import workflow
 from coordinator.rules import budget_shares
 from subagents.models.spend import LIMITS, Spent, TokenBudget, TokenMeter, spent_dims
 
-__all__ = ["Allowance", "AllowanceMeter", "WorkflowBudget", "spent_in"]
+__all__ = ["Allowance", "AllowanceMeter", "WorkflowBudget"]
 
 class Allowance(BaseModel):
     """What one round may spend of each of the job's limits (None: that limit is unset)."""
@@ -55,15 +54,6 @@ class Allowance(BaseModel):
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
     total_tokens: int | None = Field(default=None, ge=0)
-
-
-def spent_in(state: dict[str, Any] | None) -> Spent | None:
-    """What a subagent's resumable state says its model calls spent (None: nothing known)."""
-    if not state:
-        return None
-    planner = (state.get("run") or {}).get("planner") or {}
-    spent = planner.get("spent")
-    return None if spent is None else [int(n) for n in spent]
 
 
 @dataclass

@@ -37,7 +37,7 @@ ToolSpecs = dict[str, dict[str, Any]]
 """Simulated tools by name, each as the JSON of its spec."""
 
 State = dict[str, Any]
-"""A subagent's resumable state: ``{"run": snapshot_run, "sim": counters, "trace": n}``."""
+"""A subagent's checkpoint, as :func:`coordinator.checkpoint.state_of` writes it."""
 
 
 class TemporalSettings(BaseModel):
@@ -259,6 +259,21 @@ class QueuedInput(BaseModel):
     store: str
     at_s: float
     subtask_ids: list[str]
+
+
+class DecisionEventInput(BaseModel):
+    """An escalation that waits for a person, or its decision, recorded as a local run's
+    desk records it: an event of its subtask (docs/design.md §17)."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    store: str
+    subtask_id: str
+    kind: str
+    """``decision.needed`` or ``decision.made`` (coordinator/people.py)."""
+    at_s: float
+    data: dict[str, Any]
 
 
 class SettleInput(BaseModel):

@@ -2,9 +2,10 @@
 
 This is the body of the ``subagent_round`` activity without Temporal in it: the
 activity passes the heartbeat details it was retried with (``resumed``) and a ``beat``
-function that heartbeats. The state beaten after every logical call is the same one a
-local run checkpoints to the store — ``snapshot_run`` of the subagent, its simulated
-tools' counters and its trace-id position — so a round retried on another worker
+function that heartbeats. The state beaten after every logical call is the checkpoint a
+local run writes to the store, by the same writer (:func:`coordinator.checkpoint.state_of`:
+the subagent, its simulated tools' counters, its trace-id position, and here its model
+client's state), and read by the same reader, so a round retried on another worker
 continues after its last finished call: finished calls are not made again, their
 responses are not consumed again, and trace ids carry on where they were.
 
@@ -21,10 +22,11 @@ from typing import Any
 
 from temporalio.exceptions import ActivityError, TimeoutError
 
+from coordinator.checkpoint import restored, spent_in, state_of
 from coordinator.routing import RoutingTable
 from coordinator.rules import cut, retried_later, time_left
 from coordinator.store.events import event_data
-from coordinator.temporal.budget import AllowanceMeter, spent_in
+from coordinator.temporal.budget import AllowanceMeter
 from coordinator.temporal.payloads import (
     DecompositionInput,
     FollowupInput,
@@ -36,14 +38,11 @@ from coordinator.temporal.resources import WorkerResources
 from shared.clock import AnyioClock, JobClock, PacedClock
 from shared.ids import SeededTraceIds
 from subagents import ProgressEvent, SubagentRun, run_subagent
-from subagents.checkpoint import restore_run, snapshot_run
 from subagents.models.spec import ModelSpec
-from subagents.planners import Planner
 from subagents.planners.model import ModelPlanner
 from subagents.run import crashed
 from subagents.simulated.spec import SimToolSpec
 from subagents.simulated.tools import SimulatedTools
-from subagents.spec import SubtaskSpec
 from subagents.telemetry.run import activity_tracer
 from subagents.tool import Tool
 from subagents.toolsource import combine
@@ -87,49 +86,6 @@ def simulated_tools(specs: Mapping[str, Mapping[str, Any]], clock: JobClock) -> 
     return SimulatedTools(
         {name: SimToolSpec.model_validate(dict(spec)) for name, spec in specs.items()}, clock
     )
-
-
-def restored(
-    spec: SubtaskSpec,
-    state: State | None,
-    *,
-    seed: int | str,
-    sim: SimulatedTools,
-    trace_ids: SeededTraceIds,
-    planner: Planner | None = None,
-    client: object | None = None,
-) -> SubagentRun:
-    """The subagent continued from ``state`` (fresh without one), counters included."""
-    if state is None:
-        return SubagentRun.for_subtask(spec, seed=seed, planner=planner)
-    sim.restore(spec.id, state["sim"])
-    trace_ids.set_position(spec.id, int(state["trace"]))
-    restore = getattr(client, "restore", None)
-    if state.get("model") is not None and callable(restore):
-        restore(state["model"])
-    return restore_run(spec, state["run"], planner=planner)
-
-
-def state_of(
-    run: SubagentRun,
-    sim: SimulatedTools,
-    trace_ids: SeededTraceIds,
-    client: object | None = None,
-) -> State:
-    """Everything needed to continue ``run``: its state, tool counters, trace-id position,
-    and its model client's own state when it keeps one (the scripted model's turns)."""
-    sid = run.spec.id
-    state: State = {
-        "run": snapshot_run(run),
-        "sim": sim.snapshot(sid),
-        "trace": trace_ids.position(sid),
-    }
-    # A local run keeps one client across rounds; here each round may run on another
-    # worker, so what the client has consumed travels with the subagent.
-    snapshot = getattr(client, "snapshot", None)
-    if callable(snapshot):
-        state["model"] = snapshot()
-    return state
 
 
 def _beaten(resumed: Beat | None, round_no: int) -> tuple[State | None, bool]:

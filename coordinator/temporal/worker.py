@@ -74,7 +74,7 @@ async def fanout_worker(
             task_queue=task_queue,
             workflows=[FanoutWorkflow, *workflows],
             activities=[ours.decompose, ours.plan_followups, ours.subagent_round, ours.settle,
-                        ours.record_queued, ours.record_catalogue,
+                        ours.record_queued, ours.record_catalogue, ours.record_decision,
                         ours.synthesize, ours.record_report, *activities],
             workflow_runner=_RUNNER,
             max_concurrent_activities=concurrency,

@@ -28,14 +28,17 @@ here), publishes it (the ``waiting`` query) and waits for the door's ``decided``
 carrying the whole :class:`~coordinator.report.Decision`, bounded by a durable timer of
 ``job.escalations.wait_s`` after which it is decided ``by: timeout`` (``on_timeout``).
 The lane gives its slot to a new lane meanwhile (the flow's :meth:`spawn`); the deadline
-or a cancel ends the wait undecided. The flow then carries the decision out: ``retry``
-runs the subagent's next round from the state its escalated round brought back (an
-attended round keeps it), ``use_tool``/``requery`` run as follow-ups, ``stop`` is a
-cancel. Without a desk, the flow hands each escalation routed ``escalate`` to a handler
-as it is counted: the handler lives in the door's process, which a workflow cannot call;
-the workflow publishes each one (the ``escalations`` query) and, when the run was started
-with ``asks`` (the door has a handler), waits for the door's ``decide`` signal before it
-counts the next one, so the stored report carries the ``decisions``.
+or a cancel ends the wait undecided. The escalation waiting and its decision (a person's
+or the timer's) are recorded as ``decision.needed``/``decision.made`` events of its
+subtask (the ``record_decision`` activity), as a local run's desk records them. The flow
+then carries the decision out: ``retry`` runs the subagent's next round from the state
+its escalated round brought back (an attended round keeps it), ``use_tool``/``requery``
+run as follow-ups, ``stop`` is a cancel. Without a desk, the flow hands each escalation
+routed ``escalate`` to a handler as it is counted: the handler lives in the door's
+process, which a workflow cannot call; the workflow publishes each one (the
+``escalations`` query) and, when the run was started with ``asks`` (the door has a
+handler), waits for the door's ``decide`` signal before it counts the next one, so the
+stored report carries the ``decisions``.
 
 ``job.budget``: the workflow keeps the job's token meter from what each round and lead
 activity brings back, lends each model-planned round a part of what is left of the
@@ -63,17 +66,20 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from coordinator.decision import TIMEOUT, DecisionRequest, decide
+    from coordinator.checkpoint import spent_in
+    from coordinator.decision import TIMEOUT, DecisionRequest, decide, pending_item
     from coordinator.flow import Flow, Lane, Plan
     from coordinator.job import JobSpec
+    from coordinator.people import DECISION_MADE, DECISION_NEEDED
     from coordinator.report import CoverageReport, Decision, with_tokens
     from coordinator.rules import CutTrigger, retried_later
     from coordinator.temporal.activities import FanoutActivities
-    from coordinator.temporal.budget import Allowance, WorkflowBudget, spent_in
+    from coordinator.temporal.budget import Allowance, WorkflowBudget
     from coordinator.temporal.lead import lost_decomposition
     from coordinator.temporal.payloads import (
         WORKFLOW_NAME,
         CatalogueInput,
+        DecisionEventInput,
         Decomposition,
         DecompositionInput,
         FinishInput,
@@ -377,6 +383,8 @@ class FanoutWorkflow:
         eid = offered.id
         assert eid is not None
         self._waiting[eid] = offered
+        await self._record_decision(sid, DECISION_NEEDED,
+                                    {"escalation": pending_item(offered, self.now())})
         wait = self._job.escalation_wait()
         timeout = None if wait.wait_s is None else timedelta(
             seconds=max(wait.wait_s / self._inp.speed, 0))
@@ -387,19 +395,38 @@ class FanoutWorkflow:
                     timeout=timeout,
                 )
             except builtins.TimeoutError:
-                return decide(offered, DecisionRequest(escalation=eid, do=wait.on_timeout),
+                made = decide(offered, DecisionRequest(escalation=eid, do=wait.on_timeout),
                               by=TIMEOUT, at=self._at(), at_s=self.now())
-            made = self._made.get(eid)
-            if made is None:
-                # Cut while it waited: the lane ends, the escalation stays undecided.
-                raise asyncio.CancelledError
-            if made.at_s is None:
-                return made.model_copy(update={"at_s": self.now()})
-            # The person's own seconds (the desk's, from the run's start at the door), as
-            # locally: the order decisions are listed in is the order they were made.
-            return made
+            else:
+                got = self._made.get(eid)
+                if got is None:
+                    # Cut while it waited: the lane ends, the escalation stays undecided.
+                    raise asyncio.CancelledError
+                # The person's own seconds (the desk's, from the run's start at the door),
+                # as locally: the order decisions are listed in is the order they were made.
+                made = got if got.at_s is not None else got.model_copy(
+                    update={"at_s": self.now()})
         finally:
             del self._waiting[eid]
+        await self._record_decision(sid, DECISION_MADE,
+                                    {"decision": made.model_dump(mode="json")})
+        return made
+
+    async def _record_decision(self, sid: str, kind: str, data: dict[str, Any]) -> None:
+        """Record ``kind`` (an escalation waits, or is decided) as an event of subtask
+        ``sid``, as a local run's desk records it: the trace, a served run's stream and
+        ``fanout report`` show it on both engines (docs/design.md §15, §17)."""
+        inp = self._inp
+        if inp.store is None:
+            return
+        await workflow.execute_activity_method(
+            FanoutActivities.record_decision,
+            DecisionEventInput(run_id=inp.run_id, store=inp.store, subtask_id=sid,
+                               kind=kind, at_s=self.now(), data=data),
+            # One write: a worker lost under it is retried soon, not in minutes.
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=inp.settings.retry_policy(),
+        )
 
     def _at(self) -> str:
         return workflow.now().astimezone(UTC).isoformat(timespec="seconds")

@@ -2,9 +2,10 @@
 
 ``python -m tests.coordinator.temporal.pydoor ask|run_file ARG --store S [--executor
 temporal --address A --task-queue Q [--namespace N]] [--choose] [--decide SUBTASK=DO[:TEXT] ...]
-[--cancel-on SUBTASK]`` runs one job
+[--cancel-on SUBTASK] [--speed X]`` runs one job
 (``ARG``: the question, whose model block is read from ``--model-file``, or the job
-file) and prints its report as JSON (with ``--cancel-on``, the stored partial one). A
+file) and prints its report as JSON (with ``--cancel-on``, the stored partial one);
+``--speed`` is ``run_file``'s (simulated latencies that many times faster). A
 process of its own, leaving with ``os._exit``: a Temporal client in pytest's own process
 can abort it while it finalizes (temporalio/sdk-python#300), as ``submit.py`` says.
 """
@@ -54,7 +55,7 @@ async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     elif args.cancel_on is None:
         report = await coordinator.run_file(
             args.arg, store=args.store, executor=args.executor, temporal=temporal,
-            on_escalation=choose,
+            on_escalation=choose, speed=args.speed,
         )
     else:
         # --cancel-on SUBTASK: cancel the run once SUBTASK calls its tool; print the
@@ -67,7 +68,7 @@ async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
 
             tg.start_soon(lambda: coordinator.run_file(
                 args.arg, store=args.store, executor=args.executor, temporal=temporal,
-                on_event=on_event))
+                on_event=on_event, speed=args.speed))
         from coordinator.store.runs import RunStore
 
         store = RunStore(args.store)
@@ -90,6 +91,7 @@ def main() -> None:
     p.add_argument("--choose", action="store_true")
     p.add_argument("--cancel-on")
     p.add_argument("--decide", action="append", default=[])
+    p.add_argument("--speed", type=float, default=1.0)
     args = p.parse_args()
     model = None
     if args.model_file:

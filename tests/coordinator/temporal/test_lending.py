@@ -3,7 +3,7 @@ at once, what comes back, and where an activity stops itself (coordinator.tempor
 
 from __future__ import annotations
 
-from coordinator.temporal.budget import Allowance, AllowanceMeter, WorkflowBudget, spent_in
+from coordinator.temporal.budget import Allowance, AllowanceMeter, WorkflowBudget
 from subagents.models.base import Usage
 from subagents.models.spend import TokenBudget
 
@@ -59,9 +59,3 @@ def test_an_activity_stops_at_its_allowance_or_the_jobs_share() -> None:
     shared.spend("b", Usage(10, 0))
     assert (shared.subagents_stop() or "").startswith("1000 total tokens spent;")
 
-
-def test_spent_in_reads_a_rounds_state() -> None:
-    """A round's state says what its planner spent; a scripted one's says nothing."""
-    assert spent_in({"run": {"planner": {"spent": [5, 6, 1]}}}) == [5, 6, 1]
-    assert spent_in({"run": {"planner": None}}) is None
-    assert spent_in(None) is None
