@@ -209,6 +209,7 @@ def search(
     ranked = _candidates(conn, words, max(_POOL, limit * 10), counts)
     total = _total(conn)
     terms = Terms.of(query, counts, total)
+    asks = asks_for(query)
     if dense is not None:
         # The passages nearest in meaning join bm25's, though they share no word.
         known = {pid for pid, _ in ranked}
@@ -235,12 +236,12 @@ def search(
     # The best window is looked for in the likeliest candidates only (by their share of
     # the query, then bm25's rank): it reads every sentence, the rest only count words.
     for c in sorted(cands, key=lambda c: (-c.cover, c.rank))[:_CLOSER]:
-        c.look_closer(terms)
+        c.look_closer(terms, asks)
     similarity = dense.of([c.id for c in cands]) if dense is not None else {}
     _fuse(cands, similarity)
     chosen = _choose(cands, limit)
     results = [c.result() for c in chosen]
-    return Found(results, _judgement(terms, chosen, similarity or None, asks_for(query)))
+    return Found(results, _judgement(terms, chosen, similarity or None, asks))
 
 
 PER_DOCUMENT = 3  # passages of one document among the results, at most
@@ -273,11 +274,11 @@ class _Passage:
         self.score = 0.0
         self.also: list[str] = []
 
-    def look_closer(self, terms: Terms) -> None:
+    def look_closer(self, terms: Terms, asks: str | None = None) -> None:
         """Find the passage's best window; its share of the query counts half of its
         lexical score (done for the likeliest candidates only: it reads every sentence)."""
         title, heading, body = self.title, self.heading, self.body
-        w_start, w_end = best_window(body, terms, heading=f"{title} {heading}")
+        w_start, w_end = best_window(body, terms, heading=f"{title} {heading}", asks=asks)
         self.window = (w_start, w_end)
         inside = terms.coverage(f"{title}\n{heading}\n{body[w_start:w_end]}")
         # What the passage holds of the query, and how much of it sits in one window.
