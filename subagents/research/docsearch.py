@@ -26,6 +26,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from subagents.research.documents.folder import twin_stem
 from subagents.research.documents.passages import Sketches, same_text, sketches
 from subagents.research.relevance import (
     MATCH_THRESHOLD,
@@ -240,6 +241,7 @@ def search(
     similarity = dense.of([c.id for c in cands]) if dense is not None else {}
     _fuse(cands, similarity)
     chosen = _choose(cands, limit)
+    _with_sources(conn, chosen)
     results = [c.result() for c in chosen]
     return Found(results, _judgement(terms, chosen, similarity or None, asks))
 
@@ -388,22 +390,28 @@ def _choose(cands: list[_Passage], limit: int) -> list[_Passage]:
     return chosen
 
 
-_TWIN_SUFFIXES = (".html", ".htm", ".txt", ".rst", ".md", ".markdown", ".adoc", ".rst.txt")
+def _with_sources(conn: sqlite3.Connection, chosen: list[_Passage]) -> None:
+    """Name, in ``also``, the sources indexed as the pages shown (a page's source is
+    searched as its page: docs/design.md §10)."""
+    files = sorted({c.file for c in chosen})
+    if not files:
+        return
+    sources: dict[int, list[str]] = {}
+    for page, path in conn.execute(
+            f"SELECT twin, path FROM files WHERE twin IN ({','.join('?' * len(files))})",
+            files):
+        sources.setdefault(int(page), []).append(str(path))
+    for c in chosen:
+        if c.file in sources:
+            c.also = sorted({*c.also, *sources[c.file]})
 
 
 def _twins(a: str, b: str) -> bool:
     """Whether two paths name one text in two forms: the same name in the same folder
     but for the suffix (``user-manual.html`` and ``user-manual.txt``), as a documentation
     set ships its pages beside their sources."""
-    def stem(path: str) -> str | None:
-        lowered = path.lower()
-        for suffix in sorted(_TWIN_SUFFIXES, key=len, reverse=True):
-            if lowered.endswith(suffix):
-                return path[: -len(suffix)]
-        return None
-
-    sa, sb = stem(a), stem(b)
-    return sa is not None and sa == sb and a != b
+    sa = twin_stem(a)
+    return sa is not None and sa == twin_stem(b) and a != b
 
 
 def _judgement(terms: Terms, chosen: list[_Passage],
