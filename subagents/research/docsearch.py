@@ -251,7 +251,7 @@ _DENSE_POOL = 40  # passages nearest in meaning added to bm25's candidates
 _CLOSER = 40  # candidates whose best window is looked for
 _LOOK = 6  # candidates looked at per result wanted (the rest cannot be shown)
 _MORE = 3  # a document's next best passages that raise each of its passages …
-_SPREAD = 0.2  # … each at this fraction of its own
+_SPREAD = 0.1  # … each at this fraction of its own
 _RRF = 30  # reciprocal rank fusion's constant (smaller: the top ranks weigh more)
 SEMANTIC_THRESHOLD = 0.45
 """The cosine similarity of query and best passage under which a search with embeddings
