@@ -39,7 +39,7 @@ from typing import Any
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Section, Source, prepend_rows
 from coordinator.sources import Evidence, evidence, number_sources
-from subagents.research.relevance import Segment, Terms, introduces, segments
+from subagents.research.relevance import Segment, Terms, introduces, refers_back, segments
 from subagents.result import LEAD
 from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
@@ -143,6 +143,10 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
         announced: float | None = None  # the score of a sentence announcing this one
         before: float | None = None  # the score of the sentence before, in its paragraph
         for at, seg in enumerate(segs):
+            if refers_back(text, segs, at):
+                # "If the script exits with this code, …" says nothing without the
+                # sentence before it ("The special exit code 125 …"): quoted together.
+                seg = Segment(segs[at - 1].start, seg.end, "sentence", segs[at - 1].labelled)
             key = " ".join(text[seg.start:seg.end].split()).lower()
             if not key or key in seen:
                 announced = before = None
@@ -179,7 +183,14 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
     # A sentence far weaker than the best is no part of the answer (the best of an
     # unrelated passage is not quoted to fill the lines).
     floor = 0.3 * cands[0][0] if cands and terms else 0.0
-    chosen = [c for c in cands[:count] if c[0] >= floor]
+    chosen: list[tuple[float, int, Evidence, str, Segment]] = []
+    for cand in cands:
+        if len(chosen) == count or cand[0] < floor:
+            break
+        if any(c[3] is cand[3] and c[4].start < cand[4].end and cand[4].start < c[4].end
+               for c in chosen):
+            continue  # a sentence quoted already, with the one that refers back to it
+        chosen.append(cand)
     # Document order: by source number, then by where the passage is in its document.
     chosen.sort(key=lambda c: (c[2].n, c[2].start or 0, c[4].start))
     return [(item, text, seg) for _, _, item, text, seg in chosen]

@@ -69,6 +69,7 @@ there), then checked on the other two sets (``benchmarks/README.md``): a passage
 holds the words here and there is about the topic, not yet an answer."""
 WINDOW_CHARS = 800
 """The most a snippet holds (a code block longer than this is shown up to it)."""
+_BLANK_LINE = re.compile(r"\n\s*\n")
 _KIND_WEIGHT = 0.25  # more weight a window holding the kind of answer asked has
 _CODE_FENCE = re.compile(r"^\s*(?:-{4,}|`{3,}|~{3,}|\.{4,})\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|<\d+>)\s+\S")
@@ -435,6 +436,13 @@ def best_window(
     start, end = best_span
     if end - start > limit:
         return start, _cut(text, start, start + limit)
+    # A window that begins "If the script exits with this code, …" begins with the
+    # sentence it refers back to.
+    first = next((k for k, s in enumerate(segs) if s.start == start), None)
+    while first is not None and refers_back(text, segs, first) and \
+            end - segs[first - 1].start <= limit + limit // 2:
+        first -= 1
+        start = segs[first].start
     # A window that ends announcing a command or a list ends with it: the sentence "you
     # should configure APT as the following." answers only with what follows (up to
     # half a window more).
@@ -475,6 +483,26 @@ def introduces(text: str, segs: list[Segment], i: int) -> bool:
         return True
     # A code block of its own (not an item's label with its code) right after prose.
     return after.kind == "code" and not after.labelled and segs[i].kind == "sentence"
+
+
+# A sentence that refers back to the one before it: it begins with a pronoun or a
+# connective ("It …", "This option …", "Otherwise, …"), or names "this code", "these
+# files" within its first words.
+_REFERS_BACK = re.compile(
+    r"\W*(?:(?:this|these|those|that|such|it|its|they|their|them|otherwise|instead|"
+    r"then|however|here|there)\b|(?:\S+\s+){1,5}(?:this|these|those|such)\s+\w)",
+    re.IGNORECASE)
+
+
+def refers_back(text: str, segs: list[Segment], i: int) -> bool:
+    """Whether sentence ``i`` refers back to the sentence before it in its paragraph
+    ("If the script exits with this code, …" after "The special exit code 125 …"): it
+    says nothing without it."""
+    if i == 0 or segs[i].kind != "sentence" or segs[i].labelled:
+        return False
+    prev = segs[i - 1]
+    return prev.kind == "sentence" and _BLANK_LINE.search(text, prev.end, segs[i].start) \
+        is None and _REFERS_BACK.match(text, segs[i].start) is not None
 
 
 def _opens(text: str, seg: Segment) -> bool:

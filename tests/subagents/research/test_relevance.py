@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from subagents.research.relevance import Terms, best_window, introduces, segments
+from subagents.research.relevance import Terms, best_window, introduces, refers_back, segments
 
 
 def _window(text: str, question: str, asks: str | None = None, limit: int = 800) -> str:
@@ -70,3 +70,16 @@ def test_a_y_turned_i_still_matches_its_word() -> None:
     terms = Terms.of("copy queries")
     assert terms.present("The text is copied for each query.") == [True, True]
     assert terms.present("It copies nothing; the queries run.") == [True, True]
+
+
+def test_a_window_begins_with_the_sentence_its_first_refers_back_to() -> None:
+    """A window whose best sentence says "with this code" begins with the sentence that
+    names the code."""
+    text = ("Filler about other matters. " * 20 + "The special exit code 125 should be "
+            "used when the source cannot be tested. If the script exits with this code, "
+            "the current revision will be skipped.")
+    shown = _window(text, "script exits skipped revision", limit=200)
+    assert shown.startswith("The special exit code 125")
+    assert refers_back(text, segments(text), len(segments(text)) - 1)
+    assert not refers_back("One thing. Another thing.", segments("One thing. Another thing."),
+                           1)
