@@ -138,8 +138,9 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
     for rank, (item, text) in enumerate(zip(items, texts, strict=True)):
         # What the page and section are about, every sentence under them is about
         # ("The default mode is serialized." under "Multi-Threaded"): a term of their
-        # title or heading counts for each, as if it said it — the sentences are told
-        # apart by the rest of the question, not by repeating the page's subject.
+        # title or heading counts for each nearly as if it said it — the sentences are
+        # told apart by the rest of the question, not by repeating the page's subject
+        # (one that says it wins a tie).
         context = terms.present(f"{item.title} {item.heading}")
         segs = segments(text)
         announced: float | None = None  # the score of a sentence announcing this one
@@ -155,7 +156,7 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
                 continue  # the same words from another passage or another name
             seen.add(key)
             hits = terms.present(text[seg.start:seg.end])
-            score = sum(w * lw * (1.0 if h or c else 0.0) for w, lw, h, c in
+            score = sum(w * lw * (1.0 if h else 0.9 if c else 0.0) for w, lw, h, c in
                         zip(terms.weights, local, hits, context, strict=True))
             # A long sentence holds more words by its length alone: the denser one wins.
             score /= 1.0 + max(0, seg.end - seg.start - _DENSE) / (4 * _DENSE)
