@@ -11,10 +11,14 @@ them (:mod:`coordinator.sources`). Decisions:
   every passage a search returned (several of one document when the search gave
   several), from a page or document read whole, and from a tool's data (as ``key:
   value``). Each is scored against its subtask's query by weighted term coverage, a
-  term found in most candidates counting less, raised a little by its passage's rank.
-- **Shown in document order.** The best few of each subtask (:data:`PER_SUBTASK`, more
-  when the question is the only subtask) are shown grouped by source and, within a
-  source, in the order the document has them; each line cites its ``[n]``.
+  term found in most candidates counting less, a term of the passage's title or heading
+  counting (nearly) as if the sentence said it, raised a little by its passage's rank.
+  A sentence that refers back ("… with this code, …") is one candidate with the
+  sentence before it.
+- **Shown in document order.** The best few of each subtask (:data:`PER_SUBTASK`, up
+  to :data:`MAX_PASSAGES` when the question is the only subtask) are shown grouped by
+  source and, within a source, in the order the document has them; each line cites its
+  ``[n]``.
 - **Quoted exactly.** A segment is the source's text with its whitespace collapsed,
   nothing else changed: a page's own brackets stay as written (views escape them where
   their markup needs it). A code block keeps its lines and is shown fenced as code.

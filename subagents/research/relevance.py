@@ -8,18 +8,21 @@ answered here once:
   rare it is: the inverse document frequency of the word among the index's passages
   when an index counted it, else a weight by length (a long word names more). A term
   matches a word of the text that begins with its stem (``cache`` matches "cached",
-  "caching"), as the index's porter stemmer would, roughly.
+  "caching"; ``copy`` "copied"), as the index's porter stemmer would, roughly.
 - **Segments.** A passage is cut into the units an answer quotes: sentences of prose; a
   code block, a command line or a list item whole (never cut in the middle); a short
-  label line (a man page's ``--timeout <seconds>``) joined to the sentence it
-  introduces. Segments are spans of the text: quoting one quotes the document verbatim.
+  label line (a man page's ``--timeout <seconds>``, or an entry's several names, ``-u``
+  and ``--include-untracked``) joined to the sentence it introduces. Segments are spans
+  of the text: quoting one quotes the document verbatim.
 - **Coverage.** The weighted share of the query's terms a span holds (0–1): what
   ``docs.search`` reports as a passage's ``match``. Whether a search answers the
   question at all is judged on one segment (:func:`answering_coverage`,
   :data:`MATCH_THRESHOLD`): the terms together, in the kind of answer asked for.
 - **The best window.** The run of segments, at most :data:`WINDOW_CHARS` long, holding the
-  most weight with its terms closest together: a passage's snippet, never merely the
-  first window with a hit.
+  most weight with its terms closest together (and the kind of answer asked for): a
+  passage's snippet, never merely the first window with a hit. It begins with the
+  sentence its first refers back to, ends with what its last announces, and goes on
+  with what follows while it has room: the answer is often beside the best sentence.
 """
 
 from __future__ import annotations
