@@ -1,5 +1,5 @@
 """How a text answers a question: segments, terms and the best window, on small texts
-(docs/design.md §10 "Answers, not passages")."""
+(docs/design.md §10)."""
 
 from __future__ import annotations
 
