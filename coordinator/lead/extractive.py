@@ -11,10 +11,14 @@ them (:mod:`coordinator.sources`). Decisions:
   every passage a search returned (several of one document when the search gave
   several), from a page or document read whole, and from a tool's data (as ``key:
   value``). Each is scored against its subtask's query by weighted term coverage, a
-  term found in most candidates counting less, raised a little by its passage's rank.
-- **Shown in document order.** The best few of each subtask (:data:`PER_SUBTASK`, more
-  when the question is the only subtask) are shown grouped by source and, within a
-  source, in the order the document has them; each line cites its ``[n]``.
+  term found in most candidates counting less, a term of the passage's title or heading
+  counting (nearly) as if the sentence said it, raised a little by its passage's rank.
+  A sentence that refers back ("… with this code, …") is one candidate with the
+  sentence before it.
+- **Shown in document order.** The best few of each subtask (:data:`PER_SUBTASK`, up
+  to :data:`MAX_PASSAGES` when the question is the only subtask) are shown grouped by
+  source and, within a source, in the order the document has them; each line cites its
+  ``[n]``.
 - **Quoted exactly.** A segment is the source's text with its whitespace collapsed,
   nothing else changed: a page's own brackets stay as written (views escape them where
   their markup needs it). A code block keeps its lines and is shown fenced as code.
@@ -39,7 +43,7 @@ from typing import Any
 from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Section, Source, prepend_rows
 from coordinator.sources import Evidence, evidence, number_sources
-from subagents.research.relevance import Segment, Terms, introduces, segments
+from subagents.research.relevance import Segment, Terms, introduces, refers_back, segments
 from subagents.result import LEAD
 from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
@@ -56,7 +60,7 @@ __all__ = [
 MAX_PASSAGES = 8  # lines of the answer, at most
 MAX_CHARS = 2000  # of all lines together
 PER_SUBTASK = 3  # lines per subtask when there are several …
-_ALONE = 6  # … and when the question is the only one
+_ALONE = MAX_PASSAGES  # … and when the question is the only one (within MAX_CHARS)
 _SEGMENT_CHARS = 600  # of one line (a longer code block is cut at a line end)
 _TEXT_CHARS = 20_000  # of a document read whole, looked at for sentences
 _DENSE = 120  # characters a segment may have before its length lowers its score
@@ -136,20 +140,27 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
     seen: set[str] = set()
     local = _local_weights(terms, texts)
     for rank, (item, text) in enumerate(zip(items, texts, strict=True)):
-        # What the page and section are about counts for the sentences under them, at
-        # half weight ("The default mode is serialized." under "Multi-Threaded").
+        # What the page and section are about, every sentence under them is about
+        # ("The default mode is serialized." under "Multi-Threaded"): a term of their
+        # title or heading counts for each nearly as if it said it — the sentences are
+        # told apart by the rest of the question, not by repeating the page's subject
+        # (one that says it wins a tie).
         context = terms.present(f"{item.title} {item.heading}")
         segs = segments(text)
         announced: float | None = None  # the score of a sentence announcing this one
         before: float | None = None  # the score of the sentence before, in its paragraph
         for at, seg in enumerate(segs):
+            if refers_back(text, segs, at):
+                # "If the script exits with this code, …" says nothing without the
+                # sentence before it ("The special exit code 125 …"): quoted together.
+                seg = Segment(segs[at - 1].start, seg.end, "sentence", segs[at - 1].labelled)
             key = " ".join(text[seg.start:seg.end].split()).lower()
             if not key or key in seen:
                 announced = before = None
                 continue  # the same words from another passage or another name
             seen.add(key)
             hits = terms.present(text[seg.start:seg.end])
-            score = sum(w * lw * (1.0 if h else 0.5 if c else 0.0) for w, lw, h, c in
+            score = sum(w * lw * (1.0 if h else 0.9 if c else 0.0) for w, lw, h, c in
                         zip(terms.weights, local, hits, context, strict=True))
             # A long sentence holds more words by its length alone: the denser one wins.
             score /= 1.0 + max(0, seg.end - seg.start - _DENSE) / (4 * _DENSE)
@@ -179,7 +190,14 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
     # A sentence far weaker than the best is no part of the answer (the best of an
     # unrelated passage is not quoted to fill the lines).
     floor = 0.3 * cands[0][0] if cands and terms else 0.0
-    chosen = [c for c in cands[:count] if c[0] >= floor]
+    chosen: list[tuple[float, int, Evidence, str, Segment]] = []
+    for cand in cands:
+        if len(chosen) == count or cand[0] < floor:
+            break
+        if any(c[3] is cand[3] and c[4].start < cand[4].end and cand[4].start < c[4].end
+               for c in chosen):
+            continue  # a sentence quoted already, with the one that refers back to it
+        chosen.append(cand)
     # Document order: by source number, then by where the passage is in its document.
     chosen.sort(key=lambda c: (c[2].n, c[2].start or 0, c[4].start))
     return [(item, text, seg) for _, _, item, text, seg in chosen]

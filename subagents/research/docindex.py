@@ -36,7 +36,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from subagents.research.documents import DEFAULT_MAX_BYTES, SUFFIXES, Entry, scan, shown
+from subagents.research.documents import (
+    DEFAULT_MAX_BYTES,
+    SUFFIXES,
+    Entry,
+    NotIndexed,
+    read_file,
+    scan,
+    shown,
+)
 from subagents.research.docwriter import (
     SCHEMA_VERSION,
     IndexStats,
@@ -381,18 +389,26 @@ class DocIndex:
             if row is None:
                 raise DocumentError(f"{path!r} is not indexed yet (a refresh is running)",
                                     "not_indexed")
-        file_id, _raw, _m, _s, title, length, skipped = row
+        file_id, _raw, _m, size, title, length, skipped, twin = row
         if skipped is not None:
             raise DocumentError(f"{path!r} is not indexed: {skipped}", "unreadable_content",
                                 expected="a document of the folder that is indexed")
+        whole: str | None = None
+        if twin is not None:
+            # A page's source: searched as the page, read from its own file.
+            whole = self._source_text(path, full, size)
+            length = len(whole)
         if start > length:
             raise DocumentError(f"start {start} is past the end of {path!r}", "out_of_range",
                                 field="start", expected=f"at most {length} (the text's length)")
         end = min(length, start + window)
-        from subagents.research import docsearch
+        if whole is not None:
+            text = whole[start:end]
+        else:
+            from subagents.research import docsearch
 
-        with self._reader(interrupt) as conn:
-            text = docsearch.read_window(conn, file_id, start, end)
+            with self._reader(interrupt) as conn:
+                text = docsearch.read_window(conn, file_id, start, end)
         return {
             "path": path, "title": title, "text": text, "truncated": end < length,
             "start": start, "next_start": end if end < length else None, "length": length,
@@ -401,9 +417,19 @@ class DocIndex:
     def _row(self, path: str, interrupt: Interrupt | None) -> tuple[Any, ...] | None:
         with self._reader(interrupt) as conn:
             row = conn.execute(
-                "SELECT id, raw, mtime_ns, size, title, length, skipped FROM files "
+                "SELECT id, raw, mtime_ns, size, title, length, skipped, twin FROM files "
                 "WHERE path = ?", (path,)).fetchone()
         return None if row is None else tuple(row)
+
+    def _source_text(self, path: str, full: bytes, size: int) -> str:
+        """The text of a file indexed as its page's source (its passages, joined), read
+        from the file: the index keeps only the page's."""
+        try:
+            doc = read_file(full, size=size, max_bytes=self.max_bytes)
+        except NotIndexed as exc:
+            raise DocumentError(f"{path!r} cannot be read: {exc}",
+                                "unreadable_content") from None
+        return "".join(p.text for p in doc.passages)
 
     def _full(self, path: str, row: tuple[Any, ...] | None) -> bytes:
         """The file's absolute path (bytes), confined to the folder."""

@@ -26,6 +26,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from subagents.research.documents.folder import twin_stem
 from subagents.research.documents.passages import Sketches, same_text, sketches
 from subagents.research.relevance import (
     MATCH_THRESHOLD,
@@ -209,6 +210,7 @@ def search(
     ranked = _candidates(conn, words, max(_POOL, limit * 10), counts)
     total = _total(conn)
     terms = Terms.of(query, counts, total)
+    asks = asks_for(query)
     if dense is not None:
         # The passages nearest in meaning join bm25's, though they share no word.
         known = {pid for pid, _ in ranked}
@@ -235,12 +237,13 @@ def search(
     # The best window is looked for in the likeliest candidates only (by their share of
     # the query, then bm25's rank): it reads every sentence, the rest only count words.
     for c in sorted(cands, key=lambda c: (-c.cover, c.rank))[:_CLOSER]:
-        c.look_closer(terms)
+        c.look_closer(terms, asks)
     similarity = dense.of([c.id for c in cands]) if dense is not None else {}
     _fuse(cands, similarity)
     chosen = _choose(cands, limit)
+    _with_sources(conn, chosen)
     results = [c.result() for c in chosen]
-    return Found(results, _judgement(terms, chosen, similarity or None, asks_for(query)))
+    return Found(results, _judgement(terms, chosen, similarity or None, asks))
 
 
 PER_DOCUMENT = 3  # passages of one document among the results, at most
@@ -248,7 +251,7 @@ _DENSE_POOL = 40  # passages nearest in meaning added to bm25's candidates
 _CLOSER = 40  # candidates whose best window is looked for
 _LOOK = 6  # candidates looked at per result wanted (the rest cannot be shown)
 _MORE = 3  # a document's next best passages that raise each of its passages …
-_SPREAD = 0.2  # … each at this fraction of its own
+_SPREAD = 0.1  # … each at this fraction of its own
 _RRF = 30  # reciprocal rank fusion's constant (smaller: the top ranks weigh more)
 SEMANTIC_THRESHOLD = 0.45
 """The cosine similarity of query and best passage under which a search with embeddings
@@ -273,11 +276,11 @@ class _Passage:
         self.score = 0.0
         self.also: list[str] = []
 
-    def look_closer(self, terms: Terms) -> None:
+    def look_closer(self, terms: Terms, asks: str | None = None) -> None:
         """Find the passage's best window; its share of the query counts half of its
         lexical score (done for the likeliest candidates only: it reads every sentence)."""
         title, heading, body = self.title, self.heading, self.body
-        w_start, w_end = best_window(body, terms, heading=f"{title} {heading}")
+        w_start, w_end = best_window(body, terms, heading=f"{title} {heading}", asks=asks)
         self.window = (w_start, w_end)
         inside = terms.coverage(f"{title}\n{heading}\n{body[w_start:w_end]}")
         # What the passage holds of the query, and how much of it sits in one window.
@@ -387,22 +390,28 @@ def _choose(cands: list[_Passage], limit: int) -> list[_Passage]:
     return chosen
 
 
-_TWIN_SUFFIXES = (".html", ".htm", ".txt", ".rst", ".md", ".markdown", ".adoc", ".rst.txt")
+def _with_sources(conn: sqlite3.Connection, chosen: list[_Passage]) -> None:
+    """Name, in ``also``, the sources indexed as the pages shown (a page's source is
+    searched as its page: docs/design.md §10)."""
+    files = sorted({c.file for c in chosen})
+    if not files:
+        return
+    sources: dict[int, list[str]] = {}
+    for page, path in conn.execute(
+            f"SELECT twin, path FROM files WHERE twin IN ({','.join('?' * len(files))})",
+            files):
+        sources.setdefault(int(page), []).append(str(path))
+    for c in chosen:
+        if c.file in sources:
+            c.also = sorted({*c.also, *sources[c.file]})
 
 
 def _twins(a: str, b: str) -> bool:
     """Whether two paths name one text in two forms: the same name in the same folder
     but for the suffix (``user-manual.html`` and ``user-manual.txt``), as a documentation
     set ships its pages beside their sources."""
-    def stem(path: str) -> str | None:
-        lowered = path.lower()
-        for suffix in sorted(_TWIN_SUFFIXES, key=len, reverse=True):
-            if lowered.endswith(suffix):
-                return path[: -len(suffix)]
-        return None
-
-    sa, sb = stem(a), stem(b)
-    return sa is not None and sa == sb and a != b
+    sa = twin_stem(a)
+    return sa is not None and sa == twin_stem(b) and a != b
 
 
 def _judgement(terms: Terms, chosen: list[_Passage],

@@ -6,7 +6,9 @@ characters, so readers see it advance and the WAL stays small), not one per file
 FTS5 flushes its pending terms at every savepoint and commit, which made indexing three
 times slower. A file that fails half-way is taken back by hand instead. After deletions
 the FTS5 segments are merged and the freed pages given back, so re-indexing the same
-files does not grow the index.
+files does not grow the index. A page's source beside it (``git-push.txt`` beside
+``git-push.html``, the same text) is a row naming the page, with no passages of its own
+(docs/design.md §10).
 """
 
 from __future__ import annotations
@@ -16,12 +18,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from subagents.research.documents import Entry, NotIndexed, read_file
+from subagents.research.documents import (
+    Entry,
+    NotIndexed,
+    read_file,
+    same_text,
+    sketches,
+    twin_stem,
+)
 
 __all__ = ["SCHEMA_VERSION", "IndexStats", "IndexWriter", "create_schema", "embed_missing",
            "unchanged"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _SCHEMA = """
 CREATE TABLE files (
     id INTEGER PRIMARY KEY,
@@ -33,8 +42,10 @@ CREATE TABLE files (
     kind TEXT NOT NULL DEFAULT '',
     length INTEGER NOT NULL DEFAULT 0,
     signature BLOB NOT NULL DEFAULT x'',
-    skipped TEXT
+    skipped TEXT,
+    twin INTEGER
 );
+CREATE INDEX files_by_twin ON files (twin) WHERE twin IS NOT NULL;
 CREATE TABLE passages (id INTEGER PRIMARY KEY, file INTEGER NOT NULL, start INTEGER NOT NULL);
 CREATE INDEX passages_by_file ON passages (file, start);
 CREATE VIRTUAL TABLE passage_text USING fts5(
@@ -113,25 +124,31 @@ class IndexWriter:
         """Bring the rows to ``current`` (the folder's files now), counting in ``stats``."""
         conn = self.conn
         known = {
-            p: (i, m, s, k) for i, p, m, s, k in conn.execute(
-                "SELECT id, path, mtime_ns, size, skipped FROM files")
+            p: (i, m, s, k, t) for i, p, m, s, k, t in conn.execute(
+                "SELECT id, path, mtime_ns, size, skipped, twin FROM files")
         }
+        # A source whose page changed or went is read again: it may be a text of its own
+        # now (docs/design.md §10, a page and its source).
+        moved = {i for p, (i, m, s, k, _t) in known.items()
+                 if p not in current or not unchanged((m, s, k), current[p], self.max_bytes)}
+        again = {p for p, (*_r, t) in known.items() if t is not None and t in moved}
         next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM passages").fetchone()[0])
         changed = 0
         written = 0
         conn.execute("BEGIN IMMEDIATE")
         done = False
         try:
-            for path, (file_id, _m, _s, _k) in known.items():
+            for path, (file_id, *_rest) in known.items():
                 if path not in current:
                     changed += _delete(conn, file_id)
                     stats.removed += 1
             total = len(current)
-            for seen, (path, entry) in enumerate(sorted(current.items()), 1):
+            for seen, (path, entry) in enumerate(sorted(current.items(), key=_pages_first), 1):
                 if self.progress is not None and seen % 16 == 0:
                     self.progress("files", seen, total)
                 old = known.get(path)
-                if old is not None and unchanged(old[1:], entry, self.max_bytes):
+                if old is not None and path not in again and unchanged(
+                        old[1:4], entry, self.max_bytes):
                     stats.unchanged += 1
                     if old[3] is not None:
                         stats.skipped.append((path, old[3]))
@@ -173,13 +190,19 @@ class IndexWriter:
         try:
             doc = read_file(self.root + b"/" + entry.raw, size=entry.size,
                             max_bytes=self.max_bytes, stopped=self.stopped)
+            page = self._page_of(path, doc.kind, doc.signature)
             file_id = conn.execute(
-                "INSERT INTO files (path, raw, mtime_ns, size, title, kind, signature) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files (path, raw, mtime_ns, size, title, kind, signature, twin) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (path, entry.raw, entry.mtime_ns, entry.size, doc.title, doc.kind,
-                 doc.signature),
+                 doc.signature, page),
             ).lastrowid
             assert file_id is not None
+            if page is not None:
+                # The source of a page indexed already: its text is the page's, searched
+                # there (and read from the file when asked for by its name).
+                doc.close()
+                return next_id, 0, None
             length = 0
             batch: list[tuple[int, int, str, str]] = []
             for passage in doc.passages:
@@ -208,6 +231,20 @@ class IndexWriter:
             )
             return first, 0, reason
 
+
+    def _page_of(self, path: str, kind: str, signature: bytes) -> int | None:
+        """The id of the rendered page (HTML, indexed, in the same folder under the same
+        name) whose text a source file of ``path`` is, by their signatures; None when it
+        is a text of its own."""
+        stem = twin_stem(path)
+        if kind not in _SOURCE_KINDS or stem is None:
+            return None
+        for page_id, page_signature in self.conn.execute(
+                "SELECT id, signature FROM files WHERE path IN (?, ?) AND kind = 'html' "
+                "AND skipped IS NULL AND twin IS NULL", (f"{stem}.html", f"{stem}.htm")):
+            if same_text(sketches(signature), sketches(page_signature)):
+                return int(page_id)
+        return None
 
     def reindex(self, path: str, entry: Entry) -> None:
         """Index one changed or new file now, in a transaction of its own."""
@@ -241,8 +278,24 @@ def _insert(
     )
 
 
+_SOURCE_KINDS = frozenset({"text", "markdown"})
+_PAGE_SUFFIXES = (".html", ".htm")
+
+
+def _pages_first(item: tuple[str, Entry]) -> tuple[str, int, str]:
+    """The order a refresh reads files in: a rendered page before the sources beside it
+    under its name (then each source can be told the page's text), else by path."""
+    path = item[0]
+    stem = twin_stem(path)
+    if stem is None:
+        return path, 0, path
+    return stem, 0 if path.lower().endswith(_PAGE_SUFFIXES) else 1, path
+
+
 def _delete(conn: sqlite3.Connection, file_id: int) -> int:
-    """Remove a file and its passages; how many passages went."""
+    """Remove a file and its passages (and the rows of the sources whose text it was:
+    the next refresh reads them again); how many passages went."""
+    conn.execute("DELETE FROM files WHERE twin = ?", (file_id,))
     conn.execute(
         "DELETE FROM passage_text WHERE rowid IN (SELECT id FROM passages WHERE file = ?)",
         (file_id,),

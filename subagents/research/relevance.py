@@ -8,18 +8,21 @@ answered here once:
   rare it is: the inverse document frequency of the word among the index's passages
   when an index counted it, else a weight by length (a long word names more). A term
   matches a word of the text that begins with its stem (``cache`` matches "cached",
-  "caching"), as the index's porter stemmer would, roughly.
+  "caching"; ``copy`` "copied"), as the index's porter stemmer would, roughly.
 - **Segments.** A passage is cut into the units an answer quotes: sentences of prose; a
   code block, a command line or a list item whole (never cut in the middle); a short
-  label line (a man page's ``--timeout <seconds>``) joined to the sentence it
-  introduces. Segments are spans of the text: quoting one quotes the document verbatim.
+  label line (a man page's ``--timeout <seconds>``, or an entry's several names, ``-u``
+  and ``--include-untracked``) joined to the sentence it introduces. Segments are spans
+  of the text: quoting one quotes the document verbatim.
 - **Coverage.** The weighted share of the query's terms a span holds (0–1): what
   ``docs.search`` reports as a passage's ``match``. Whether a search answers the
   question at all is judged on one segment (:func:`answering_coverage`,
   :data:`MATCH_THRESHOLD`): the terms together, in the kind of answer asked for.
 - **The best window.** The run of segments, at most :data:`WINDOW_CHARS` long, holding the
-  most weight with its terms closest together: a passage's snippet, never merely the
-  first window with a hit.
+  most weight with its terms closest together (and the kind of answer asked for): a
+  passage's snippet, never merely the first window with a hit. It begins with the
+  sentence its first refers back to, ends with what its last announces, and goes on
+  with what follows while it has room: the answer is often beside the best sentence.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ there), then checked on the other two sets (``benchmarks/README.md``): a passage
 holds the words here and there is about the topic, not yet an answer."""
 WINDOW_CHARS = 800
 """The most a snippet holds (a code block longer than this is shown up to it)."""
+_BLANK_LINE = re.compile(r"\n\s*\n")
+_KIND_WEIGHT = 0.25  # more weight a window holding the kind of answer asked has
 _CODE_FENCE = re.compile(r"^\s*(?:-{4,}|`{3,}|~{3,}|\.{4,})\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|<\d+>)\s+\S")
 _PROMPT = re.compile(r"^\s*(?:\$|>>>|%|sqlite>|\w+@[\w.-]+[:~][^\s]*[$#])\s")
@@ -94,6 +99,18 @@ def _stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
     return word
+
+
+def _stems(word: str) -> str:
+    """The stems a word's inflections begin with, "|"-joined: its stem, and where a "y"
+    turns to "i" before a suffix, both ("copy" → "copy|copi", which "copied" and
+    "copies" begin with; "queries" → "queri|query")."""
+    stem = _stem(word)
+    if len(word) >= 4 and word.endswith("y") and word[-2] not in "aeiouy":
+        return f"{stem}|{word[:-1]}i"
+    if len(word) >= 6 and word.endswith(("ies", "ied")):
+        return f"{word[:-3]}i|{word[:-3]}y"
+    return stem
 
 
 # What a question asks for, beyond its words: "how long" is answered in seconds or
@@ -170,7 +187,7 @@ class Terms:
             words = [*words, "|".join(extra)]
             raw.append(share)
         norm = sum(raw) or 1.0
-        stems = tuple("|".join(_stem(a) for a in w.split("|")) for w in words)
+        stems = tuple("|".join(_stems(a) for a in w.split("|")) for w in words)
         return cls(tuple(words), stems, tuple(r / norm for r in raw))
 
     def __bool__(self) -> bool:
@@ -231,16 +248,29 @@ def answering_coverage(terms: Terms, text: str, context: str = "",
     segs = segments(text)
     best = 0.0
     for i, seg in enumerate(segs):
-        piece = text[seg.start:seg.end]
-        announced = text[segs[i + 1].start:segs[i + 1].end] if introduces(text, segs, i) \
-            else ""
-        if asks == "value" and not _DIGITS.search(piece + announced):
+        if asks is not None and not _of_kind(text, segs, i, asks):
             continue
-        if asks == "way" and not (seg.kind == "code" or announced
-                                  or _COMMANDISH.search(piece)):
-            continue
-        best = max(best, terms.coverage(f"{context}\n{piece}"))
+        best = max(best, terms.coverage(f"{context}\n{text[seg.start:seg.end]}"))
     return best
+
+
+# A section number a heading begins with ("9.7.8. Mounting …", "2.2 Date and Time"): no
+# value of the text.
+_SECTION_NUMBER = re.compile(r"^\s*(?:\d+\.)*\d+\.?\s")
+
+
+def _of_kind(text: str, segs: list[Segment], i: int, asks: str) -> bool:
+    """Whether segment ``i`` is the kind of answer ``asks`` wants: a number in it (a
+    section's number aside) for "value", a command or code for "way" (a sentence
+    announcing a command counts as holding it)."""
+    seg = segs[i]
+    piece = text[seg.start:seg.end]
+    announced = text[segs[i + 1].start:segs[i + 1].end] if introduces(text, segs, i) else ""
+    if asks == "value":
+        return _DIGITS.search(_SECTION_NUMBER.sub("", piece) + announced) is not None
+    if asks == "way":
+        return seg.kind == "code" or bool(announced) or _COMMANDISH.search(piece) is not None
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +300,8 @@ def segments(text: str) -> list[Segment]:
     i = 0
     n = len(lines)
     label: int | None = None  # where a pending label line starts
+    chained = 0  # label lines since it (the names of one entry)
+    label_end = 0  # where its last line ends
     while i < n:
         line = lines[i]
         if not line.strip():
@@ -309,9 +341,15 @@ def segments(text: str) -> list[Segment]:
             label = None
         elif j == i + 1 and len(para.strip()) <= 80 and not para.rstrip().endswith(
                 (".", "!", "?")):
-            if label is not None:
-                out.append(Segment(label, offsets[i - 1] + len(lines[i - 1]), "label"))
-            label = para_start  # joined to what follows
+            if label is not None and not (chained < _CHAIN and _term_like(para)
+                                          and _term_like(text[label:para_start])):
+                out.append(Segment(label, label_end, "label"))
+                label = None
+            if label is None:
+                label, chained = para_start, 1  # joined to what follows
+            else:
+                chained += 1  # "-u", "--include-untracked": one entry's names
+            label_end = para_end
         else:
             first = True
             for s, e in _sentences(para):
@@ -322,8 +360,21 @@ def segments(text: str) -> list[Segment]:
             label = None
         i = j
     if label is not None:
-        out.append(Segment(label, len(text.rstrip()), "label"))
+        out.append(Segment(label, label_end, "label"))
     return out
+
+
+_CHAIN = 4  # label lines that name one entry, at most
+_TERM = re.compile(r"\S+(?:\s+\S+){0,2}")
+
+
+def _term_like(lines: str) -> bool:
+    """Whether each line of ``lines`` is a term, not a phrase: at most three words and
+    forty characters ("-u", "--include-untracked", "init.defaultBranch"). The names of
+    one entry of a definition list are such lines, one after another; a list's items
+    or a table's rows are longer."""
+    return all(len(ln) <= 40 and _TERM.fullmatch(ln.strip()) is not None
+               for ln in lines.split("\n") if ln.strip())
 
 
 def _sentences(para: str) -> list[tuple[int, int]]:
@@ -347,12 +398,15 @@ def _sentences(para: str) -> list[tuple[int, int]]:
 
 
 def best_window(
-    text: str, terms: Terms, *, limit: int = WINDOW_CHARS, heading: str = ""
+    text: str, terms: Terms, *, limit: int = WINDOW_CHARS, heading: str = "",
+    asks: str | None = None,
 ) -> tuple[int, int]:
     """``(start, end)`` of the run of segments of ``text`` that best answers ``terms``:
-    the most weight (terms the heading already holds count half), then the terms closest
-    together, then the earliest; at most ``limit`` characters, whole segments only (one
-    segment longer than that is cut at a line or word end)."""
+    the most weight (terms the heading already holds count half; a window holding the
+    kind of answer ``asks`` wants, a number or a command, weighs :data:`_KIND_WEIGHT`
+    more), then the terms closest together, then the earliest; at most
+    ``limit`` characters, whole segments only (one segment longer than that is cut at a
+    line or word end)."""
     segs = segments(text)
     if not segs:
         return 0, 0
@@ -360,15 +414,20 @@ def best_window(
     weights = [w * (0.5 if h else 1.0) for w, h in zip(terms.weights, in_heading,
                                                         strict=True)]
     hits = [terms.present(text[s.start:s.end]) for s in segs]
+    kinds = [asks is not None and _of_kind(text, segs, k, asks) for k in range(len(segs))]
     best: tuple[float, float, int] | None = None
     best_span = (segs[0].start, segs[0].end)
     for i in range(len(segs)):
         held = [False] * len(weights)
+        kind = False
         for j in range(i, len(segs)):
             if j > i and (segs[j].end - segs[i].start > limit or _opens(text, segs[j])):
                 break  # too long, or the next item of a list of terms begins
             held = [a or b for a, b in zip(held, hits[j], strict=True)]
+            kind = kind or kinds[j]
             value = sum(w for w, h in zip(weights, held, strict=True) if h)
+            if kind:
+                value *= 1.0 + _KIND_WEIGHT
             if value <= 0:
                 continue
             length = segs[j].end - segs[i].start
@@ -380,12 +439,26 @@ def best_window(
     start, end = best_span
     if end - start > limit:
         return start, _cut(text, start, start + limit)
+    # A window that begins "If the script exits with this code, …" begins with the
+    # sentence it refers back to.
+    first = next((k for k, s in enumerate(segs) if s.start == start), None)
+    while first is not None and refers_back(text, segs, first) and \
+            end - segs[first - 1].start <= limit + limit // 2:
+        first -= 1
+        start = segs[first].start
     # A window that ends announcing a command or a list ends with it: the sentence "you
     # should configure APT as the following." answers only with what follows (up to
     # half a window more).
     last = next((k for k, s in enumerate(segs) if s.end == end), None)
     while last is not None and introduces(text, segs, last) and \
             segs[last + 1].end - start <= limit + limit // 2:
+        last += 1
+        end = segs[last].end
+    # What follows in the same entry, while the window has room: what a passage says
+    # next most often completes it (the command after the sentence, the value after the
+    # name).
+    while last is not None and last + 1 < len(segs) and not _opens(text, segs[last + 1]) \
+            and segs[last + 1].end - start <= limit:
         last += 1
         end = segs[last].end
     return start, end
@@ -399,13 +472,40 @@ _INTRODUCER = re.compile(
 
 
 def introduces(text: str, segs: list[Segment], i: int) -> bool:
-    """Whether segment ``i`` announces the one after it (a sentence ending "as the
-    following." or ":" before a code block, a list or a command line)."""
+    """Whether segment ``i`` announces the one after it: a sentence ending "as the
+    following." or ":" before a code block, a list or a command line; or the last
+    sentence of a paragraph right before a code block, which shows what it says ("…
+    then the following mounts it." — "you can split it into chunks and merge them back
+    later." followed by the commands that do it)."""
     if i + 1 >= len(segs) or segs[i].kind == "code":
         return False
-    if segs[i + 1].kind not in ("code", "item") and not segs[i + 1].labelled:
+    after = segs[i + 1]
+    if after.kind not in ("code", "item") and not after.labelled:
         return False
-    return bool(_INTRODUCER.search(text[segs[i].start:segs[i].end]))
+    if _INTRODUCER.search(text[segs[i].start:segs[i].end]):
+        return True
+    # A code block of its own (not an item's label with its code) right after prose.
+    return after.kind == "code" and not after.labelled and segs[i].kind == "sentence"
+
+
+# A sentence that refers back to the one before it: it begins with a pronoun or a
+# connective ("It …", "This option …", "Otherwise, …"), or names "this code", "these
+# files" within its first words.
+_REFERS_BACK = re.compile(
+    r"\W*(?:(?:this|these|those|that|such|it|its|they|their|them|otherwise|instead|"
+    r"then|however|here|there)\b|(?:\S+\s+){1,5}(?:this|these|those|such)\s+\w)",
+    re.IGNORECASE)
+
+
+def refers_back(text: str, segs: list[Segment], i: int) -> bool:
+    """Whether sentence ``i`` refers back to the sentence before it in its paragraph
+    ("If the script exits with this code, …" after "The special exit code 125 …"): it
+    says nothing without it."""
+    if i == 0 or segs[i].kind != "sentence" or segs[i].labelled:
+        return False
+    prev = segs[i - 1]
+    return prev.kind == "sentence" and _BLANK_LINE.search(text, prev.end, segs[i].start) \
+        is None and _REFERS_BACK.match(text, segs[i].start) is not None
 
 
 def _opens(text: str, seg: Segment) -> bool:

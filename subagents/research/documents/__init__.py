@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from shared.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from subagents.research.documents.folder import SUFFIXES, Entry, scan, shown
+    from subagents.research.documents.folder import SUFFIXES, Entry, scan, shown, twin_stem
     from subagents.research.documents.passages import (
         Passage,
         Sketches,
@@ -37,12 +37,14 @@ __all__ = [
     "signature",
     "sketches",
     "snippet",
+    "twin_stem",
 ]
 
 # Each name is imported from its module on first use (shared/lazy.py): importing one
 # part of the package, or the package, loads nothing else.
 __getattr__ = lazy_exports(__name__, {
-    "subagents.research.documents.folder": ("SUFFIXES", "Entry", "scan", "shown"),
+    "subagents.research.documents.folder": ("SUFFIXES", "Entry", "scan", "shown",
+                                            "twin_stem"),
     "subagents.research.documents.passages": (
         "Passage", "Sketches", "same_text", "signature", "sketches", "snippet",
     ),

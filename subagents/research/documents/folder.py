@@ -13,10 +13,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["SUFFIXES", "Entry", "scan", "shown"]
+__all__ = ["SUFFIXES", "Entry", "scan", "shown", "twin_stem"]
 
 SUFFIXES = frozenset({".md", ".markdown", ".txt", ".text", ".rst", ".html", ".htm", ".pdf"})
 _SUFFIXES = frozenset(s.encode() for s in SUFFIXES)
+# The names one text has in two forms in one folder: a rendered page and its source.
+_TWIN_SUFFIXES = sorted((".html", ".htm", ".txt", ".rst", ".md", ".markdown", ".adoc",
+                         ".rst.txt"), key=len, reverse=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,18 @@ def shown(raw: bytes | str) -> str:
     if isinstance(raw, str):
         raw = os.fsencode(raw)
     return raw.decode("utf-8", "backslashreplace")
+
+
+def twin_stem(path: str) -> str | None:
+    """The path without the suffix that tells a page from its source (``user-manual``
+    of ``user-manual.html`` and ``user-manual.txt``), or None for another kind of file.
+    A documentation set ships its rendered pages beside their sources under such
+    names."""
+    lowered = path.lower()
+    for suffix in _TWIN_SUFFIXES:
+        if lowered.endswith(suffix):
+            return path[: -len(suffix)]
+    return None
 
 
 def scan(root: str | os.PathLike[str]) -> dict[str, Entry]:

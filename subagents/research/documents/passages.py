@@ -22,6 +22,8 @@ import zlib
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import add, and_, mul
 
 __all__ = [
     "MAX",
@@ -130,11 +132,12 @@ def signature(text: str, headings: Sequence[tuple[int, int, str]] = ()) -> bytes
     across processes, as the index needs).
     """
     crc = zlib.crc32
-    hashes = [crc(w) for w in _WORD.findall(text[:_SIGNED].lower().encode())]
-    triples = {
-        (a * 0x9E3779B1 + b * 0x85EBCA77 + c) & 0xFFFFFFFF
-        for a, b, c in zip(hashes, hashes[1:], hashes[2:], strict=False)
-    }
+    hashes = list(map(crc, _WORD.findall(text[:_SIGNED].lower().encode())))
+    # (a * K1 + b * K2 + c) & 0xFFFFFFFF of each triple, by maps in C (a comprehension
+    # over the triples was a tenth of the time indexing took).
+    mixed = map(add, map(add, map(mul, hashes, repeat(0x9E3779B1)),
+                         map(mul, hashes[1:], repeat(0x85EBCA77))), hashes[2:])
+    triples = set(map(and_, mixed, repeat(0xFFFFFFFF)))
     heads = {crc(b" ".join(_WORD.findall(h.lower().encode()))) for _, _, h in headings}
     sketch = sorted(triples)[:_SKETCH]  # sorting a thousand ints in C beats heapq here
     return array("I", [len(sketch), *sketch, *sorted(heads)[:_SKETCH]]).tobytes()

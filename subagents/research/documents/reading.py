@@ -41,6 +41,10 @@ class NotIndexed(Exception):
     """A file the index leaves out, and why (too large, binary, unreadable)."""
 
 
+def _nothing() -> None:
+    """Nothing to close (the document was read whole)."""
+
+
 @dataclass(frozen=True)
 class Document:
     """A file read for the index: its title, kind, signature, and its passages (a lazy
@@ -50,6 +54,7 @@ class Document:
     kind: str
     signature: bytes
     passages: Iterator[Passage]
+    close: Callable[[], None] = _nothing  # what a reader that drops the passages calls
 
 
 def sniff(head: bytes, name: bytes) -> str:
@@ -183,7 +188,8 @@ def _plain(f: BinaryIO, head: bytes, kind: str, stopped: Callable[[], bool]) -> 
         finally:
             f.close()
 
-    return Document(text_title(first, headings), kind, signature(first, headings), passages())
+    return Document(text_title(first, headings), kind, signature(first, headings), passages(),
+                    f.close)
 
 
 def _chunks(f: BinaryIO, decoder: codecs.IncrementalDecoder, data: bytes) -> Iterator[str]:

@@ -213,3 +213,25 @@ async def test_a_synthesis_that_passes_is_the_models_answer() -> None:
     assert report.gaps == []
 
 
+
+
+def _one_search_report(query: str, snippet: str) -> CoverageReport:
+    found = _finding("docs.search", {"results": [
+        {"path": "bisect.md", "title": "Bisect", "snippet": snippet}]})
+    section = Section(subtask_id="question", query=query, status="complete", covered=True,
+                      weight=1.0, findings=[found])
+    return _report([section])
+
+
+def test_a_sentence_that_refers_back_is_quoted_with_the_one_before() -> None:
+    """"If the script exits with this code, …" is quoted with the sentence that names the
+    code, once, as one line."""
+    snippet = ("The special exit code 125 should be used when the source cannot be tested. "
+               "If the script exits with this code, the current revision is skipped. "
+               "Other codes mark it bad.")
+    text, _ = extractive_answer(_one_search_report(
+        "Which exit code makes the script skip a revision?", snippet))
+    assert text is not None
+    lines = [ln for ln in text.split("\n") if "this code" in ln]
+    assert len(lines) == 1 and lines[0].startswith("The special exit code 125")
+    assert text.count("The special exit code 125") == 1

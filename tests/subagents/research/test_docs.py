@@ -154,3 +154,65 @@ async def test_a_folder_is_indexed_when_the_tools_open(corpus: Path, tmp_path: P
     first = result.data["results"][0]
     assert first["path"] == "survey.pdf" and first["score"] > 0 and "Vanadium" in first["snippet"]
     assert list((tmp_path / "store" / "docs").glob("papers-*.sqlite"))
+
+
+def _page_and_source(folder: Path, topic: str) -> None:
+    """A rendered page and its source beside it under the same name (as a documentation
+    set ships them)."""
+    sections = [(f"{topic.title()} {w}", " ".join(f"{w}{i} of the {topic} module"
+                                                  for i in range(60)))
+                for w in ("open", "read", "write", "extract")]
+    (folder / f"{topic}.txt").write_text(f"{topic}\n{'=' * len(topic)}\n\n" + "".join(
+        f"{h}\n{'-' * len(h)}\n\n`{topic}.x` {b}\n\n" for h, b in sections))
+    (folder / f"{topic}.html").write_text(
+        f"<html><head><title>{topic}</title></head><body><h1>{topic}</h1>" + "".join(
+            f"<h2>{h}</h2><p><code>{topic}.x()</code> {b}</p>" for h, b in sections)
+        + "</body></html>")
+
+
+def test_a_pages_source_is_searched_as_the_page_and_read_as_itself(tmp_path: Path) -> None:
+    """A source whose page is beside it is not indexed twice: a search shows the page and
+    names the source in ``also``; the source is read from its own file."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _page_and_source(docs, "zipfile")
+    (docs / "notes.txt").write_text("Notes\n\nA text of its own about read1 of zipfiles.\n")
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    stats = index.refresh()
+    assert stats.documents == 3
+    found = index.search("read7 of the zipfile module", 8)
+    assert found[0]["path"] == "zipfile.html"
+    assert "zipfile.txt" not in {r["path"] for r in found}
+    assert all(r.get("also") == ["zipfile.txt"] for r in found if r["path"] == "zipfile.html")
+    source = index.read("zipfile.txt", 0, 100_000)
+    assert source["text"].startswith("zipfile\n=======") and "`zipfile.x`" in source["text"]
+    assert index.search("text of its own", 1)[0]["path"] == "notes.txt"
+    index.close()
+
+
+def test_a_source_whose_page_goes_is_indexed_as_itself(tmp_path: Path) -> None:
+    """When the page is removed (or changes), the next refresh indexes its source as a
+    text of its own."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _page_and_source(docs, "tarfile")
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    (docs / "tarfile.html").unlink()
+    again = index.refresh()
+    assert (again.removed, again.updated) == (1, 1)
+    found = index.search("extract9 of the tarfile module", 3)
+    assert found and found[0]["path"] == "tarfile.txt" and "also" not in found[0]
+    index.close()
+
+
+def test_a_different_text_under_a_pages_name_is_indexed(tmp_path: Path) -> None:
+    """A text file named as a page but saying something else is a document of its own."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    _page_and_source(docs, "gzip")
+    (docs / "gzip.txt").write_text("Release notes\n\nThe vanadium changes of this year.\n")
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    assert index.search("vanadium changes", 1)[0]["path"] == "gzip.txt"
+    index.close()

@@ -78,6 +78,16 @@ def test_a_table_row_reads_as_one_paragraph_its_cells_side_by_side() -> None:
         "u remount all mounted filesystems read-only"]
 
 
+def test_a_paragraph_larger_than_a_chunk_reads_as_its_words() -> None:
+    """A paragraph over a megabyte (collapsed a piece at a time) reads as its words one
+    space apart, as a short one does, with the paragraphs around it."""
+    words = [f"w{i}" for i in range(300_000)]
+    spaced = "".join(f"{w}{'   ' if i % 7 else chr(10)}" for i, w in enumerate(words))
+    markup = f"<html><body><p>first</p><div>{spaced}</div><p>last  <br> line</p></body></html>"
+    assert html_text(markup.encode()).text.split("\n\n") == [
+        "first", " ".join(words), "last\nline"]
+
+
 @pytest.mark.parametrize(
     ("text", "title"),
     [

@@ -1,0 +1,85 @@
+"""How a text answers a question: segments, terms and the best window, on small texts
+(docs/design.md §10)."""
+
+from __future__ import annotations
+
+from subagents.research.relevance import Terms, best_window, introduces, refers_back, segments
+
+
+def _window(text: str, question: str, asks: str | None = None, limit: int = 800) -> str:
+    start, end = best_window(text, Terms.of(question), limit=limit, asks=asks)
+    return text[start:end]
+
+
+def test_a_sentence_right_before_a_code_block_announces_it() -> None:
+    """The last sentence of a paragraph before a code block is shown with the command
+    that does what it says, though it ends with a full stop, not "the following:"."""
+    text = ("Splitting a large file\n\nWhen a file is too big, you can split it into "
+            "chunks and merge them back later.\n\n    $ split -b 2000m large_file\n"
+            "    $ cat x* >large_file\n\nCaution: name clashes.")
+    segs = segments(text)
+    assert introduces(text, segs, 0)
+    assert "split -b 2000m" in _window(text, "How do I split a huge file into chunks?",
+                                       "way")
+
+
+def test_a_sentence_before_prose_announces_nothing() -> None:
+    """Prose after prose is no announcement: the window is not stretched by it."""
+    text = "The cache keeps passwords.\n\nIt forgets them after a while."
+    assert not introduces(text, segments(text), 0)
+
+
+def test_a_value_question_gets_the_window_that_holds_a_value() -> None:
+    """Two sentences hold the question's words; the one with a number is the window
+    when a number is asked for."""
+    text = ("A new database gets its page size set by a compile-time option. "
+            + "Filler words about other matters go here. " * 12
+            + "When it is made, a new database gets a page size of 4096 bytes.")
+    question = "What page size does a new database get?"
+    assert "4096" in _window(text, question, "value", limit=120)
+    assert "4096" not in _window(text, question, None, limit=120)
+
+
+def test_the_window_goes_on_with_what_follows_while_it_has_room() -> None:
+    """The best sentence is shown with the sentences after it, up to the limit, never
+    into the next entry of a list of terms."""
+    text = ("--timeout <seconds>\n\nNumber of seconds to keep the password. It is 900 "
+            "unless given. The daemon exits then.\n\n--socket <path>\n\nWhere the "
+            "daemon listens.")
+    shown = _window(text, "timeout seconds")
+    assert "900 unless given" in shown and "The daemon exits then." in shown
+    assert "--socket" not in shown
+
+
+def test_the_names_of_one_option_label_its_description_together() -> None:
+    """A definition list's entry with several names ("-u", "--include-untracked") is one
+    segment with its description; a list of phrases is not chained into one."""
+    text = ("-u\n\n--include-untracked\n\nAlso stash untracked files.\n\n"
+            "The number of columns in a table\n\nThe number of terms in a clause\n\n"
+            "Both are limited.")
+    segs = segments(text)
+    first = text[segs[0].start:segs[0].end]
+    assert first.startswith("-u") and first.endswith("Also stash untracked files.")
+    assert segs[0].labelled
+    phrases = [text[s.start:s.end] for s in segs[1:]]
+    assert phrases[0] == "The number of columns in a table"
+
+
+def test_a_y_turned_i_still_matches_its_word() -> None:
+    """"copy" matches "copied" and "copies"; "queries" matches "query"."""
+    terms = Terms.of("copy queries")
+    assert terms.present("The text is copied for each query.") == [True, True]
+    assert terms.present("It copies nothing; the queries run.") == [True, True]
+
+
+def test_a_window_begins_with_the_sentence_its_first_refers_back_to() -> None:
+    """A window whose best sentence says "with this code" begins with the sentence that
+    names the code."""
+    text = ("Filler about other matters. " * 20 + "The special exit code 125 should be "
+            "used when the source cannot be tested. If the script exits with this code, "
+            "the current revision will be skipped.")
+    shown = _window(text, "script exits skipped revision", limit=200)
+    assert shown.startswith("The special exit code 125")
+    assert refers_back(text, segments(text), len(segments(text)) - 1)
+    assert not refers_back("One thing. Another thing.", segments("One thing. Another thing."),
+                           1)
