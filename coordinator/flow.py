@@ -254,6 +254,8 @@ class Flow:
         self._acting: dict[str, tuple[Decision, SubtaskStatus, float]] = {}
         # The same for use_tool / requery, measured once their continuation is counted.
         self._continuing: dict[str, tuple[Decision, SubtaskStatus, float]] = {}
+        # A person's retry: the subtask's attempts and steps when it was decided.
+        self._retried_at: dict[str, tuple[int, int]] = {}
         # What a person's use_tool / requery continue with, run after the rounds.
         self._continued: list[SubtaskSpec] = []
 
@@ -398,6 +400,12 @@ class Flow:
                         kept[result.subtask_id] = result
                         continue
                     kept.pop(result.subtask_id, None)
+                    if self._retried_in_vain(result):
+                        # A retry that made no call (the job's budget is spent, say)
+                        # escalates the same way again at once: asking again would loop,
+                        # a person or a handler choosing retry forever in no time at all.
+                        await self.add(rows, result, ask=False)
+                        continue
                     # Its slot goes to another lane while a person decides.
                     working[0] -= 1
                     backend.spawn(lane)
@@ -506,6 +514,7 @@ class Flow:
         do = decision.do
         if do == "retry":
             self._acting[sid] = before
+            self._retried_at[sid] = (result.attempts, result.steps)
             self.backend.again(spec)
             return True
         if do in ("use_tool", "requery"):
@@ -518,6 +527,13 @@ class Flow:
         if do == "stop":
             self.backend.stop()
         return False
+
+    def _retried_in_vain(self, result: SubagentResult) -> bool:
+        """Whether ``result`` escalated again after a person's ``retry`` without a single
+        attempt or step since (docs/design.md §17): that retry changed nothing, and
+        offering it again would loop."""
+        since = self._retried_at.get(result.subtask_id)
+        return since is not None and (result.attempts, result.steps) <= since
 
     def _continuation(self, spec: SubtaskSpec, decision: Decision) -> SubtaskSpec:
         """The follow-up a person's ``use_tool`` or ``requery`` continues ``spec`` with:

@@ -292,3 +292,27 @@ async def test_ask_on_plan_reviews_the_lead_plan() -> None:
     )
     assert [s.id for s in seen[0]] == ["a", "b"]
     assert [s.id for s in report.subtasks if s.id != "lead"] == ["a"]  # b removed
+
+
+async def test_a_retry_that_can_make_no_call_is_not_offered_again() -> None:
+    """model_budget.yaml with a person who always says retry: a subtask whose job budget
+    is spent escalates again at once after the retry, without a call; it is counted, not
+    offered again (the run ends rather than looping on decisions)."""
+    from coordinator import run_file
+    from tests.coordinator.cli.test_misuse import ROOT
+
+    asked: list[str] = []
+
+    def always_retry(escalation: Escalation) -> str:
+        asked.append(escalation.id or "")
+        if len(asked) > 20:  # the loop this guards against: end it, and fail below
+            return "accept"
+        return "retry" if any(o.do == "retry" for o in escalation.options or []) else "accept"
+
+    report = await run_file(ROOT / "scenarios" / "model_budget.yaml", speed=1000,
+                            on_escalation=always_retry, store=None)
+    assert len(asked) <= 6, asked
+    assert len(asked) == len(set(asked))  # every escalation asked once
+    retried = [d for d in report.decisions if d.do == "retry"]
+    assert retried and all(d.change is not None and d.change.status_after != "complete"
+                           for d in retried)
