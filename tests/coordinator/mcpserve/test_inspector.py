@@ -46,7 +46,10 @@ def _inspect(tmp: Path, *args: str) -> dict[str, Any]:
     """One inspector command; its JSON output."""
     # The inspector keeps a catalog of servers in the home folder unless told otherwise.
     env = environ(tmp) | {"MCP_CATALOG_PATH": str(tmp / "catalog.json")}
-    done = subprocess.run([inspector(), "--cli", *args], env=env, cwd=tmp,
+    # Its connect timeout is 15 s by default: a loaded machine's `fanout mcp` took longer
+    # to start (the imports, the docs folder indexed), so allow the test's own limit.
+    done = subprocess.run([inspector(), "--cli", "--connect-timeout", "100000", *args],
+                          env=env, cwd=tmp,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     out: dict[str, Any] = json.loads(done.stdout)
