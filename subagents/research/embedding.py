@@ -27,8 +27,10 @@ onnxruntime (72 MB) to run it, beside numpy, which both need anyway.
 Without the extra or the model, :func:`load_embedder` gives None and
 :func:`semantic_unavailable_reason` says why: search is then lexical (bm25) only.
 Importing this module imports neither numpy nor tokenizers; the first
-:func:`load_embedder` reads and checks the model (about a second), later calls get the
-same object.
+:func:`load_embedder` reads and checks the model (about a second from the zip, about a
+third of that from the checked copy of its weights a first load keeps beside the index:
+:mod:`subagents.research.modelcopy`), later calls get the same object; :func:`preload`
+starts that first load in a background thread.
 """
 
 from __future__ import annotations
@@ -476,9 +478,11 @@ def preload(copy_dir: Path | None = None) -> None:
     with _preload_lock:
         if _loaded is not None or _preloading is not None:
             return
-        # A daemon: a process that ends before its first search does not wait for it.
+        # Not a daemon: a process that ends before its first search waits for the load
+        # to end (~0.3 s from the copy). A daemon thread stopped at exit inside numpy's
+        # or the tokenizer's native code aborted the process ("exception not rethrown").
         _preloading = threading.Thread(target=_preload, args=(copy_dir,),
-                                       name="fanout-embedding-load", daemon=True)
+                                       name="fanout-embedding-load")
         _preloading.start()
 
 

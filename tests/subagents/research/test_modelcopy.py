@@ -248,3 +248,22 @@ def test_hybrid_search_ranks_the_same_from_the_copy_as_from_the_zip(
     from_copy = found()
     assert from_zip == in_background == from_copy
     assert from_zip[0][1]["by"] == "semantic" and "similarity" in from_zip[0][0][0]
+
+
+@pytest.mark.process
+def test_a_process_that_ends_during_the_background_load_waits_for_it(
+    tmp_path: Path, real_zip: Path,
+) -> None:
+    """A process that preloads and ends at once exits cleanly once the load is done (the
+    copy is written): it is not stopped inside numpy's or the tokenizer's native code."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "model"
+    code = ("import sys; from pathlib import Path; "
+            "from subagents.research.embedding import preload; "
+            f"preload(Path({str(folder)!r})); sys.exit(0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(_copies(folder)) == 1 and _sha(_copies(folder)[0]) == WEIGHTS_SHA256
