@@ -54,6 +54,15 @@ def real_zip() -> Path:
     return found
 
 
+@pytest.fixture(autouse=True)
+def _no_leftovers(tmp_path: Path) -> Iterator[None]:
+    """The copies and zips a test made (87 MB each) leave with it, not with pytest's
+    kept temporary folders."""
+    yield
+    for made in [*tmp_path.rglob("*.safetensors"), *tmp_path.rglob("*.zip")]:
+        made.unlink()
+
+
 @pytest.fixture
 def forget(monkeypatch: pytest.MonkeyPatch, real_zip: Path) -> Iterator[Callable[[], None]]:
     """A callable that makes the process forget its loaded model (and any background
