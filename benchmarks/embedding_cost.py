@@ -9,8 +9,9 @@ interpreter, numpy, the model and the encoding. Figures: seconds per 1,000 passa
 (wall; the CPU seconds in the note), the first ``load_embedder()`` (reading the zip,
 checking its sha256, arranging the weights), the same load from the checked copy of the
 weights that a first load keeps beside the index (``copy_dir``: no inflating; each in a
-fresh interpreter too), the peak RSS, and what the extra adds to an install: the packages ``fanout[semantic]`` brings beyond fanout's own dependencies, plus
-the model package, summed from their installed files. No target: the figures are what
+fresh interpreter too), the peak RSS, and what the extra adds to an install: the
+packages ``fanout[semantic]`` brings beyond fanout's own dependencies, plus the model
+package, summed from their installed files. No target: the figures are what
 hybrid search pays, weighed by whoever turns it on.
 """
 
