@@ -84,5 +84,7 @@ class RunRecorder:
             self._writer.call(_nothing)
 
     async def aclose(self) -> None:
-        """:meth:`close` from async code."""
-        await anyio.to_thread.run_sync(self.close)
+        """:meth:`close` from async code; a cancelled run's too: what it recorded before
+        it was cut (a person's decision, a wait) is on disk when this returns."""
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.close)
