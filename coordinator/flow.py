@@ -558,6 +558,9 @@ class Flow:
     def decided(self, report: CoverageReport) -> CoverageReport:
         """``report`` with the decisions made during the run (a handler's choices, a
         person's decisions with what they changed); accepted gaps marked decided."""
+        for made in self.restored.values():  # (their fan-out never came: as recorded)
+            self.decisions.extend(one.decision for one in made)
+        self.restored.clear()
         for pending in (self._acting, self._continuing):
             for sid in list(pending):  # started, never counted again (the run was cut)
                 status: SubtaskStatus = next(

@@ -169,6 +169,37 @@ def test_decisions_made_before_the_stop_are_in_the_resumed_report_once(
     assert report.to_wire() == store.get(run_id).report
 
 
+@pytest.mark.parametrize(("decide", "rows"), [
+    pytest.param({"do": "retry"}, {"patents": "complete"}, id="retry-done"),
+    pytest.param({"do": "use_tool"}, {"patents": "partial", "patents-decided-1": "complete"},
+                 id="use_tool-continued-after-the-rounds"),
+])
+def test_a_decision_done_or_under_way_while_another_waits_is_listed_once(
+    tmp_path: Path, decide: dict[str, Any], rows: dict[str, str],
+) -> None:
+    """patents decided (retry: it ran again and completed; use_tool: its continuation
+    waits for the rounds to end), the run stopped while licences waits: resumed, the
+    retry is not run again, the continuation runs then; each decision is listed once."""
+    store = RunStore(tmp_path / "runs.sqlite")
+    stop = {"subtask": "licences", "stop": True}
+    if decide["do"] == "retry":
+        stop["once_done"] = "patents"
+    run_id, _ = _session(store, DECIDES, None, [{"subtask": "patents", "decide": decide}, stop])
+    _, report = _session(store, DECIDES, run_id, [{"decide": {"do": "accept"}}])
+    assert report is not None
+    # (Both may have been decided at one job second: listed in the order measured.)
+    assert sorted(_made(report)) == [("licences:1", "accept", "test"),
+                                     ("patents:1", decide["do"], "test")]
+    assert {row.id: row.status for row in report.subtasks} == {
+        "licences": "gap", "overview": "complete", **rows}
+    started = {e["subtask_id"] for e in store.events(run_id)
+               if e["session"] == 2 and e["kind"] == "start"}
+    assert started == ({"patents-decided-1"} if decide["do"] == "use_tool" else set())
+    changed = [e["decision"]["escalation"] for e in store.events(run_id)
+               if e["kind"] == "decision.changed"]
+    assert sorted(changed) == ["licences:1", "patents:1"]  # each measured once
+
+
 @pytest.mark.parametrize(("decide", "rows", "after"), [
     pytest.param({"do": "retry"}, {"patents": "complete"}, "complete", id="retry-runs-again"),
     pytest.param({"do": "use_tool"}, {"patents": "partial", "patents-decided-1": "complete"},
@@ -204,6 +235,31 @@ def test_a_decision_the_run_had_not_acted_on_when_it_stopped_is_carried_out_on_r
                      {"patents-decided-1"} if decide["do"] == "use_tool" else set())
     assert not any(e["kind"] == "decision.needed" for e in store.events(run_id)
                    if e["session"] == 2)  # nothing waited again
+
+
+def test_a_retry_killed_between_its_calls_goes_on_from_its_checkpoint(tmp_path: Path) -> None:
+    """A retry that had called patent_db again (checkpointed) when the run stopped goes
+    on from there on resume: patent_db is not called again, the call after it is, and
+    the retry is listed once with what it changed."""
+    three = tmp_path / "three_calls.yaml"  # patents calls web_search once more at the end
+    db_step = '          args: {cpc: "H01M10/0562", group_by: "assignee"}\n'
+    three.write_text(WAITS.read_text().replace(db_step, db_step + (
+        "        - call: web_search\n"
+        '          args: {query: "solid-state electrolyte licensing"}\n'), 1))
+    store = RunStore(tmp_path / "runs.sqlite")
+    run_id, _ = _session(store, three, None, [
+        {"decide": {"do": "retry"}},
+        {"escalation": False, "once_ok": "patents/patent_db", "stop": True}])
+    _, report = _session(store, three, run_id, [], person=False)
+    assert report is not None
+    [decision] = report.decisions
+    assert (decision.escalation, decision.do) == ("patents:1", "retry")
+    assert decision.change is not None
+    assert (decision.change.status_before, decision.change.status_after) == (
+        "partial", "complete")
+    calls = [e["tool"] for e in store.events(run_id)
+             if e["session"] == 2 and e["kind"] == "call" and e["subtask_id"] == "patents"]
+    assert calls == ["web_search"]
 
 
 def test_a_stop_decided_before_the_stop_stops_the_resumed_run(tmp_path: Path) -> None:
