@@ -73,10 +73,15 @@ def outcome(report: dict[str, Any]) -> Any:
 
 
 def kinds_per_subtask(store: RunStore, run_id: str) -> dict[str, list[str]]:
-    """Each subtask's event kinds (a state change as ``state:STATE``), in order."""
+    """Each subtask's event kinds (a state change as ``state:STATE``), in order; a
+    person's escalation events left out: a local run records them (decision.needed,
+    decision.made, decision.changed: its waits are durable), a Temporal run's waits are
+    the workflow's history (docs/design.md §17)."""
     kinds: dict[str, list[str]] = defaultdict(list)
     for event in store.events(run_id):
         kind = event["kind"]
+        if kind.startswith("decision."):
+            continue
         if kind == "state":
             kind = f"state:{event.get('state')}"
         kinds[event["subtask_id"]].append(kind)
