@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from coordinator.flow import Flow, Lane, Plan, Waited
+from coordinator.flow import Decided, Flow, Lane, Plan, Waited
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead.decompose import (
@@ -35,7 +35,7 @@ from coordinator.lead.followups import plan_followups
 from coordinator.lead.planning import JobPlanning
 from coordinator.lead.research import FollowupHook, PlanHook, catalogue, with_subtasks
 from coordinator.lead.synthesis import synthesize
-from coordinator.people import DECISION_MADE, DECISION_NEEDED, Desk
+from coordinator.people import DECISION_CHANGED, DECISION_MADE, DECISION_NEEDED, Desk
 from coordinator.report import CoverageReport, Decision, with_tokens
 from coordinator.routing import EscalationHandler, RecordingHandler
 from coordinator.rules import CutTrigger, cut, retried_later
@@ -66,7 +66,8 @@ if TYPE_CHECKING:
 ResultHook = Callable[[SubagentResult], Awaitable[None]]
 DecisionHook = Callable[[str, str, float, dict[str, Any]], None]
 """Hears ``(subtask_id, kind, at, data)`` of a person's escalation: ``decision.needed``
-(``{"escalation": ...}``) and ``decision.made`` (``{"decision": ...}``), at job time."""
+(``{"escalation": ...}``), ``decision.made`` (``{"decision": ...}``) and
+``decision.changed`` (``{"decision": ...}`` with its ``change``), at job time."""
 PlannerFactory = Callable[[SubtaskSpec], Planner]
 
 __all__ = [
@@ -123,8 +124,9 @@ class ResearchHooks:
     """The person attached to the run (docs/design.md §17): escalations routed
     ``escalate`` wait at this desk for a decision, and running subtasks hear its requests."""
     on_decision: DecisionHook | None = None
-    """Hears the desk's escalation events, to record them (a resumed run waits again for
-    an escalation that waited when it stopped)."""
+    """Hears the desk's escalation events and the flow's measured decisions, to record
+    them (a resumed run waits again for an escalation that waited when it stopped, and
+    lists the decisions made before)."""
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,8 @@ class Resumed:
     """Where a resumed run continues: its subagents' runs, the job time it had reached,
     the gap of a lead that could not plan (its degraded plan runs again), and the
     follow-ups its lead had planned (None: not planned yet), the escalations that waited
-    for a person when it stopped and how many escalations each subtask had offered
-    (docs/design.md §17). The default: a fresh run."""
+    for a person when it stopped and how many escalations each subtask had offered, and
+    the decisions a person had made (docs/design.md §17). The default: a fresh run."""
 
     runs: Mapping[str, SubagentRun] | None = None
     elapsed_offset: float = 0.0
@@ -141,6 +143,7 @@ class Resumed:
     followups: Sequence[SubtaskSpec] | None = None
     waited: Mapping[str, Waited] | None = None
     numbers: Mapping[str, int] | None = None
+    decided: Sequence[Decided] = ()
 
 
 class LocalBackend:
@@ -342,7 +345,8 @@ class LocalBackend:
         self.live[spec.id] = run
 
     def stop(self) -> None:
-        assert self.cancel is not None  # made with the desk
+        if self.cancel is None:  # (made with a desk; a resumed run's stop may have none)
+            self.cancel = anyio.Event()
         self.cancel.set()
 
     def continuing(self, specs: Sequence[SubtaskSpec]) -> None:
@@ -591,10 +595,17 @@ async def run_research(
             source, clock=clock, seed=scenario.seed, trace_ids=trace_ids, hooks=traced,
             resumed=resumed, cancel=cancel, scenario=scenario, planning=planning,
         )
-        flow = Flow(backend, hooks.handler, lead_gap=resumed.lead_gap, waited=resumed.waited)
+        on_decision = hooks.on_decision
+        flow = Flow(
+            backend, hooks.handler, lead_gap=resumed.lead_gap, waited=resumed.waited,
+            decided=resumed.decided,
+            on_change=None if on_decision is None else (
+                lambda d: on_decision(d.subtask_id, DECISION_CHANGED, backend.now(),
+                                      {"decision": d.model_dump(mode="json")})),
+        )
         unlisten = None
-        if desk is not None and hooks.on_decision is not None:
-            unlisten = desk.listen(_recording(hooks.on_decision, backend.now))
+        if desk is not None and on_decision is not None:
+            unlisten = desk.listen(_recording(on_decision, backend.now))
         try:
             report = await _run_flow(flow, scenario, desk)
         finally:

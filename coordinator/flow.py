@@ -29,7 +29,13 @@ counted; its choice is one of the report's ``decisions``.
 the run stopped (:class:`Waited`, read from the store's ``decision.needed`` and
 ``decision.made`` events): with a person attached, :meth:`Flow.fan_out` holds each of
 those subtasks again, with the same escalation, and carries out the decision then made
-as it does for a fresh one (a ``retry`` runs the subtask again).
+as it does for a fresh one (a ``retry`` runs the subtask again). The decisions made
+before it stopped (:class:`Decided`, read from ``decision.made`` and
+``decision.changed``) are the report's again, each once: what a decision did to its
+subtask's result is done again as it is counted (``answer``'s finding, ``accept``'s
+mark), and what one had under way goes on (a ``retry`` runs its subtask again, a
+``use_tool``/``requery`` its continuation); :meth:`Flow.fan_out` counts what the run had
+finished first, so a decision's ``coverage_before`` counts it.
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ from shared.escalation import Escalation
 from subagents.result import SubagentResult
 from subagents.spec import CallStep, PlanStep, SubtaskSpec
 
-__all__ = ["Backend", "Flow", "Plan", "Waited"]
+__all__ = ["Backend", "Decided", "Flow", "Plan", "Waited", "continuation"]
 
 Lane = Callable[[], Coroutine[Any, Any, None]]
 
@@ -94,6 +100,19 @@ class Waited:
     result: SubagentResult
     escalation: Escalation
     since_s: float
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A person's decision made before its run stopped (docs/design.md §17): the
+    ``decision`` as recorded (with its ``change`` once that was measured), ``result``,
+    its subtask's committed result when the run stopped (None: none), and ``done``:
+    what the decision started had been counted (else it was under way: a retry running
+    or not started again, a continuation not counted)."""
+
+    decision: Decision
+    result: SubagentResult | None = None
+    done: bool = True
 
 
 class Backend(Protocol):
@@ -241,6 +260,7 @@ class Flow:
     def __init__(
         self, backend: Backend, handler: EscalationHandler | None = None,
         *, lead_gap: SubagentResult | None = None, waited: Mapping[str, Waited] | None = None,
+        decided: Sequence[Decided] = (), on_change: Callable[[Decision], None] | None = None,
     ) -> None:
         self.backend = backend
         self.handler = handler
@@ -248,6 +268,14 @@ class Flow:
         # A resumed run's escalations that waited for a person, by subtask: they wait
         # again in the fan-out of their subtask (when a person is attached).
         self.waited: dict[str, Waited] = dict(waited or {})
+        # A resumed run's decisions made before it stopped, by subtask, in the order made:
+        # taken up in the fan-out of their subtask.
+        self.restored: dict[str, list[Decided]] = {}
+        for made in decided:
+            self.restored.setdefault(made.decision.subtask_id, []).append(made)
+        # Hears each of a person's decisions once what it changed is measured (the run
+        # store records it: a resumed run lists it as it was).
+        self.on_change = on_change
         self.decisions: list[Decision] = []
         # A person's decisions under way: the subtask's status and the job's coverage
         # before, kept until what the decision started is counted (docs/design.md §17).
@@ -311,16 +339,18 @@ class Flow:
         specs, self._continued = self._continued, []
         if self.backend.cancelled():
             for spec in specs:  # nothing more starts: the decision changed nothing
-                self._acted(self._continuing, spec.followup_of or spec.id, "gap",
-                            report.coverage)
+                if (spec.followup_of or spec.id) in self._continuing:
+                    self._acted(self._continuing, spec.followup_of or spec.id, "gap",
+                                report.coverage)
             return report
         self.backend.continuing(specs)
         extra = await self.fan_out(followup_job(job, specs), followups=True)
         report = with_followups(report, extra, specs)
         rows = {row.id: row.status for row in report.subtasks}
         for spec in specs:
-            self._acted(self._continuing, spec.followup_of or spec.id,
-                        rows.get(spec.id, "gap"), report.coverage)
+            if (spec.followup_of or spec.id) in self._continuing:  # (else measured before a stop)
+                self._acted(self._continuing, spec.followup_of or spec.id,
+                            rows.get(spec.id, "gap"), report.coverage)
         return report
 
     async def fan_out(self, job: JobSpec, *, followups: bool) -> CoverageReport:
@@ -335,6 +365,9 @@ class Flow:
             # is over: they take no lane until decided).
             waited = [(s, self.waited.pop(s.id)) for s in job.subtasks
                       if s.id in self.waited and backend.attended]
+            again = await self.picked_up(job, rows, {s.id for s, _ in waited})
+            if again:  # a retry under way when the run stopped: its subtask runs again
+                first = [s for s in job.subtasks if s.id in again or backend.due(s, 1)]
             if first or waited:
                 await self.round(job, first, 1, rows, kept, waited)
             # A resumed run may have been cut inside the retry round: those continue in it.
@@ -348,6 +381,73 @@ class Flow:
                     if result is not None:
                         await self.add(rows, result)
             return rows.report(elapsed_s=backend.now())
+
+    async def picked_up(
+        self, job: JobSpec, rows: ReportBuilder, held: set[str]
+    ) -> set[str]:
+        """What a resumed run had finished, counted before its rounds, and the decisions
+        made before it stopped taken up again (docs/design.md §17); the ids of the
+        subtasks a ``retry`` under way runs again. ``held``: the subtasks that wait for a
+        person again. (A fresh run has nothing finished: nothing is counted here.)"""
+        backend = self.backend
+        ready: list[tuple[SubtaskSpec, Decided | None]] = []
+        under_way: list[tuple[SubtaskSpec, Decided]] = []
+        for spec in job.subtasks:
+            made = self.restored.pop(spec.id, [])
+            last = made[-1] if made else None
+            for one in made:  # (an earlier one not measured was cut by the stop: as it was)
+                if one.done or one is not last:
+                    self.decisions.append(one.decision)
+            if last is not None and not last.done:
+                under_way.append((spec, last))
+            elif spec.id not in held and not backend.due(spec, 1) and not backend.due(spec, 2):
+                ready.append((spec, last))
+        for spec, last in ready:  # finished before the stop, the decision on it done
+            result = backend.last(spec)
+            if result is None:
+                continue
+            if last is not None and last.decision.do != "retry":
+                # What a person decided stands (the handler is not asked); a retry's new
+                # result is the subtask's own.
+                await self.act_again(last.decision, spec, result, rows)
+            else:
+                await self.add(rows, result)
+        again: set[str] = set()
+        for spec, last in under_way:
+            decision, result = last.decision, last.result or backend.last(spec)
+            if result is None:
+                continue
+            before = (decision, subtask_status(result), rows.coverage())
+            if decision.do == "retry":
+                # Measured once its subtask is counted; one that escalated again and
+                # waits is measured as that escalation is decided (Flow.carry_out).
+                self._acting[spec.id] = before
+                if spec.id not in held:
+                    if not backend.due(spec, 1) and not backend.due(spec, 2):
+                        backend.again(spec)  # escalated still: it had not started again
+                    again.add(spec.id)
+            elif decision.do in ("use_tool", "requery"):
+                self._continuing[spec.id] = before
+                await self.act_again(decision, spec, result, rows)
+            else:
+                self._acting[spec.id] = before
+                await self.act_again(decision, spec, result, rows)
+        return again
+
+    async def act_again(
+        self, decision: Decision, spec: SubtaskSpec, result: SubagentResult,
+        rows: ReportBuilder,
+    ) -> None:
+        """Count ``result`` as ``decision``, made before the run stopped, had it counted
+        (an ``answer``'s finding added; the handler not asked); a ``use_tool``/``requery``
+        continues it again, a ``stop`` stops the resumed run."""
+        do = decision.do
+        await self.add(rows, answered(result, decision) if do == "answer" else result,
+                       ask=False)
+        if do in ("use_tool", "requery"):
+            self._continued.append(self._continuation(spec, decision))
+        elif do == "stop":
+            self.backend.stop()
 
     async def round(
         self, job: JobSpec, batch: list[SubtaskSpec], round_no: int,
@@ -466,6 +566,9 @@ class Flow:
     def decided(self, report: CoverageReport) -> CoverageReport:
         """``report`` with the decisions made during the run (a handler's choices, a
         person's decisions with what they changed); accepted gaps marked decided."""
+        for made in self.restored.values():  # (their fan-out never came: as recorded)
+            self.decisions.extend(one.decision for one in made)
+        self.restored.clear()
         for pending in (self._acting, self._continuing):
             for sid in list(pending):  # started, never counted again (the run was cut)
                 status: SubtaskStatus = next(
@@ -536,27 +639,9 @@ class Flow:
         return since is not None and (result.attempts, result.steps) <= since
 
     def _continuation(self, spec: SubtaskSpec, decision: Decision) -> SubtaskSpec:
-        """The follow-up a person's ``use_tool`` or ``requery`` continues ``spec`` with:
-        weight 0, ``followup_of`` the gap; a model plans it when one planned ``spec``,
-        else it calls the tool with the arguments given (the query when none)."""
+        """The follow-up a person's ``use_tool`` or ``requery`` continues ``spec`` with."""
         n = sum(1 for s in self._continued if s.followup_of == spec.id) + 1
-        query = decision.query or spec.query
-        tools = [decision.tool] if decision.tool else list(spec.tools)
-        plan: list[PlanStep] = []
-        if spec.planner != "model":
-            if decision.tool:
-                plan = [CallStep(call=decision.tool, args=decision.args or {"query": query})]
-            else:  # the subtask's own calls, the old query replaced by the new one
-                plan = [
-                    step.model_copy(update={"args": {
-                        k: (query if v == spec.query else v) for k, v in step.args.items()}})
-                    if isinstance(step, CallStep) else step
-                    for step in spec.plan
-                ]
-        return spec.model_copy(update={
-            "id": f"{spec.id}-decided-{n}", "query": query, "tools": tools, "plan": plan,
-            "weight": 0.0, "followup_of": spec.id,
-        })
+        return continuation(spec, decision, n)
 
     def _acted(
         self, pending: dict[str, tuple[Decision, SubtaskStatus, float]], sid: str,
@@ -564,7 +649,34 @@ class Flow:
     ) -> None:
         """Close the decision under way for ``sid`` in ``pending`` with what it changed."""
         decision, status_before, coverage_before = pending.pop(sid)
-        self.decisions.append(with_change(
+        changed = with_change(
             decision, status_before=status_before, status_after=status_after,
             coverage_before=coverage_before, coverage_after=coverage_after,
-        ))
+        )
+        self.decisions.append(changed)
+        if self.on_change is not None:
+            self.on_change(changed)
+
+
+def continuation(spec: SubtaskSpec, decision: Decision, n: int = 1) -> SubtaskSpec:
+    """The ``n``-th follow-up a person's ``use_tool`` or ``requery`` continues ``spec``
+    with (``SUBTASK-decided-N``): weight 0, ``followup_of`` the gap; a model plans it
+    when one planned ``spec``, else it calls the tool with the arguments given (the
+    query when none). A resumed run makes the same one again (docs/design.md §17)."""
+    query = decision.query or spec.query
+    tools = [decision.tool] if decision.tool else list(spec.tools)
+    plan: list[PlanStep] = []
+    if spec.planner != "model":
+        if decision.tool:
+            plan = [CallStep(call=decision.tool, args=decision.args or {"query": query})]
+        else:  # the subtask's own calls, the old query replaced by the new one
+            plan = [
+                step.model_copy(update={"args": {
+                    k: (query if v == spec.query else v) for k, v in step.args.items()}})
+                if isinstance(step, CallStep) else step
+                for step in spec.plan
+            ]
+    return spec.model_copy(update={
+        "id": f"{spec.id}-decided-{n}", "query": query, "tools": tools, "plan": plan,
+        "weight": 0.0, "followup_of": spec.id,
+    })

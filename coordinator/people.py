@@ -35,6 +35,7 @@ from shared.options import offer
 from subagents.spec import SubtaskSettings, SubtaskSpec
 
 __all__ = [
+    "DECISION_CHANGED",
     "DECISION_MADE",
     "DECISION_NEEDED",
     "REQUEST_MADE",
@@ -49,6 +50,9 @@ __all__ = [
 DECISION_NEEDED = "decision.needed"
 DECISION_MADE = "decision.made"
 REQUEST_MADE = "request.made"
+DECISION_CHANGED = "decision.changed"
+"""Not the desk's: the run store's record of a decision once the flow has measured what it
+changed (its ``change``), so a resumed run lists it as it was (docs/design.md §17)."""
 
 Listener = Callable[[str, dict[str, Any]], None]
 """Hears ``(event, data)``: what waits (``escalation`` or ``plan``), what was decided

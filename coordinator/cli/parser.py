@@ -184,7 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--speed", type=float, default=None,
                    help="run simulated time X times faster (default: the run's own speed)")
     p.add_argument("--ask", action="store_true",
-                   help="decide each escalation as it happens (it waits for you)")
+                   help="decide each escalation as it happens (it waits for you), those "
+                   "that waited when the run stopped first")
     p.set_defaults(func=Command("run", "cmd_resume"))
 
     p = sub.add_parser("runs", help="list stored runs")

@@ -35,7 +35,7 @@ from coordinator.jobfile.loader import load_scenario_text
 from coordinator.jobfile.scenario import Scenario
 from coordinator.people import Desk
 from coordinator.report import CoverageReport
-from coordinator.store.runs import RunRecorder
+from coordinator.store.runs import RunRecorder, RunStore
 from coordinator.views.live import BoardLive, LiveBoard
 from shared.clock import AnyioClock
 from shared.tokens import load_encoding
@@ -70,15 +70,18 @@ def _execute(
     clock: AnyioClock,
     elapsed_offset: float = 0.0,
     start_live: bool = True,
+    board: LiveBoard | None = None,
 ) -> CoverageReport:
     """Run the job with ``hooks`` (and, with a person, a desk they attend), the live
-    board showing it; the report."""
+    board showing it (and what waits for the person); the report."""
 
     async def main() -> CoverageReport:
         if person is None:
             return await run(hooks)
         # The desk counts the run's seconds (a resumed run's from where it was).
         desk = Desk(clock, wall=wall_now, start=clock.now() - elapsed_offset)
+        if board is not None:
+            desk.listen(board.heard)
         async with anyio.create_task_group() as tg:
             tg.start_soon(person.attend, desk)
             report = await run(replace(hooks, desk=desk))
@@ -107,13 +110,44 @@ def _reviewed(scenario: Scenario, err: Console) -> Scenario:
     return scenario.model_copy(update={"job": job})
 
 
-def _resume_hint(err: Console, run_ids: Sequence[str]) -> None:
-    """On Ctrl-C: the run is kept in the store; say how to finish it."""
+def _resume_hint(err: Console, run_ids: Sequence[str], store: RunStore) -> None:
+    """On Ctrl-C: the run is kept in the store; say how to finish it (and, when its
+    escalations wait for a person, how to be asked again: docs/design.md §17)."""
     for run_id in run_ids:
-        err.print(
-            f"[yellow]interrupted:[/] run [bold]{run_id}[/] is kept; "
-            f"`fanout resume {run_id}` finishes it"
-        )
+        waiting = store.waiting(run_id, resumed=True)
+        if waiting:
+            err.print(
+                f"[yellow]interrupted:[/] run [bold]{run_id}[/] is kept, "
+                f"{escape(', '.join(waiting))} waiting for a person; "
+                f"`fanout resume {run_id} --ask` asks again and finishes it"
+            )
+        else:
+            err.print(
+                f"[yellow]interrupted:[/] run [bold]{run_id}[/] is kept; "
+                f"`fanout resume {run_id}` finishes it"
+            )
+
+
+def _waited_note(err: Console, run_id: str, waited: Sequence[str], ask: bool) -> None:
+    """Before a resumed run goes on: the escalations that waited for a person when it
+    stopped, and what happens to them now.
+
+    With ``--ask`` they are asked again (the same id and options). Without, nobody is
+    asked: a resume must finish (a script's, a terminal's alike), so they are counted
+    undecided, as a run without a person counts its escalations, and the report lists
+    them under ``escalations``. That cannot be undone once the run has finished, so it is
+    said before the run goes on, with the command that would ask: Ctrl-C now keeps the
+    run (and its waits) for that one.
+    """
+    if not waited:
+        return
+    shown = escape(", ".join(waited))
+    if ask:
+        err.print(f"{shown} waited for a person when the run stopped: asked again")
+    else:
+        err.print(f"[yellow]warning:[/] {shown} waited for a person when the run stopped; "
+                  "without --ask nobody is asked and the report lists it undecided "
+                  f"(Ctrl-C keeps the run; `fanout resume {run_id} --ask` asks again)")
 
 
 def refuse_directory(path: str, command: str, err: Console) -> bool:
@@ -237,10 +271,10 @@ def run_live(
     try:
         report = _execute(
             lambda h: executor.execute(request, h), hooks, live, person, [], clock=clock,
-            start_live=False,
+            start_live=False, board=board,
         )
     except KeyboardInterrupt:
-        _resume_hint(err, recorded)
+        _resume_hint(err, recorded, store)
         raise
     if getattr(args, "record", None) and recorded:
         from coordinator.engine.recording import refusal, write_recording
@@ -286,7 +320,10 @@ def cmd_tools(args: argparse.Namespace, out: Console, err: Console) -> int:
 def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Finish an interrupted run: committed subtasks are kept, in-flight ones continue.
 
-    Simulated time runs at ``--speed``, or at the speed the run was started at.
+    Simulated time runs at ``--speed``, or at the speed the run was started at. With
+    ``--ask`` the person at this terminal attends the resumed run: an escalation that
+    waited for a person when the run stopped is asked again (docs/design.md §17); see
+    :func:`_waited_note` for a resume without it.
     """
     if args.speed is not None and args.speed <= 0:
         err.print("[bold red]error:[/] --speed: expected a positive number")
@@ -307,15 +344,19 @@ def cmd_resume(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"resuming run [bold]{row.id}[/] at {start.elapsed_offset:.1f}s: {kept} of "
             f"{len(start.runs)} subtasks already finished"
         )
+    waited = [w.escalation.id or w.escalation.subtask_id for w in (start.waited or {}).values()]
+    _waited_note(err, row.id, waited, bool(args.ask))
     board, live, person = _live(start.scenario.job, args, out, err, speed)
+    board.restored(start.runs.values())
     request = RunRequest(start.scenario, row.spec_text, row.file, speed=speed)
     hooks = Hooks(observer=board, on_followups=board.follow_up)
     executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
     try:
         report = _execute(lambda h: executor.execute(request, h), hooks, live, person,
-                          [recorder], clock=clock, elapsed_offset=start.elapsed_offset)
+                          [recorder], clock=clock, elapsed_offset=start.elapsed_offset,
+                          board=board)
     except KeyboardInterrupt:
-        _resume_hint(err, [recorder.run_id])
+        _resume_hint(err, [recorder.run_id], store)
         raise
     print_report(report, args, out)
     return outcome_exit(report)

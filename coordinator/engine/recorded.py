@@ -129,9 +129,11 @@ async def drive(run: Run, hooks: Hooks | None = None) -> CoverageReport:
             hooks.on_followups(specs, at)
 
     def continued(specs: list[SubtaskSpec], at: float) -> None:
-        # A person's use_tool/requery: their subagents are recorded like the job's own.
+        # A person's use_tool/requery: their subagents are recorded like the job's own
+        # (a resumed run's continuation that had started goes on from its checkpoint).
         for spec in specs:
-            runs[spec.id] = planning.fresh_run(spec)
+            if spec.id not in runs:
+                runs[spec.id] = planning.fresh_run(spec)
 
     if run.catalogue:
         recorder.event(LEAD, "catalogue", start.elapsed_offset, {"tools": dict(run.catalogue)})

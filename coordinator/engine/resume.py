@@ -18,12 +18,12 @@ from typing import Any
 
 from coordinator.checkpoint import restored
 from coordinator.fanout import Resumed
-from coordinator.flow import Waited
+from coordinator.flow import Decided, Waited, continuation
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import JobPlanning, with_followups, with_lead_gap, with_subtasks
-from coordinator.people import DECISION_MADE, DECISION_NEEDED
-from coordinator.report import CoverageReport, assemble_report
+from coordinator.people import DECISION_CHANGED, DECISION_MADE, DECISION_NEEDED
+from coordinator.report import CoverageReport, Decision, assemble_report
 from coordinator.store.runs import RunStore
 from shared.clock import Clock
 from shared.escalation import Escalation, Option
@@ -41,6 +41,7 @@ __all__ = [
     "fresh_runs",
     "interrupted_report",
     "planned_scenario",
+    "recorded_decisions",
     "recorded_followups",
     "recorded_lead_gap",
     "recorded_waits",
@@ -66,11 +67,12 @@ class Start:
     followups: list[SubtaskSpec] | None = None
     waited: dict[str, Waited] | None = None
     numbers: dict[str, int] | None = None
+    decided: list[Decided] | None = None
 
     def resumed(self) -> Resumed:
         """Where the lead's run continues (the same ``runs``: a plan adds to them)."""
         return Resumed(self.runs, self.elapsed_offset, self.lead_gap, self.followups,
-                       self.waited, self.numbers)
+                       self.waited, self.numbers, tuple(self.decided or ()))
 
     @classmethod
     def fresh(
@@ -92,22 +94,33 @@ class Start:
 
         A decomposed job keeps the subtasks its lead planned, finished subtasks are
         kept, unfinished ones continue from their checkpoint, the lead from where it
-        stood after its plan (or its follow-ups).
+        stood after its plan (or its follow-ups); a person's decisions made before are
+        taken up again, the continuations of their ``use_tool``/``requery`` from their
+        checkpoints (docs/design.md §17).
         """
         planned = planned_scenario(scenario, store, run_id)
         simulated = SimulatedTools(planned.tools, clock)
         trace_ids = SeededTraceIds(f"{planned.seed}/{run_id}")
         planning = JobPlanning(planned, clock=clock)
         followups = recorded_followups(store, run_id)
+        decided = recorded_decisions(store, run_id)
+        checkpoints = store.checkpoints(run_id)
         runs = restored_runs(
-            planned, store.checkpoints(run_id), simulated, trace_ids, planning, followups
+            planned, checkpoints, simulated, trace_ids, planning, followups
         )
+        specs = {s.id: s for s in [*planned.job.subtasks, *(followups or ())]}
+        for spec in continuations(decided, specs):
+            saved = checkpoints.get(spec.id)
+            if saved is not None:  # it had started: it goes on from there
+                runs[spec.id] = planning.restored_run(spec, saved["run"])
+                simulated.restore(spec.id, saved["sim"])
+                trace_ids.set_position(spec.id, int(saved["trace"]))
         waited, numbers = recorded_waits(store, run_id)
         return cls(
             planned, planning, simulated, runs, trace_ids,
             elapsed_offset=elapsed_so_far(store, run_id),
             lead_gap=recorded_lead_gap(store, run_id),
-            followups=followups, waited=waited, numbers=numbers,
+            followups=followups, waited=waited, numbers=numbers, decided=decided,
         )
 
 
@@ -219,6 +232,56 @@ def recorded_waits(
             "id": esc_id, "options": [Option.model_validate(o) for o in item["options"]]})
         waited[sid] = Waited(result, offered, float(item.get("since_s") or 0.0))
     return waited, numbers
+
+
+def recorded_decisions(store: RunStore, run_id: str) -> list[Decided]:
+    """The decisions a person made on run ``run_id``'s escalations, in the order made
+    (docs/design.md §17): each ``decision.made``, as its ``decision.changed`` recorded it
+    once what it changed was measured, with its subtask's committed result.
+
+    A decision is done when its change was recorded, or when it was a ``retry`` whose
+    subtask's committed result is no longer the escalated one (it ran again and was
+    counted, its change not recorded yet); else it was under way when the run stopped.
+    """
+    made: dict[str, Decision] = {}
+    changed: dict[str, Decision] = {}
+    triggers: dict[str, Any] = {}
+    for event in store.events(run_id):
+        kind, data = event["kind"], event.get("decision")
+        if kind == DECISION_NEEDED and isinstance(event.get("escalation"), dict):
+            triggers[str(event["escalation"].get("id"))] = event["escalation"].get("trigger")
+        elif kind in (DECISION_MADE, DECISION_CHANGED) and isinstance(data, dict):
+            decision = Decision.model_validate(data)
+            if decision.escalation is None:
+                continue
+            if kind == DECISION_MADE:
+                made.setdefault(decision.escalation, decision)
+            else:
+                changed[decision.escalation] = decision
+    results = {sid: SubagentResult.model_validate(r) for sid, r in store.results(run_id).items()}
+    out: list[Decided] = []
+    for esc_id, decision in made.items():
+        result = results.get(decision.subtask_id)
+        done = esc_id in changed
+        if not done and decision.do == "retry":
+            escalated = result.escalation if result is not None else None
+            done = escalated is None or escalated.trigger != triggers.get(esc_id)
+        out.append(Decided(changed.get(esc_id, decision), result, done))
+    return out
+
+
+def continuations(decided: list[Decided], specs: dict[str, SubtaskSpec]) -> list[SubtaskSpec]:
+    """The subtasks continuing those a person decided ``use_tool``/``requery`` for, as
+    the flow makes them (``SUBTASK-decided-N``, N counting that subtask's)."""
+    out: list[SubtaskSpec] = []
+    for one in decided:
+        decision = one.decision
+        spec = specs.get(decision.subtask_id)
+        if spec is None or decision.do not in ("use_tool", "requery"):
+            continue
+        n = sum(1 for s in out if s.followup_of == spec.id) + 1
+        out.append(continuation(spec, decision, n))
+    return out
 
 
 def elapsed_so_far(store: RunStore, run_id: str) -> float:

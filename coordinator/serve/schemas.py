@@ -27,6 +27,9 @@ class RunSummary(BaseModel):
     coverage: float | None
     elapsed_s: float | None
     sessions: int
+    waiting: int = Field(0, description="How many of the run's escalations wait for a "
+                         "person (GET /runs/{id}/pending lists a running run's); an "
+                         "interrupted run's wait again once it is resumed.")
     url: str
 
 

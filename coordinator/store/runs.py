@@ -92,6 +92,10 @@ class RunRow:
     host: str | None
     sessions: int
     report: dict[str, Any] | None
+    waiting: int = 0
+    """How many of its escalations wait for a person (docs/design.md §17): a running
+    run's, those offered in its session and not decided; an interrupted or queued run's,
+    those a resumed run with a person waits for again; a finished run's, none."""
 
     def summary(self) -> dict[str, Any]:
         """The fields ``fanout runs --json`` prints."""
@@ -106,6 +110,7 @@ class RunRow:
             "coverage": self.coverage,
             "elapsed_s": self.elapsed_s,
             "sessions": self.sessions,
+            "waiting": self.waiting,
         }
 
 
@@ -169,8 +174,11 @@ def holder_alive(pid: int | None, host: str | None, lease_until: float | None) -
 
 
 _ROW_COLUMNS = tuple(
-    f.name for f in dataclasses.fields(RunRow) if f.name not in ("status", "report")
+    f.name for f in dataclasses.fields(RunRow) if f.name not in ("status", "report", "waiting")
 )
+# A person's escalation events, as the run's recorder writes them (coordinator/people.py
+# DECISION_NEEDED and DECISION_MADE; docs/design.md §17).
+_DECISION_EVENTS: Final = ("decision.needed", "decision.made")
 INSERT_RUN: Final = (
     "INSERT INTO runs (id, job, query, file, spec_text, seed, speed, started_at, status, "
     "pid, host, lease_until) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
@@ -261,19 +269,33 @@ class RunStore:
                 (run_id, os.getpid(), socket.gethostname()),
             )
 
-    def _row(self, r: Any) -> RunRow:
+    def _row(self, r: Any, conn: Any) -> RunRow:
         status: RunStatus = r["status"]
         if status in _HELD and not holder_alive(r["pid"], r["host"], r["lease_until"]):
             status = "interrupted"
         report = json.loads(r["report_json"]) if r["report_json"] else None
         plain = {f: r[f] for f in _ROW_COLUMNS}
-        return RunRow(**plain, status=status, report=report)
+        waiting = 0
+        if status != "finished":
+            waiting = len(_waiting(conn, r["id"], status == "running", r["sessions"]))
+        return RunRow(**plain, status=status, report=report, waiting=waiting)
+
+    def waiting(self, run_id: str, *, resumed: bool = False) -> list[str]:
+        """The ids of run ``run_id``'s escalations that wait for a person (as
+        :attr:`RunRow.waiting` counts them), in the order they came to wait; ``resumed``:
+        those a resumed run with a person waits for again, whoever holds the run now."""
+        row = self.get(run_id)
+        if row.status == "finished":
+            return []
+        with self._read() as conn:
+            return _waiting(conn, run_id, row.status == "running" and not resumed,
+                            row.sessions)
 
     def runs(self) -> list[RunRow]:
         """Every run, newest first."""
         with self._read() as conn:
             rows = conn.execute("SELECT * FROM runs ORDER BY started_at DESC, id DESC").fetchall()
-        return [self._row(r) for r in rows]
+            return [self._row(r, conn) for r in rows]
 
     def get(self, run_id: str | None) -> RunRow:
         """One run by id; ``latest`` or None for the newest."""
@@ -288,7 +310,7 @@ class RunStore:
                 row = conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
                 if row is None:
                     raise RunNotFound(f"{self.where}: no run {run_id!r} (see `fanout runs`)")
-        return self._row(row)
+            return self._row(row, conn)
 
     def _by_subtask(self, table: str, run_id: str) -> dict[str, dict[str, Any]]:
         column = {"results": "result_json", "checkpoints": "state_json"}[table]
@@ -346,6 +368,27 @@ class RunStore:
                 (run_id,),
             ).fetchall()
         return {r[0]: str(json.loads(r[1]).get("state", "queued")) for r in rows}
+
+
+def _waiting(conn: Any, run_id: str, running: bool, session: int) -> list[str]:
+    """The escalations of run ``run_id`` with a ``decision.needed`` and no
+    ``decision.made``; of a ``running`` run, only those offered in its ``session`` (its
+    process waits for them: one that waited in an earlier session waits again only once
+    a person attends the resumed run)."""
+    rows = conn.execute(
+        "SELECT session, kind, data_json FROM events WHERE run_id = ? AND kind IN (?, ?) "
+        "ORDER BY seq", (run_id, *_DECISION_EVENTS),
+    ).fetchall()
+    offered: dict[str, int] = {}
+    decided: set[str] = set()
+    for row in rows:
+        data = json.loads(row[2])
+        if row[1] == _DECISION_EVENTS[0] and isinstance(data.get("escalation"), dict):
+            offered[str(data["escalation"].get("id"))] = int(row[0])
+        elif isinstance(data.get("decision"), dict):
+            decided.add(str(data["decision"].get("escalation")))
+    return [esc for esc, at in offered.items()
+            if esc not in decided and (not running or at == session)]
 
 
 def insert_run(tx: Tx | Conn, values: tuple[Any, ...]) -> None:

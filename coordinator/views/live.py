@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.live import Live
@@ -19,10 +20,12 @@ from rich.table import Table
 from rich.text import Text
 
 from coordinator.job import JobSpec
+from coordinator.people import DECISION_MADE, DECISION_NEEDED
 from coordinator.views.terminal import STATUS_STYLE, coverage_bar
 from coordinator.views.words import failure_words, model_words, trigger_words
 from shared.envelope import ToolResult
 from subagents.result import LEAD, ProgressEvent
+from subagents.run import SubagentRun
 from subagents.spec import SubtaskSpec
 
 
@@ -110,6 +113,9 @@ class LiveBoard:
         # A line under the table when something outside the run needs a person's hand
         # (a Temporal run whose task queue no worker polls).
         self.notice: str | None = None
+        # The escalations that wait for a person on the run's desk, by id: their
+        # subtasks' (docs/design.md §17).
+        self.waiting: dict[str, str] = {}
         # The lead's answer as it is written (answer.delta), then as checked (answer):
         # a rejected answer's replacement, with the reason (docs/design.md §8, "Streaming").
         self.answer = ""
@@ -137,6 +143,28 @@ class LiveBoard:
             if spec.id not in known:
                 self.followups.append(spec)
             self.rows.setdefault(spec.id, _Row()).followup_of = spec.followup_of
+
+    def restored(self, runs: Iterable[SubagentRun]) -> None:
+        """A resumed run's subagents as they stood when it stopped: those that had
+        finished show so (not queued) from the first frame."""
+        for run in runs:
+            row = self.rows.get(run.spec.id)
+            if row is None or not run.finished:
+                continue
+            row.state = run.state
+            row.trigger = run.escalation.trigger if run.escalation is not None else ""
+            row.attempts, row.findings = run.attempts, len(run.findings)
+            row.incomplete = run.incomplete_tool is not None
+            row.changed = next(self._events)
+
+    def heard(self, event: str, data: dict[str, Any]) -> None:
+        """A listener of the run's desk: an escalation that comes to wait for a person,
+        and its decision (its subtask's row and a line under the table say it waits)."""
+        escalation, decision = data.get("escalation"), data.get("decision")
+        if event == DECISION_NEEDED and isinstance(escalation, dict):
+            self.waiting[str(escalation.get("id"))] = str(escalation.get("subtask_id"))
+        elif event == DECISION_MADE and isinstance(decision, dict):
+            self.waiting.pop(str(decision.get("escalation")), None)
 
     def __call__(self, event: ProgressEvent) -> None:
         """The observer run_job calls for every event."""
@@ -210,8 +238,12 @@ class LiveBoard:
         elif event.kind == "attempt" and self.planned and event.result and event.result.ok:
             row.state = "done"
 
-    def _state_text(self, row: _Row, compact: bool = False) -> Text:
+    def _state_text(self, row: _Row, compact: bool = False, sid: str = "") -> Text:
         """The row's state; ``compact``: in the few words a narrow terminal has room for."""
+        if row.state == "escalated" and sid in list(self.waiting.values()):
+            # (Which escalation: the line under the table says.)
+            return Text("waits for a person" if compact else "escalated — waits for a person",
+                        "bold yellow")
         if row.state == "retrying" and row.wait_until is not None:
             left = max(0.0, (row.wait_until - time.monotonic()) * self.speed)
             if compact:
@@ -311,7 +343,7 @@ class LiveBoard:
             if not full and row.last_tool and row.last_tool != "model":
                 last = f"{row.last_tool}: {last}"
             cells: list[str | Text] = [cell(name, "italic" if sid == LEAD else ""),
-                     cell(self._state_text(row, compact=not full))]
+                     cell(self._state_text(row, compact=not full, sid=sid))]
             if full:
                 cells.append(cell(row.tool))
             if not narrow:
@@ -384,6 +416,12 @@ class LiveBoard:
         extra: list[Text] = []
         if self.notice:
             extra.append(Text(f"waiting: {self.notice}", style="yellow"))
+        waiting = list(self.waiting)  # (the loop's thread may change it meanwhile)
+        if waiting:
+            line = Text(f"waiting for a person ({len(waiting)}): " + ", ".join(waiting),
+                        style="bold yellow")
+            line.no_wrap, line.overflow = True, "ellipsis"
+            extra.append(line)
         answer: list[Text] = []
         show_answer = (self.answer or self.answer_note) and not self.closing
         if height is None:

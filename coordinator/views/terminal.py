@@ -330,15 +330,42 @@ def runs_table(rows: Sequence[RunRow], width: int | None = None) -> RenderableTy
     column is left out (a run id begins with its start time, ``YYYYMMDD-HHMMSS``), status
     and outcome share one column (a finished run's outcome, else its status:
     ``interrupted``, ``running``) and the job name is cut short with "…", so the id, the
-    outcome, the coverage and the time, what a person acts on, stay whole.
+    outcome, the coverage and the time, what a person acts on, stay whole. A run whose
+    escalations wait for a person says so after its status: ``running · waiting (1)``.
     """
     if not rows:
         return Text("No runs recorded yet: `fanout run JOB.yaml` records one.", style="dim")
     narrow = width is not None and width < 120
+    status_style = {"finished": "green", "interrupted": "bold red", "running": "blue",
+                    "queued": "dim"}
+    cells: list[tuple[str, str, tuple[Text | str, ...], str, str]] = []
+    for r in rows:
+        started = r.started_at.replace("T", " ").removesuffix("+00:00")
+        status = Text(r.status, style=status_style.get(r.status, ""))
+        if r.waiting:
+            # Its escalations wait for a person (docs/design.md §17): an interrupted run's
+            # wait again once `fanout resume RUN --ask` attends it.
+            status.append(" · waits" if narrow else f" · waiting ({r.waiting})",
+                          style="bold yellow")
+        outcome = Text(r.outcome or "—", style=OUTCOME_STYLE.get(r.outcome or "", ""))
+        middle: tuple[Text | str, ...] = (
+            (outcome if r.status == "finished" and r.outcome else status,) if narrow
+            else (started, status, outcome))
+        cells.append((r.id, r.job, middle,
+                      "—" if r.coverage is None else f"{r.coverage:.0%}",
+                      "—" if r.elapsed_s is None else f"{r.elapsed_s:.1f}s"))
     table = Table(title="Runs", title_justify="left")
     table.add_column("id", no_wrap=True)
     if narrow:
-        table.add_column("job", no_wrap=True, overflow="ellipsis", min_width=6, ratio=1)
+        assert width is not None
+        # The job name gives up what the other columns need (else rich cuts them all,
+        # the id too). 16: the rules and the padding of five columns.
+        widest = [max(len(head), *(Text(str(c[i])).cell_len for c in cells))
+                  for i, head in ((0, "id"), (3, "coverage"), (4, "elapsed"))]
+        outcome_width = max(len("outcome"), *(Text(str(c[2][0])).cell_len for c in cells))
+        room = width - sum(widest) - outcome_width - 16
+        table.add_column("job", no_wrap=True, overflow="ellipsis", min_width=6, ratio=1,
+                         max_width=max(6, room))
     else:
         table.add_column("job", overflow="fold", min_width=8, ratio=1)
         table.add_column("started", no_wrap=True)
@@ -346,23 +373,8 @@ def runs_table(rows: Sequence[RunRow], width: int | None = None) -> RenderableTy
     table.add_column("outcome", no_wrap=True)
     table.add_column("coverage", justify="right", no_wrap=True)
     table.add_column("elapsed", justify="right", no_wrap=True)
-    status_style = {"finished": "green", "interrupted": "bold red", "running": "blue"}
-    for r in rows:
-        started = r.started_at.replace("T", " ").removesuffix("+00:00")
-        status = Text(r.status, style=status_style[r.status])
-        outcome = Text(r.outcome or "—", style=OUTCOME_STYLE.get(r.outcome or "", ""))
-        if narrow:
-            middle: tuple[RenderableType, ...] = (
-                outcome if r.status == "finished" and r.outcome else status,)
-        else:
-            middle = (started, status, outcome)
-        table.add_row(
-            r.id,
-            r.job,
-            *middle,
-            "—" if r.coverage is None else f"{r.coverage:.0%}",
-            "—" if r.elapsed_s is None else f"{r.elapsed_s:.1f}s",
-        )
+    for rid, job, middle, coverage, elapsed in cells:
+        table.add_row(rid, job, *middle, coverage, elapsed)
     return table
 
 

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from coordinator.people import Desk
+from coordinator.store.runs import wait_for
 from subagents.spec import SubtaskSpec
 from tests.coordinator.serve.conftest import HOSTILE, read_stream
 from tests.coordinator.serve.local import DECIDER, Local, denied, held_job, local_service
@@ -72,6 +73,25 @@ def test_pending_lists_a_waiting_escalation_and_a_decision_ends_the_wait(
     made = decision.result(timeout=10)
     assert made.model_dump(mode="json") == body
     assert c.get(f"/runs/{held}/pending").json() == NOTHING
+
+
+def test_the_run_listing_says_how_many_escalations_wait(svc: Local, held: str) -> None:
+    """GET /runs and GET /runs/{id} count the run's escalations that wait for a person
+    (`waiting`), from the store's decision.needed and decision.made: 1 while first:1
+    waits, 0 once it is decided."""
+    c = svc.client()
+
+    def waiting() -> tuple[int, int]:
+        [listed] = [r for r in c.get("/runs").json()["runs"] if r["id"] == held]
+        return listed["waiting"], c.get(f"/runs/{held}").json()["waiting"]
+
+    assert waiting() == (0, 0)
+    offered, decision = svc.escalate(held, denied(), ALLOW)
+    assert wait_for(lambda: waiting() == (1, 1), timeout=30), waiting()
+    assert c.post(f"/runs/{held}/decisions",
+                  json={"escalation": offered.id, "do": "accept"}).status_code == 200
+    decision.result(timeout=10)
+    assert wait_for(lambda: waiting() == (0, 0), timeout=30), waiting()
 
 
 def test_an_answer_by_kind_carries_its_text_and_source(svc: Local, held: str) -> None:

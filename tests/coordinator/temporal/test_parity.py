@@ -98,10 +98,16 @@ def outcome(report: dict[str, Any]) -> Any:
 
 
 def kinds_per_subtask(store: RunStore, run_id: str) -> dict[str, list[str]]:
-    """Each subtask's event kinds (a state change as ``state:STATE``), in order."""
+    """Each subtask's event kinds (a state change as ``state:STATE``), in order; a
+    person's escalation events left out: ``decision.needed``/``decision.made`` are
+    compared on their own (:func:`decision_events`), and ``decision.changed`` (what a
+    decision changed, recorded for a resume to list it) is the local engine's only,
+    where a run resumes from the store; a Temporal run's is the workflow's history."""
     kinds: dict[str, list[str]] = defaultdict(list)
     for event in store.events(run_id):
         kind = event["kind"]
+        if kind.startswith("decision."):
+            continue
         if kind == "state":
             kind = f"state:{event.get('state')}"
         kinds[event["subtask_id"]].append(kind)

@@ -1,0 +1,138 @@
+"""A run's sessions driven in process, in virtual time, with a person at its desk
+(docs/design.md §17): started or resumed, decided, stopped where it stands.
+
+The run's recorder commits on the loop's own thread: trio's virtual clock jumps to the
+next timer whenever every task waits, and a task waiting for a worker thread's commit
+waits too, so a commit let the clock jump ahead to an escalation's ``wait_s`` timeout
+(the escalation was decided ``by: timeout`` as the test waited for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from coordinator.engine import Hooks, LocalExecutor, RunRequest, Start
+from coordinator.engine.run import record_run
+from coordinator.jobfile.loader import load_scenario
+from coordinator.people import Desk
+from coordinator.report import CoverageReport
+from coordinator.store.runs import RunRecorder, RunStore
+from coordinator.store.writer import StoreWriter, Tx
+from shared.clock import AnyioClock, run_in_virtual_time
+from subagents.result import ProgressEvent
+
+__all__ = ["next_waiting", "session"]
+
+T = TypeVar("T")
+
+
+class _LoopWriter(StoreWriter):
+    """The store's writer whose commits are waited for on the loop's thread (blocking
+    it): virtual time cannot jump ahead while a commit is under way."""
+
+    async def acall(self, op: Callable[[Tx], T], *, first: bool = False) -> T:
+        return self.enqueue(op, first=first).result()
+
+
+def _on_the_loop(store: RunStore, recorder: RunRecorder) -> tuple[RunRecorder, StoreWriter]:
+    """``recorder``'s run and session recorded through a :class:`_LoopWriter` (to close
+    once the recorder is)."""
+    recorder.close()  # (its own writer stops; the run stays this process's)
+    writer = _LoopWriter(store.backend)
+    return RunRecorder(store.backend, recorder.run_id, recorder.session, writer=writer), writer
+
+
+async def next_waiting(desk: Desk, seen: set[str], subtask: str | None = None) -> dict[str, Any]:
+    """The next escalation (of ``subtask``, when given) to wait at the desk that was not
+    waited for before."""
+    while True:
+        for escalation in desk.pending()["escalations"]:
+            if escalation["id"] not in seen and subtask in (None, escalation["subtask_id"]):
+                seen.add(escalation["id"])
+                return dict(escalation)
+        await desk.change().wait()
+
+
+def session(
+    store: RunStore, path: Path, run_id: str | None, steps: list[dict[str, Any]],
+    *, person: bool = True,
+) -> tuple[str, CoverageReport | None]:
+    """One session of the run of ``path`` (``run_id`` None: a new run, else resumed).
+
+    Each step waits for the next escalation (of its ``subtask``, when it names one: two
+    may come to wait at one instant), then decides it (``decide``) or stops the
+    run there (``stop``: no report); ``then_stop`` stops it right after deciding, before
+    the run acts on the decision; ``once_done`` (a subtask id) holds a stop until that
+    subtask's subagent is done, ``once_ok`` (``SUBTASK/TOOL``) until a call of that tool
+    by that subtask succeeded; a step with
+    ``escalation: False`` waits for no escalation. Without steps the session runs to its
+    report (``person`` False: without a desk)."""
+    scenario = load_scenario(path)
+    text = path.read_text()
+    seen: dict[str, Any] = {}
+
+    async def main() -> CoverageReport | None:
+        clock = AnyioClock()
+        desk = Desk(clock) if person else None
+        if run_id is None:
+            request = RunRequest(scenario, text, str(path))
+            start = Start.fresh(scenario, clock)
+            recorder, writer = _on_the_loop(store, record_run(store, request))
+        else:
+            row = store.get(run_id)
+            request = RunRequest(scenario, row.spec_text, row.file)
+            start = Start.resumed_from(scenario, store, run_id, clock)
+            recorder, writer = _on_the_loop(store, store.claim_for_resume(run_id))
+        seen["run"] = recorder.run_id
+        executor = LocalExecutor(recorder=recorder, start=start, clock=clock)
+        out: list[CoverageReport] = []
+        done: set[str] = set()
+        progressed = [anyio.Event()]
+
+        def observe(event: ProgressEvent) -> None:
+            if event.kind == "state" and event.state == "done":
+                done.add(event.subtask_id)
+            if event.kind == "attempt" and event.result is not None and event.result.ok:
+                done.add(f"{event.subtask_id}/{event.tool}")
+            progressed[0].set()
+            progressed[0] = anyio.Event()
+
+        hooks = Hooks(desk=desk, observer=observe)
+
+        async def run() -> None:
+            out.append(await executor.execute(request, hooks))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                waited: set[str] = set()
+                for step in steps:
+                    assert desk is not None
+                    escalation: dict[str, Any] = {}
+                    if step.get("escalation", True):
+                        escalation = await next_waiting(desk, waited, step.get("subtask"))
+                    for condition in (step.get("once_done"), step.get("once_ok")):
+                        while condition and condition not in done:
+                            await progressed[0].wait()
+                    if step.get("stop") or step.get("then_stop"):
+                        # The run stops where it stands (its waits are cut: a decision
+                        # made now is recorded, and nothing acts on it).
+                        tg.cancel_scope.cancel()
+                    if step.get("decide"):
+                        desk.decide(step["decide"] | {"escalation": escalation["id"]},
+                                    by="test")
+                    if tg.cancel_scope.cancel_called:
+                        return None
+        finally:
+            await recorder.aclose()  # (it flushes the writer)
+            writer.close()
+        return out[0]
+
+    report = run_in_virtual_time(main)
+    if report is None:
+        store.release(seen["run"])  # its process is gone: the run reads interrupted
+    return seen["run"], report
