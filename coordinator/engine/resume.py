@@ -112,9 +112,8 @@ class Start:
         for spec in continuations(decided, specs):
             saved = checkpoints.get(spec.id)
             if saved is not None:  # it had started: it goes on from there
-                runs[spec.id] = planning.restored_run(spec, saved["run"])
-                simulated.restore(spec.id, saved["sim"])
-                trace_ids.set_position(spec.id, int(saved["trace"]))
+                runs[spec.id] = restored(spec, saved, seed=planned.seed, sim=simulated,
+                                         trace_ids=trace_ids, planner=planning.planner(spec))
         waited, numbers = recorded_waits(store, run_id)
         return cls(
             planned, planning, simulated, runs, trace_ids,
