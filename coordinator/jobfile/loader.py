@@ -108,7 +108,22 @@ def load_scenario_text(text: str, file: str) -> Scenario:
         problems += translate(exc, Scenario, prepared, parsed, file)
     if problems or scenario is None:
         raise InputFileErrors(_in_line_order(problems))
+    # What opening the run may still refuse is named by its line without a second read.
+    research = data.get("research_tools")
+    for path in [*scenario.run_checked_paths(), *_paths_in(research, ("research_tools",))]:
+        at = parsed.line_of(path)
+        if at is not None:
+            scenario._lines[path] = at
     return scenario
+
+
+def _paths_in(value: Any, path: FieldPath) -> list[FieldPath]:
+    """``path`` and the path of every field under it in ``value`` (a small block)."""
+    if isinstance(value, dict):
+        return [path, *(p for k, v in value.items() for p in _paths_in(v, (*path, str(k))))]
+    if isinstance(value, list):
+        return [path, *(p for i, v in enumerate(value) for p in _paths_in(v, (*path, i)))]
+    return [path]
 
 
 def _file_problem(file: str, expected: str, got: str) -> InputFileErrors:

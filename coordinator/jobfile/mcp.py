@@ -23,7 +23,7 @@ from rich.text import Text
 
 from coordinator.jobfile.errors import suggest
 from coordinator.jobfile.scenario import Scenario
-from coordinator.jobfile.yamlpos import FieldPath, format_path, parse_yaml
+from coordinator.jobfile.yamlpos import FieldPath, format_path
 from shared.errors import InputFileError, InputFileErrors
 from subagents.mcp.tools import McpToolSource, open_mcp_tools, tool_flags
 from subagents.spec import CallStep
@@ -85,7 +85,7 @@ def check_server_tools(scenario: Scenario, mcp: McpToolSource) -> None:
         problems.append(
             InputFileError(
                 scenario.source or scenario.scenario,
-                _line_of(scenario.source, field_path),
+                scenario.line_of(field_path),
                 format_path(field_path),
                 f"a tool MCP server {server!r} offers{hint}",
                 got=repr(name),
@@ -94,13 +94,6 @@ def check_server_tools(scenario: Scenario, mcp: McpToolSource) -> None:
     if problems:
         raise InputFileErrors(problems)
 
-
-def _line_of(file: str, path: FieldPath) -> int | None:
-    """The line of ``path`` in ``file``, when the file is still there to read."""
-    try:
-        return parse_yaml(Path(file).read_text(encoding="utf-8"), file).line_of(path)
-    except (OSError, InputFileError):
-        return None
 
 
 class ToolListing(BaseModel):

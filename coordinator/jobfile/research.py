@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coordinator.jobfile.scenario import Scenario
-from coordinator.jobfile.yamlpos import parse_yaml
 from shared.errors import InputFileError, InputFileErrors
 from subagents.research.spec import ResearchToolsSpec, resolve_docs_folder
 
@@ -89,20 +88,13 @@ def check_research_policy(scenario: Scenario, policy: ResearchPolicy) -> list[In
     return [
         InputFileError(
             scenario.source or scenario.scenario,
-            _line(scenario, ("research_tools", "docs", "path")),
+            scenario.line_of(("research_tools", "docs", "path")),
             "research_tools.docs.path",
             allowed,
             got=repr(spec.docs.path),
         )
     ]
 
-
-def _line(scenario: Scenario, path: tuple[str, ...]) -> int | None:
-    try:
-        text = Path(scenario.source).read_text(encoding="utf-8")
-        return parse_yaml(text, scenario.source).line_of(path)
-    except (OSError, InputFileError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -179,7 +171,7 @@ async def job_research_tools(
         raise InputFileErrors(
             [
                 InputFileError(
-                    scenario.source or scenario.scenario, _line(scenario, where), field,
+                    scenario.source or scenario.scenario, scenario.line_of(where), field,
                     exc.expected, got=exc.got,
                 )
             ]

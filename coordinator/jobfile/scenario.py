@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from coordinator.job import JobSpec
 from coordinator.scripted_person import PersonStep
@@ -108,6 +108,30 @@ class Scenario(BaseModel):
     )
     source: str = Field(default="", exclude=True)
     """The file the scenario was read from (set by the loader, never serialized)."""
+    # The lines of the fields that opening the run can still refuse (an MCP tool its
+    # server does not list, a docs folder the policy forbids), kept by the loader so an
+    # error names its line without reading and parsing the file again: a file is read
+    # and parsed once per run, errors included.
+    _lines: dict[tuple[str | int, ...], int] = PrivateAttr(default_factory=dict)
+
+    def line_of(self, path: tuple[str | int, ...]) -> int | None:
+        """The line of ``path`` in the file, for the fields :meth:`run_checked_paths`
+        lists and those of the ``research_tools`` block (None for another, or for a
+        scenario not read from a file)."""
+        return self._lines.get(path)
+
+    def run_checked_paths(self) -> list[tuple[str | int, ...]]:
+        """The job's fields that opening the run checks against what its MCP servers
+        list: each subtask's ``SERVER.TOOL`` names (allowlist and plan calls). (The
+        research tools' block is kept whole by the loader.)"""
+        if not self.mcp_servers:
+            return []
+        paths: list[tuple[str | int, ...]] = []
+        for index, sub in enumerate(self.job.subtasks):
+            at: tuple[str | int, ...] = ("job", "subtasks", index)
+            paths += [(*at, "tools", n) for n in range(len(sub.tools))]
+            paths += [(*at, "plan", n, "call") for n in range(len(sub.plan))]
+        return paths
 
 
 # What a subtask may override of the job's defaults; in the file these carry no default

@@ -190,6 +190,27 @@ def write_job(tmp_path: Path, servers: str, call: str = "time.get_current_time")
     return job
 
 
+def test_a_refusal_when_the_run_opens_names_its_line_from_the_one_read(
+    tmp_path: Path,
+) -> None:
+    """An unknown SERVER.TOOL found once the server runs is named with its file's line
+    from the load itself: the file is read and parsed once, so it may be gone by then."""
+    from types import SimpleNamespace
+
+    from coordinator.jobfile.mcp import check_server_tools
+
+    job = write_job(tmp_path, "  time:\n    command: [python, -m, mcp_server_time]",
+                    call="time.get_curent_time")
+    scenario = load_scenario(job)
+    job.unlink()
+    listed: Any = SimpleNamespace(servers={"time": None},
+                                  tools={"time.get_current_time": None})
+    with pytest.raises(InputFileErrors) as caught:
+        check_server_tools(scenario, listed)
+    lines = sorted((e.line, e.field) for e in caught.value.errors)
+    assert lines == [(10, "job.subtasks[0].tools[0]"), (12, "job.subtasks[0].plan[0].call")]
+
+
 @pytest.mark.process
 def test_server_that_cannot_start_exits_2_naming_server_and_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
