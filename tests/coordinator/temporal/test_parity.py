@@ -41,8 +41,8 @@ PARITY = [
     # Search first: a model-planned subtask's search runs before its first model turn.
     pytest.param(LIBRARY / "search_first.yaml", ("--choose", "--speed", "5"), id="search_first"),
     # A budget cut: job.budget spent, two subagents hand up while running, one never
-    # starts. No handler: a handler's first alternative is `retry`, and a subagent that
-    # retries into a spent budget escalates again at once, for ever.
+    # starts. No handler, so the cut alone is compared (a retry into a spent budget is
+    # counted, not offered again: tests/coordinator/api/test_person.py).
     pytest.param(LIBRARY / "model_budget.yaml", ("--speed", "5"), id="model_budget"),
     # A deadline: one subagent cut while it runs, one still queued (the cut 7 virtual
     # seconds from any other event: at speed 4, 1.75 s of real time either side).
