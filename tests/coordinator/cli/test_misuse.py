@@ -78,6 +78,14 @@ def test_ask_without_a_model_names_the_option_not_a_file(
     assert "cannot run this command" in err and "--model PROVIDER:NAME" in err
 
 
+def _ctrl_c_heard() -> None:
+    """In the child before it runs: SIGINT back to its default. A suite started as a
+    background job of a script (``cmd &`` without job control) runs with SIGINT ignored,
+    which every child inherits, and a `fanout` that never hears the Ctrl-C cannot be
+    tested for what it does then."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _ended(proc: subprocess.Popen[str], timeout_s: float = 60, *, out: bool = False) -> str:
     """``proc``'s remaining stderr once it ends; one that has not ended ``timeout_s``
     after its Ctrl-C is aborted, and the test fails with every thread's stack (its
@@ -99,6 +107,7 @@ def test_ctrl_c_on_run_says_how_to_resume(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         # faulthandler: a run that does not end on Ctrl-C shows where it stands (below).
         env={**os.environ, "COLUMNS": "120", "PYTHONFAULTHANDLER": "1"},
+        preexec_fn=_ctrl_c_heard,
     )
     with proc:
         assert proc.stderr is not None
@@ -125,6 +134,7 @@ def test_ctrl_c_with_output_piped_starts_its_message_on_a_line_of_its_own(
         _fanout("run", str(DESIGN), "--speed", "0.05", "--store", str(tmp_path / "r.sqlite")),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
         env={**os.environ, "COLUMNS": "100", "PYTHONFAULTHANDLER": "1"},
+        preexec_fn=_ctrl_c_heard,
     )
     with proc:
         assert proc.stdout is not None
