@@ -113,7 +113,7 @@ def parse_request(data: Mapping[str, Any] | DecisionRequest) -> DecisionRequest:
 def pending_item(escalation: Escalation, since_s: float) -> dict[str, Any]:
     """An offered escalation as what waits for a person: a ``decision.needed`` event's
     ``escalation`` and an item of ``GET /runs/{id}/pending`` (the desk's
-    ``Desk.pending`` in :mod:`coordinator.people` has this shape), ``since_s`` the job
+    ``Desk.pending`` in :mod:`coordinator.people` builds with it), ``since_s`` the job
     time its wait began."""
     return {
         "id": escalation.id,

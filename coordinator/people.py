@@ -26,7 +26,14 @@ from typing import Any, Literal
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from coordinator.decision import TIMEOUT, DecisionError, DecisionRequest, decide, parse_request
+from coordinator.decision import (
+    TIMEOUT,
+    DecisionError,
+    DecisionRequest,
+    decide,
+    parse_request,
+    pending_item,
+)
 from coordinator.plan_review import PlanReview, apply_plan_edit, parse_review
 from coordinator.report import Decision
 from shared.clock import Clock
@@ -260,7 +267,8 @@ class Desk:
             timeout_s = max(0.0, timeout_s - max(0.0, now - since_s))
         self._waiting[escalation.id] = entry
         try:
-            self._emit(DECISION_NEEDED, {"escalation": self._pending_item(entry)})
+            self._emit(DECISION_NEEDED,
+                       {"escalation": pending_item(entry.escalation, entry.since_s)})
             with self.clock.move_on_after(timeout_s):
                 await entry.done.wait()
             if entry.decision is None:
@@ -284,26 +292,14 @@ class Desk:
         return [w.escalation for w in self._waiting.values()
                 if subtask_id is None or w.escalation.subtask_id == subtask_id]
 
-    def _pending_item(self, entry: _Waiting) -> dict[str, Any]:
-        esc = entry.escalation
-        return {
-            "id": esc.id,
-            "subtask_id": esc.subtask_id,
-            "errorCategory": esc.category,
-            "trigger": esc.trigger,
-            "message": esc.message,
-            "attempted_query": esc.attempted_query,
-            "options": [o.model_dump(mode="json") for o in esc.options or []],
-            "since_s": entry.since_s,
-        }
-
     def pending(self) -> dict[str, Any]:
         """What waits now, as ``GET /runs/{id}/pending`` answers it: ``escalations`` (id,
         subtask_id, errorCategory, trigger, message, attempted_query, options, since_s:
         the run's seconds when it began to wait) and ``plan`` (null, or its subtasks)."""
         plan = self._plan
         return {
-            "escalations": [self._pending_item(w) for w in self._waiting.values()],
+            "escalations": [pending_item(w.escalation, w.since_s)
+                            for w in self._waiting.values()],
             "plan": None if plan is None or plan.review is not None else _plan_wire(plan.subtasks),
         }
 
