@@ -7,6 +7,7 @@ Output for people goes through rich; ``--json`` prints one JSON document for pro
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -26,6 +27,29 @@ EXIT_BROKEN_PIPE = 141
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fanout`` console script."""
+    try:
+        return _guarded(argv)
+    finally:
+        if argv is None:  # this is the process (the console script), which ends now
+            end_quickly()
+
+
+def end_quickly() -> None:
+    """Spare the interpreter's exit its garbage collections.
+
+    While it tears its modules down, Python collects more than once, and each pass walks
+    every object still alive: with an ask's model and indexes loaded, about 0.15 s of CPU
+    at the end of a 1 s command (0.1 s of a replay's 0.5 s), measured as whole processes.
+    One collection now still finalizes every unreachable cycle (a file, a connection);
+    freezing what survives it spares the passes that would only walk live objects.
+    Atexit handlers and every other finalizer run as before.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+def _guarded(argv: Sequence[str] | None) -> int:
+    """:func:`_main`, with a closed pipe on stdout ending the command quietly."""
     try:
         return _main(argv)
     except BrokenPipeError:

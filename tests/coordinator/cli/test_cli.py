@@ -33,6 +33,25 @@ def test_replay_json_shape_and_exit_code(capsys: pytest.CaptureFixture[str]) -> 
         assert key in gap
 
 
+def test_main_in_process_leaves_the_callers_heap_as_it_was(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the ``fanout`` process (argv read from sys.argv) freezes its heap for a quick
+    exit: a caller passing its arguments gets its collector back as it was."""
+    import gc
+
+    before = gc.get_freeze_count()
+    assert main(["replay", str(DESIGN), "--json"]) == 0
+    assert gc.get_freeze_count() == before
+    capsys.readouterr()
+    frozen: list[bool] = []
+    monkeypatch.setattr(sys, "argv", ["fanout", "--help"])
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(True))
+    with pytest.raises(SystemExit):
+        main()
+    assert frozen == [True]
+
+
 def test_replay_is_byte_identical(capsys: pytest.CaptureFixture[str]) -> None:
     """Replaying the same scenario twice prints exactly the same JSON."""
     main(["replay", str(DESIGN), "--json"])
