@@ -371,7 +371,7 @@ class Desk:
             subtasks = apply_plan_edit(entry.subtasks, edit, defaults=entry.defaults,
                                        tools=entry.tools, planner=entry.planner)
         review = PlanReview(verdict=kind, subtasks=subtasks, by=by, at=self._at(),
-                            at_s=self.now_s())
+                            at_s=self.now_s()).with_edit(edit)
         self._reviewed(entry, review)
         return review
 

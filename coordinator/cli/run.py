@@ -100,7 +100,7 @@ def _execute(
             recorder.close()
 
 
-def _reviewed(scenario: Scenario, err: Console) -> Scenario:
+def reviewed(scenario: Scenario, err: Console) -> Scenario:
     """``scenario`` whose lead's plan waits for review (``--review``)."""
     if scenario.job.subtasks:
         err.print("[yellow]warning:[/] --review: the job's subtasks are its file's; there "
@@ -238,7 +238,7 @@ def run_live(
     ``--record`` come from ``args``.
     """
     if getattr(args, "review", False):
-        scenario = _reviewed(scenario, err)
+        scenario = reviewed(scenario, err)
     clock = AnyioClock(speed=args.speed)
     # The model client is made (its key read from the environment) before anything is
     # recorded: a missing key is exit 2 with nothing run and nothing stored.
