@@ -210,9 +210,12 @@ class TemporalExecutor:
         await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
         return await self._start(recorder.run_id, request, asks=asks, attended=attended)
 
-    async def start_registered(self, run_id: str, request: RunRequest) -> JobHandle:
+    async def start_registered(
+        self, run_id: str, request: RunRequest, *, attended: bool = False
+    ) -> JobHandle:
         """Start run ``run_id``, already registered in the store (the service records its
-        submissions itself), on Temporal.
+        submissions itself), on Temporal; ``attended``: a person is attached (the door
+        follows it with a desk).
 
         Raises:
             ValueError: the job cannot run on Temporal (:func:`not_on_temporal`).
@@ -220,7 +223,7 @@ class TemporalExecutor:
         reason = not_on_temporal(request)
         if reason is not None:
             raise ValueError(reason)
-        _, handle = await self._start(run_id, request)
+        _, handle = await self._start(run_id, request, attended=attended)
         return handle
 
     async def _start(
