@@ -1,5 +1,6 @@
 """A person decides on Temporal (docs/design.md §17): the plan waits for review in the
-workflow (an edit checked by the ``review_plan`` update's validator), a person's stop and
+workflow (an edit checked by the ``review_plan`` update's validator; approve, edit and
+reject through the Python door on both engines are in test_parity.py), a person's stop and
 hint reach a running round, ``fanout run --executor temporal --ask``/``--review`` prompt
 as the run goes on, and a worker killed while a decision waits loses nothing.
 
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from coordinator.api.person import os_user
 from coordinator.cli.common import EXIT_FAILED
@@ -27,7 +27,6 @@ from coordinator.replay import replay
 from coordinator.store.runs import RunStore, StoreError, wait_for
 from coordinator.temporal.dev import DevServer
 from tests.coordinator.temporal.conftest import ROOT, Workers, fanout, normalized, submit
-from tests.coordinator.temporal.test_parity import without_times
 
 QUEUE = "person"
 DATA = ROOT / "tests" / "coordinator" / "data"
@@ -79,44 +78,6 @@ def test_a_bad_plan_edit_is_refused_by_the_workflow_naming_the_field(
     assert report["outcome"] == "complete"
     plans = [e for e in RunStore(store).events(run_id) if e["kind"] == "plan"]
     assert [[s["id"] for s in e["subtasks"]] for e in plans] == [["market"]]
-
-
-@pytest.mark.parametrize(("verdict", "ids", "outcome"), [
-    pytest.param("approve", ["market", "patents"], "partial", id="approve"),
-    pytest.param({"edit": {"remove": ["patents"]}}, ["market"], "complete", id="edit"),
-    pytest.param("reject", ["lead"], "failed", id="reject"),
-])
-def test_a_plan_review_through_the_python_door_on_temporal(
-    verdict: Any, ids: list[str], outcome: str, temporal: str, tmp_path: Path
-) -> None:
-    """``run_file(on_plan=...)`` on Temporal: the plan waits in the workflow, and the
-    review approves, edits or rejects it as locally (a rejected plan is the lead's
-    ``plan_rejected`` gap); both engines give the same report."""
-    # patents' escalation waits for the person too, who answers only the plan: its
-    # wait is short, so it is accepted by timeout on both engines.
-    spec = yaml.safe_load(REVIEW_PLAN.read_text(encoding="utf-8"))
-    spec["job"]["escalations"] = {"wait_s": 2, "on_timeout": "accept"}
-    job = tmp_path / "review_plan.yaml"
-    job.write_text(yaml.safe_dump(spec, sort_keys=False))
-    reports = {}
-    for engine in ("local", "temporal"):
-        on = ["--executor", "temporal", "--address", temporal, "--task-queue", QUEUE]
-        out = subprocess.run(
-            [sys.executable, "-m", "tests.coordinator.temporal.pydoor", "run_file",
-             str(job), "--store", str(tmp_path / f"{engine}.sqlite"),
-             "--review", json.dumps(verdict), "--speed", "10",
-             *(on if engine == "temporal" else [])],
-            capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
-        )
-        assert out.returncode == 0, out.stderr
-        reports[engine] = json.loads(out.stdout.splitlines()[-1])
-    report = reports["temporal"]
-    assert [s["id"] for s in report["subtasks"]] == ids
-    assert report["outcome"] == outcome
-    if verdict == "reject":
-        assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [
-            ("lead", "plan_rejected")]
-    assert without_times(report) == without_times(reports["local"])
 
 
 def test_a_stop_and_a_hint_reach_running_rounds_on_temporal(
