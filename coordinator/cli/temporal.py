@@ -40,7 +40,7 @@ from coordinator.cli.common import (
     print_report,
     research_policy,
 )
-from coordinator.cli.person import TerminalPerson, wall_now
+from coordinator.cli.person import TerminalPerson, reviewed, wall_now
 from coordinator.engine.run import Hooks, RunRequest
 from coordinator.people import Desk
 from coordinator.store.runs import ResumeRefused, RunStore
@@ -222,8 +222,6 @@ def run_temporal(request: RunRequest, args: argparse.Namespace, out: Console, er
     if refuse_on_temporal(request.scenario, err):
         return EXIT_BAD_INPUT
     if getattr(args, "review", False):
-        from coordinator.cli.run import reviewed
-
         request = replace(request, scenario=reviewed(request.scenario, err))
     _warn_of_missing_docs(request.scenario, err)
     store = open_store(args)
