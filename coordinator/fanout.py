@@ -38,7 +38,7 @@ from coordinator.lead.synthesis import synthesize
 from coordinator.people import DECISION_CHANGED, DECISION_MADE, DECISION_NEEDED, Desk
 from coordinator.report import CoverageReport, Decision, with_tokens
 from coordinator.routing import EscalationHandler, RecordingHandler
-from coordinator.rules import CutTrigger, cut, retried_later
+from coordinator.rules import CutTrigger, cut, handed_up, retried_later
 from coordinator.scripted_person import ScriptedPerson
 from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
@@ -449,10 +449,7 @@ class LocalBackend:
                 tg.cancel_scope.cancel()
             if result is None:
                 request = desk.stop_requested(spec.id)
-                run.ended_s = self.clock.now()
-                run.state = "escalated"
-                run.escalate("human_request", f"{request.by if request else 'a person'} "
-                             "asked this subtask to stop and hand up what it had")
+                handed_up(run, self.clock.now(), request.by if request else None)
                 self._emit_state(run, "escalated")
                 result = run.result()
             return result

@@ -82,7 +82,7 @@ class NotWaiting(DeskError):
 class Refused(NotWaiting):
     """A request a running subtask cannot take: a hint to one that asks no model (a
     scripted plan has no turn to read it at), or any request on an engine that does not
-    carry requests to its subagents (Temporal). 409 on the service, as ``NotWaiting``."""
+    carry requests to its subagents. 409 on the service, as ``NotWaiting``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,7 +371,7 @@ class Desk:
             subtasks = apply_plan_edit(entry.subtasks, edit, defaults=entry.defaults,
                                        tools=entry.tools, planner=entry.planner)
         review = PlanReview(verdict=kind, subtasks=subtasks, by=by, at=self._at(),
-                            at_s=self.now_s())
+                            at_s=self.now_s()).with_edit(edit)
         self._reviewed(entry, review)
         return review
 
@@ -411,7 +411,7 @@ class Desk:
 
     def refuse_requests(self, reason: str) -> None:
         """Refuse every request to a running subtask from now on, saying ``reason``: the
-        engine running the job cannot carry one to its subagents (Temporal)."""
+        engine running the job cannot carry one to its subagents."""
         self._refusing = reason
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from coordinator.decision import DecisionError
 from subagents.spec import SubtaskSettings, SubtaskSpec
@@ -72,6 +72,21 @@ class PlanReview(BaseModel):
     by: str
     at: str | None = Field(default=None, exclude_if=lambda v: v is None)
     at_s: float | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The edit as the person wrote it, for an engine that checks it again where the plan
+    # waits (Temporal's review_plan update); not part of the review's wire form.
+    _edit: PlanEdit | None = PrivateAttr(default=None)
+
+    def with_edit(self, edit: PlanEdit | None) -> PlanReview:
+        """This review, remembering the ``edit`` it was made from."""
+        self._edit = edit
+        return self
+
+    def verdict_as_given(self) -> Any:
+        """The verdict as a door gives it (:func:`parse_review` reads it again):
+        ``"approve"``, ``"reject"`` or ``{"edit": {...}}``."""
+        if self.verdict == "edit" and self._edit is not None:
+            return {"edit": self._edit.model_dump(mode="json", exclude_defaults=True)}
+        return self.verdict
 
 
 def _shown(value: Any) -> str:

@@ -46,6 +46,7 @@ __all__ = [
     "cut",
     "follows_up",
     "followup_job",
+    "handed_up",
     "lead_position",
     "next_round_starts",
     "open_gaps",
@@ -100,6 +101,15 @@ def cut(run: SubagentRun, now: float, *, cancelled: bool = False) -> CutTrigger:
         return "cancelled"
     cut_by_deadline(run, now)
     return "deadline"
+
+
+def handed_up(run: SubagentRun, now: float, by: str | None) -> None:
+    """Hand up what a subagent a person asked to stop has found (docs/design.md §17):
+    trigger ``human_request``, its findings as partial results; on both engines."""
+    run.ended_s = now
+    run.state = "escalated"
+    run.escalate("human_request", f"{by or 'a person'} asked this subtask to stop and hand "
+                 "up what it had")
 
 
 # -- follow-ups (docs/design.md §11) ----------------------------------------------------------

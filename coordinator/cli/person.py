@@ -27,12 +27,13 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from coordinator.decision import DecisionError
+from coordinator.jobfile.scenario import Scenario
 from coordinator.people import Desk
 from coordinator.views.live import LiveBoard
 from shared.escalation import Escalation
 from subagents.spec import SubtaskSpec
 
-__all__ = ["TerminalPerson", "wall_now"]
+__all__ = ["TerminalPerson", "reviewed", "wall_now"]
 
 
 def wall_now() -> datetime:
@@ -256,3 +257,13 @@ def plan_table(subtasks: list[SubtaskSpec]) -> Table:
         table.add_row(escape(spec.id), escape(spec.query), escape(", ".join(spec.tools)),
                       f"{spec.weight:g}")
     return table
+
+
+def reviewed(scenario: Scenario, err: Console) -> Scenario:
+    """``scenario`` whose lead's plan waits for review (``--review``)."""
+    if scenario.job.subtasks:
+        err.print("[yellow]warning:[/] --review: the job's subtasks are its file's; there "
+                  "is no lead's plan to review")
+        return scenario
+    job = scenario.job.model_copy(update={"review_plan": True})
+    return scenario.model_copy(update={"job": job})

@@ -26,7 +26,7 @@ from coordinator.cli.common import (
     print_report,
     research_policy,
 )
-from coordinator.cli.person import TerminalPerson, wall_now
+from coordinator.cli.person import TerminalPerson, reviewed, wall_now
 from coordinator.engine.executor import LocalExecutor
 from coordinator.engine.resume import Start
 from coordinator.engine.run import Hooks, RunRequest
@@ -98,16 +98,6 @@ def _execute(
             live.stop()
         for recorder in recorders:
             recorder.close()
-
-
-def _reviewed(scenario: Scenario, err: Console) -> Scenario:
-    """``scenario`` whose lead's plan waits for review (``--review``)."""
-    if scenario.job.subtasks:
-        err.print("[yellow]warning:[/] --review: the job's subtasks are its file's; there "
-                  "is no lead's plan to review")
-        return scenario
-    job = scenario.job.model_copy(update={"review_plan": True})
-    return scenario.model_copy(update={"job": job})
 
 
 def _resume_hint(err: Console, run_ids: Sequence[str], store: RunStore) -> None:
@@ -238,7 +228,7 @@ def run_live(
     ``--record`` come from ``args``.
     """
     if getattr(args, "review", False):
-        scenario = _reviewed(scenario, err)
+        scenario = reviewed(scenario, err)
     clock = AnyioClock(speed=args.speed)
     # The model client is made (its key read from the environment) before anything is
     # recorded: a missing key is exit 2 with nothing run and nothing stored.

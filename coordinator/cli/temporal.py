@@ -19,12 +19,14 @@ import asyncio
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
 from rich.console import Console
+from rich.live import Live
 from rich.markup import escape
 
 from coordinator.cli.common import (
@@ -38,8 +40,11 @@ from coordinator.cli.common import (
     print_report,
     research_policy,
 )
+from coordinator.cli.person import TerminalPerson, reviewed, wall_now
 from coordinator.engine.run import Hooks, RunRequest
+from coordinator.people import Desk
 from coordinator.store.runs import ResumeRefused, RunStore
+from shared.clock import AnyioClock
 
 if TYPE_CHECKING:
     from coordinator.engine.executor import TemporalExecutor
@@ -179,9 +184,9 @@ def check_temporal_options(args: argparse.Namespace, err: Console) -> bool:
         err.print(f"[bold red]error:[/] {which}: expected a positive number")
         return False
     for flag in ("ask", "review"):
-        if getattr(args, flag, False):
-            err.print(f"[bold red]error:[/] --{flag} needs a person at this terminal; on "
-                      "Temporal the escalations are in the report (`fanout report`)")
+        if getattr(args, flag, False) and args.detach:
+            err.print(f"[bold red]error:[/] --{flag} needs a person at this terminal, and "
+                      "--detach leaves none; drop one of them")
             return False
     return True
 
@@ -216,6 +221,8 @@ def run_temporal(request: RunRequest, args: argparse.Namespace, out: Console, er
     from ``args``."""
     if refuse_on_temporal(request.scenario, err):
         return EXIT_BAD_INPUT
+    if getattr(args, "review", False):
+        request = replace(request, scenario=reviewed(request.scenario, err))
     _warn_of_missing_docs(request.scenario, err)
     store = open_store(args)
     try:
@@ -241,7 +248,10 @@ async def _submit(
     except RuntimeError as exc:
         err.print(f"[bold red]error:[/] {_unreachable(args.address, exc)}")
         return EXIT_UNREACHABLE
-    ref, handle = await executor.submit(request)
+    asks = bool(getattr(args, "ask", False) or getattr(args, "review", False))
+    # With --ask or --review the run waits for the person at this terminal (attended):
+    # the workflow holds each escalation (and the plan) until they decide.
+    ref, handle = await executor.submit(request, attended=asks)
     run_id = ref.run_id
     ids = {"run_id": run_id, "workflow_id": ref.workflow_id, "address": ref.address,
            "namespace": ref.namespace, "task_queue": ref.task_queue}
@@ -270,7 +280,9 @@ async def _follow(
     out: Console,
     err: Console,
 ) -> CoverageReport:
-    """Wait for the report; meanwhile show the trace the workers record, live."""
+    """Wait for the report; meanwhile show the trace the workers record, live, and (with
+    ``--ask``/``--review``) ask the person at this terminal as each escalation, or the
+    lead's plan, comes to wait in the workflow (docs/design.md §17)."""
     from coordinator.views.live import BoardLive, LiveBoard
 
     board = LiveBoard(scenario.job, speed=args.speed)
@@ -283,13 +295,44 @@ async def _follow(
             said.append(hint)
             err.print(f"[yellow]waiting:[/] {hint}")
 
-    if args.json:
-        return await executor.follow(run_id, handle, Hooks(on_notice=say))
-    with BoardLive(board, console=out, refresh_per_second=8):
-        return await executor.follow(
-            run_id, handle, Hooks(observer=board, on_plan=board.plan,
-                                  on_followups=board.follow_up, on_notice=say)
-        )
+    live = None if args.json else BoardLive(board, console=out, refresh_per_second=8)
+    person = _person(scenario, args, out, err, live)
+    hooks = (Hooks(on_notice=say) if live is None else
+             Hooks(observer=board, on_plan=board.plan, on_followups=board.follow_up,
+                   on_notice=say))
+
+    async def follow() -> CoverageReport:
+        if person is None:
+            return await executor.follow(run_id, handle, hooks)
+        # The person answers at a desk here; the executor mirrors the workflow's waits
+        # on it and carries each answer back, while the board goes on.
+        desk = Desk(AnyioClock(speed=args.speed), wall=wall_now)
+        if live is not None:
+            desk.listen(board.heard)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(person.attend, desk)
+            report = await executor.follow(run_id, handle, replace(hooks, desk=desk))
+            tg.cancel_scope.cancel()
+        return report
+
+    if live is None:
+        return await follow()
+    with live:
+        return await follow()
+
+
+def _person(
+    scenario: Scenario, args: argparse.Namespace, out: Console, err: Console, live: Live | None
+) -> TerminalPerson | None:
+    """The person at this terminal (``--ask``, ``--review``), as a local run has them."""
+    ask, review = bool(getattr(args, "ask", False)), bool(getattr(args, "review", False))
+    if not (ask or review):
+        return None
+    from coordinator.api.person import os_user
+
+    # With --json stdout is the report's alone: the questions go to stderr.
+    return TerminalPerson(err if args.json else out, live, by=os_user(), escalations=ask,
+                          plans=review, on_timeout=scenario.job.escalation_wait().on_timeout)
 
 
 def refuse_resume_on_temporal(store: RunStore, run_id: str) -> None:

@@ -20,40 +20,51 @@ On Temporal the workflow runs the same flow as a local run (:mod:`coordinator.fl
   escalation from the workflow's ``escalations`` query as it is counted, asks the
   handler, and sends the choice back (the ``decide`` signal), so the stored report
   carries the ``decisions``. Without a handler the escalations are recorded only;
-- a person (``hooks.desk``, docs/design.md §17): the run starts ``attended``; each
-  escalation the workflow offers (the ``waiting`` query) waits on the door's desk as it
+- a person (``hooks.desk``, docs/design.md §17): the run starts ``attended``, and the
+  door's desk mirrors what waits in the workflow (:meth:`TemporalExecutor.follow`):
+  each escalation the workflow offers (the ``waiting`` query) waits on the desk as it
   is, with the workflow's id and options, and the desk's decision goes back whole (the
-  ``decided`` signal); one the workflow stopped waiting for (its timer, the deadline, a
-  stop) stops waiting on the desk too. A request to a running subtask (a stop, a hint)
-  is refused at the desk: the subagent runs inside an activity on a worker, which
-  hears nothing until its round ends (:data:`NO_REQUESTS`).
+  ``decided`` signal); the lead's plan waiting for review (the ``plan`` query) waits on
+  the desk with what the workflow checks an edit with, and the desk's review goes back
+  as the ``review_plan`` update, whose validator checks the edit again; one the
+  workflow stopped waiting for (its timer, the deadline, a stop) stops waiting on the
+  desk too. The subtasks whose round runs (the ``running`` query) are started on the
+  desk, so a person may ask one to stop or give it a hint; each request the desk takes
+  goes to the workflow (the ``asked`` signal), where the round reads it
+  (:mod:`coordinator.temporal.requests`).
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from coordinator.engine.recorded import drive
 from coordinator.engine.resume import Start
 from coordinator.engine.run import Hooks, RunRequest, open_run, record_run
-from coordinator.people import Desk
+from coordinator.people import REQUEST_MADE, Desk
 from coordinator.report import CoverageReport
 from coordinator.scripted_person import ScriptedPerson
 from coordinator.store.recorder import RunRecorder
 from coordinator.store.runs import RunStore
 from shared.clock import AnyioClock, Clock
 from shared.escalation import Escalation
+from subagents.spec import SubtaskSettings, SubtaskSpec
 
 if TYPE_CHECKING:
     from coordinator.temporal import JobHandle, TemporalRunRef, TemporalSettings
 
+log = logging.getLogger(__name__)
+
 __all__ = [
-    "NO_REQUESTS",
     "Executor",
     "LocalExecutor",
     "TemporalExecutor",
@@ -61,14 +72,6 @@ __all__ = [
     "not_on_temporal",
     "runs_on_temporal",
 ]
-
-
-NO_REQUESTS = (
-    "the run is on Temporal, where a request to a running subtask (stop or hint) is not carried: "
-    "its subagent runs inside an activity on a worker (docs/design.md §17); cancel the run, "
-    "or decide its escalations, instead"
-)
-"""Why a desk following a Temporal run refuses every request to a running subtask."""
 
 
 def not_on_temporal(request: RunRequest) -> str | None:
@@ -207,9 +210,12 @@ class TemporalExecutor:
         await anyio.to_thread.run_sync(recorder.close)  # this process records nothing more
         return await self._start(recorder.run_id, request, asks=asks, attended=attended)
 
-    async def start_registered(self, run_id: str, request: RunRequest) -> JobHandle:
+    async def start_registered(
+        self, run_id: str, request: RunRequest, *, attended: bool = False
+    ) -> JobHandle:
         """Start run ``run_id``, already registered in the store (the service records its
-        submissions itself), on Temporal.
+        submissions itself), on Temporal; ``attended``: a person is attached (the door
+        follows it with a desk).
 
         Raises:
             ValueError: the job cannot run on Temporal (:func:`not_on_temporal`).
@@ -217,7 +223,7 @@ class TemporalExecutor:
         reason = not_on_temporal(request)
         if reason is not None:
             raise ValueError(reason)
-        _, handle = await self._start(run_id, request)
+        _, handle = await self._start(run_id, request, attended=attended)
         return handle
 
     async def _start(
@@ -260,36 +266,9 @@ class TemporalExecutor:
                 await hooks.cancel.wait()
                 await handle.signal("cancel")
 
-        if hooks.desk is not None:
-            hooks.desk.refuse_requests(NO_REQUESTS)
-
         async def attend() -> None:
-            desk = hooks.desk
-            if desk is None:
-                return
-            # Each escalation the workflow offers waits on the door's desk as it is (its
-            # id and options are the workflow's); the desk's decision is signalled back.
-            # One the workflow stopped waiting for (timed out, cut) stops waiting here.
-            waits: dict[str, anyio.CancelScope] = {}
-
-            async def put(escalation: Escalation, scope: anyio.CancelScope) -> None:
-                with scope:
-                    decision = await desk.wait(escalation, timeout_s=None)
-                    await handle.signal("decided", decision)
-
-            async with anyio.create_task_group() as tg:
-                while True:
-                    now = [Escalation.model_validate(w) for w in await handle.query("waiting")]
-                    ids = {e.id for e in now}
-                    for escalation in now:
-                        assert escalation.id is not None
-                        if escalation.id not in waits:
-                            scope = waits[escalation.id] = anyio.CancelScope()
-                            tg.start_soon(put, escalation, scope)
-                    for eid, scope in waits.items():
-                        if eid not in ids:
-                            scope.cancel()
-                    await anyio.sleep(self.poll_s)
+            if hooks.desk is not None:
+                await _Attending(hooks.desk, handle, self.poll_s).run()
 
         async def answer() -> None:
             handler = hooks.handler
@@ -337,6 +316,112 @@ class TemporalExecutor:
             report = await self.follow(ref.run_id, handle, replace(hooks, desk=desk))
             tg.cancel_scope.cancel()
         return report
+
+
+class _Attending:
+    """The door's desk mirroring what waits in a Temporal run's workflow (docs/design.md
+    §17), polled every ``poll_s``: escalations and the plan wait on the desk as the
+    workflow offers them, and go back as it decides; running subtasks are started on
+    the desk, whose requests to them go to the workflow."""
+
+    def __init__(self, desk: Desk, handle: JobHandle, poll_s: float) -> None:
+        self.desk = desk
+        self.handle = handle
+        self.poll_s = poll_s
+        self.waits: dict[str, anyio.CancelScope] = {}
+        self.plan: anyio.CancelScope | None = None
+        self.running: set[str] = set()
+
+    async def run(self) -> None:
+        """Mirror the workflow until cancelled (the run's report is in)."""
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+
+        def heard(event: str, data: dict[str, Any]) -> None:
+            if event == REQUEST_MADE:
+                send.send_nowait(data["request"])
+
+        unlisten = self.desk.listen(heard)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._relay, receive)
+                while True:
+                    await self._escalations(tg)
+                    await self._plan(tg)
+                    await self._running()
+                    await anyio.sleep(self.poll_s)
+        finally:
+            unlisten()
+            send.close()
+
+    async def _relay(self, requests: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
+        """Each request the desk took, to the workflow, in the order made."""
+        async for request in requests:
+            await self.handle.signal("asked", request)
+
+    async def _escalations(self, tg: TaskGroup) -> None:
+        """Each escalation the workflow offers waits on the desk as it is (its id and
+        options are the workflow's); the desk's decision is signalled back. One the
+        workflow stopped waiting for (timed out, cut) stops waiting here."""
+        now = [Escalation.model_validate(w) for w in await self.handle.query("waiting")]
+        ids = {e.id for e in now}
+        for escalation in now:
+            assert escalation.id is not None
+            if escalation.id not in self.waits:
+                scope = self.waits[escalation.id] = anyio.CancelScope()
+                tg.start_soon(self._decide, escalation, scope)
+        for eid, scope in self.waits.items():
+            if eid not in ids:
+                scope.cancel()
+
+    async def _decide(self, escalation: Escalation, scope: anyio.CancelScope) -> None:
+        with scope:
+            decision = await self.desk.wait(escalation, timeout_s=None)
+            await self.handle.signal("decided", decision)
+
+    async def _plan(self, tg: TaskGroup) -> None:
+        """The lead's plan waiting in the workflow waits on the desk (with what the
+        workflow checks an edit with, so a bad edit is refused at the door naming its
+        field); the review goes back as the ``review_plan`` update. One no longer
+        waiting there (its timer, a cancel) stops waiting here."""
+        waiting: dict[str, Any] | None = await self.handle.query("plan")
+        if waiting is not None and self.plan is None:
+            self.plan = anyio.CancelScope()
+            tg.start_soon(self._review, waiting, self.plan)
+        elif waiting is None and self.plan is not None:
+            self.plan.cancel()
+            self.plan = None
+
+    async def _review(self, waiting: dict[str, Any], scope: anyio.CancelScope) -> None:
+        from temporalio.client import WorkflowUpdateFailedError
+
+        with scope:
+            while True:
+                review = await self.desk.review_plan(
+                    [SubtaskSpec.model_validate(s) for s in waiting["subtasks"]],
+                    defaults=SubtaskSettings.model_validate(waiting["defaults"]),
+                    tools=waiting["tools"], planner=waiting["planner"], timeout_s=None)
+                try:
+                    await self.handle.execute_update(
+                        "review_plan",
+                        {"verdict": review.verdict_as_given(), "by": review.by, "at": review.at})
+                    return
+                except WorkflowUpdateFailedError as exc:
+                    # The desk checks an edit as the workflow does: this is the plan no
+                    # longer waiting there (the next poll stops it here) or a bug; the
+                    # plan waits on the desk again either way.
+                    log.warning("the workflow refused a plan review: %s", exc.cause)
+
+    async def _running(self) -> None:
+        """The desk hears which subtasks run now (a person may ask them to stop or give
+        them a hint), and which no longer do."""
+        running = {r["subtask_id"]: bool(r["hints"]) for r in await self.handle.query("running")}
+        for sid, hints in running.items():
+            if sid not in self.running:
+                self.desk.started(sid, hints=hints)
+        for sid in self.running - running.keys():
+            # (A hint it never read the workflow records unread once the round is back.)
+            self.desk.finished(sid)
+        self.running = set(running)
 
 
 def runs_on_temporal(store: RunStore, run_id: str) -> bool:

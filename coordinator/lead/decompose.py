@@ -279,8 +279,24 @@ def cancelled_planning(job: JobSpec, lead: LeadContext) -> SubagentResult:
 def rejected_plan(job: JobSpec, lead: LeadContext, by: str) -> SubagentResult:
     """The lead's gap when a person rejected its plan under review: trigger
     ``plan_rejected`` (docs/design.md §17); the run ends ``failed``, nothing ran."""
-    return _lead_gap(job, lead, "plan_rejected",
-                     f"{by} rejected the lead's plan; no subtask ran", None, [])
+    return rejected_gap(job, by, attempts=lead.attempts, trace=lead.trace,
+                        at_s=lead.clock.now())
+
+
+def rejected_gap(
+    job: JobSpec, by: str, *, attempts: int, trace: Sequence[str], at_s: float
+) -> SubagentResult:
+    """:func:`rejected_plan` from the lead's model attempts and trace ids and the job
+    time (on Temporal the lead's context stays on its worker)."""
+    spec = lead_subtask(job)
+    run = SubagentRun.for_subtask(spec)
+    run.attempts = attempts
+    run.trace_ids = list(trace)
+    run.started_s = 0.0
+    run.ended_s = at_s
+    run.state = "escalated"
+    run.escalate("plan_rejected", f"{by} rejected the lead's plan; no subtask ran")
+    return run.result()
 
 
 def degraded_plan(job: JobSpec, tools: Sequence[str]) -> list[SubtaskSpec]:

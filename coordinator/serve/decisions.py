@@ -48,7 +48,7 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": Problem}}
 _NOT_JSON: dict[int | str, dict[str, Any]] = {
     400: {"model": Problem, "description": "The body is not a JSON document."}}
 _CONFLICT = "Nothing of that kind waits: the run has ended, runs on no person's desk (its job " \
-    "sets neither `escalations` nor `review_plan`, or another server or Temporal runs it), " \
+    "sets neither `escalations` nor `review_plan`, or another server or door runs it), " \
     "or the escalation was decided already, timed out, or never was."
 
 
@@ -161,11 +161,6 @@ def people_router(manager: RunManager, auth: Authorizer) -> APIRouter:
     def no_desk(row: RunRow) -> JSONResponse:
         if row.status not in ("queued", "running"):
             return _conflict(row, f"run {row.id} is {row.status}: nothing waits any more")
-        if manager.config.temporal is not None:
-            # (docs/design.md §17: a request to a subagent inside an activity is not carried.)
-            return _conflict(row, f"run {row.id} runs on Temporal's workers: this server "
-                             "attaches no person to it (no decision, plan review, or request "
-                             "to a running subtask reaches it)")
         return _conflict(row, f"run {row.id} has no person's desk here: its job sets neither "
                          "escalations nor review_plan, or it runs elsewhere")
 
@@ -228,7 +223,7 @@ def people_router(manager: RunManager, auth: Authorizer) -> APIRouter:
         "/{run_id}/subtasks/{subtask_id}/request", response_model=RequestMade,
         openapi_extra={"requestBody": REQUEST_BODY},
         responses={409: {"model": RunStatus, "description": "The subtask is not running "
-                         "(or the run has no person's desk here, runs on Temporal, or has "
+                         "(or the run has no person's desk here, or has "
                          "ended), or a hint has no model to read it (the subtask follows a "
                          "scripted plan)."},
                    422: {"model": InputProblems, "description": REQUEST_REFUSED},

@@ -399,19 +399,30 @@ class RunManager:
         what the workers record in the store until its report is there.
 
         A cancel is recorded (``POST /runs/{id}/cancel``) but the workflow does not hear
-        it yet: the run finishes on the workers.
+        it yet: the run finishes on the workers. A job that lets people decide gets a
+        desk here as a local run does (docs/design.md §17): the workflow waits, the
+        executor mirrors what waits on the desk, and the people routes act on it.
         """
         assert self.config.temporal is not None
         executor = TemporalExecutor(self.store, self.config.temporal)
         request = RunRequest(live.scenario, "", live.scenario.source, speed=live.speed)
-        handle = await executor.start_registered(live.run_id, request)
+        person = wants_a_person(live.scenario)
+        handle = await executor.start_registered(live.run_id, request, attended=person)
 
         def stored(event: dict[str, Any]) -> None:
             live.log.append(event["seq"], frame(event))
             if self.on_publish is not None:
                 self.on_publish(live.run_id, event["seq"])
 
-        await executor.follow(live.run_id, handle, Hooks(), on_row=stored)
+        unlisten = None
+        if person:
+            live.desk, unlisten = desk_for(live.scenario, AnyioClock(speed=live.speed), live.log)
+        try:
+            await executor.follow(live.run_id, handle, Hooks(desk=live.desk), on_row=stored)
+        finally:
+            if unlisten is not None:
+                unlisten()
+            live.desk = None  # nothing waits once the run has ended
         live.log.finish(end_frame(await self.end_summary(live.run_id)))
         return True
 

@@ -19,7 +19,7 @@ fails for good ends the job ``failed`` with an ``internal_error`` gap for ``lead
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from temporalio import activity
@@ -29,7 +29,7 @@ from coordinator.checkpoint import restored, state_of
 from coordinator.report import CoverageReport
 from coordinator.rules import cut
 from coordinator.store.events import event_data
-from coordinator.temporal.lead import Lead, decompose_job, plan_job_followups
+from coordinator.temporal.lead import Lead, decompose_job, plan_job_followups, record_plan
 from coordinator.temporal.payloads import (
     CatalogueInput,
     DecisionEventInput,
@@ -38,6 +38,7 @@ from coordinator.temporal.payloads import (
     FinishInput,
     FollowupInput,
     FollowupPlan,
+    PlanInput,
     QueuedInput,
     RoundInput,
     RoundOutput,
@@ -71,6 +72,10 @@ SYNTHESIZE = "fanout.synthesize"
 FOLLOWUPS = "fanout.plan_followups"
 FINISH = "fanout.record_report"
 CATALOGUE = "fanout.record_catalogue"
+PLAN = "fanout.record_plan"
+
+REQUESTS_QUERY = "requests"
+"""The workflow's query of a person's requests to one subtask (its id the argument)."""
 
 T = TypeVar("T")
 
@@ -161,9 +166,18 @@ class FanoutActivities:
             latest[0] = details
             activity.heartbeat(details)
 
+        async def asked() -> list[dict[str, Any]]:
+            # A person's requests to this subtask, as its workflow holds them
+            # (coordinator.temporal.requests says why a query).
+            assert info.workflow_id is not None  # a round is always a workflow's activity
+            handle = activity.client().get_workflow_handle(info.workflow_id)
+            got: list[dict[str, Any]] = await handle.query(REQUESTS_QUERY, inp.subtask.id)
+            return got
+
         async def body() -> RoundOutput:
             return await run_round(
-                inp, self.resources, session=info.attempt, resumed=resumed, beat=beat
+                inp, self.resources, session=info.attempt, resumed=resumed, beat=beat,
+                asked=asked if inp.attended else None,
             )
 
         return await _alive(body, latest)
@@ -184,6 +198,15 @@ class FanoutActivities:
         writer = self.resources.writer(inp.store)
         writer.event(inp.run_id, 1, inp.subtask_id, inp.kind, inp.at_s, dict(inp.data))
         await writer.flush()
+
+    @activity.defn(name=PLAN)
+    async def record_plan(self, inp: PlanInput) -> None:
+        """Record the plan a person reviewed (approved or edited) as the decomposition
+        records one nobody reviews (docs/design.md §17)."""
+        writer = self.resources.writer(inp.store)
+        writer.claim(inp.run_id)
+        await record_plan(writer, inp.run_id, activity.info().attempt, inp.subtasks, inp.gap,
+                          inp.lead, inp.at_s)
 
     @activity.defn(name=SETTLE)
     async def settle(self, inp: SettleInput) -> list[SubagentResult]:

@@ -19,13 +19,15 @@ asking the model again, which, live, could plan differently from the plan on rec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from coordinator.job import JobSpec
 from coordinator.lead import LeadContext, catalogue, decompose, lead_subtask, plan_followups
+from coordinator.lead.decompose import rejected_gap
 from coordinator.rules import lead_position
 from coordinator.store.events import event_data, followups_data, plan_data
+from coordinator.store.writer import StoreWriter
 from coordinator.temporal.payloads import (
     Decomposition,
     DecompositionInput,
@@ -43,6 +45,7 @@ from subagents.models.spec import ModelSpec
 from subagents.models.spend import TokenMeter
 from subagents.planners.model import Seekable
 from subagents.result import LEAD
+from subagents.spec import SubtaskSpec
 from subagents.telemetry.run import activity_tracer
 from subagents.toolsource import StaticTools
 
@@ -157,17 +160,28 @@ async def decompose_job(
                     clock=clock, session=session)
         sim = simulated_tools(inp.tools, clock)
         tools = await job_tools(LEAD, sim, inp, resources)
-        subtasks, gap = await decompose(inp.job, catalogue(StaticTools(tools)), lead.context)
-        out = Decomposition(subtasks=subtasks, gap=gap, lead=lead.position())
+        listed = catalogue(StaticTools(tools))
+        subtasks, gap = await decompose(inp.job, listed, lead.context)
+        out = Decomposition(subtasks=subtasks, gap=gap, lead=lead.position(),
+                            tools=[t.name for t in listed])
         beat({"decided": out.model_dump(mode="json")})
-    if writer is not None and out.subtasks is not None:
-        at = job_clock(inp.speed, inp.started_at).now()
-        # As drive's planned(): where the lead stands, then the plan.
+    if writer is not None and out.subtasks is not None and not inp.review:
+        # (A plan a person reviews is recorded once reviewed: record_plan.)
         assert out.lead is not None
-        writer.checkpoint(inp.run_id, LEAD, {"lead": _stored(out.lead)})
-        writer.event(inp.run_id, session, LEAD, "plan", at, plan_data(out.subtasks, out.gap))
-        await writer.flush()
+        await record_plan(writer, inp.run_id, session, out.subtasks, out.gap, out.lead,
+                          job_clock(inp.speed, inp.started_at).now())
     return out
+
+
+async def record_plan(
+    writer: StoreWriter, run_id: str, session: int, subtasks: Sequence[SubtaskSpec],
+    gap: SubagentResult | None, lead: LeadPosition, at_s: float,
+) -> None:
+    """Record the plan the run goes on with as drive's planned() does: where the lead
+    stands, then the ``plan`` event (``fanout report`` and a recording read it)."""
+    writer.checkpoint(run_id, LEAD, {"lead": _stored(lead)})
+    writer.event(run_id, session, LEAD, "plan", at_s, plan_data(list(subtasks), gap))
+    await writer.flush()
 
 
 async def plan_job_followups(
@@ -216,6 +230,20 @@ async def plan_job_followups(
 def _stored(position: LeadPosition) -> dict[str, Any]:
     """``position`` as the lead's checkpoint keeps it, locally and here alike."""
     return lead_position(position.model_attempts, position.trace, position.spent)
+
+
+def rejected_on_temporal(
+    job: JobSpec, lead: LeadPosition | None, *, seed: int | str, run_id: str, at_s: float,
+    by: str,
+) -> SubagentResult:
+    """The lead's gap when a person rejected its plan on Temporal: what
+    :func:`coordinator.lead.decompose.rejected_plan` makes locally, from where the lead
+    stood after planning (its model attempts, and its trace ids: seeded, so drawn again
+    here as the decomposition drew them)."""
+    ids = SeededTraceIds(f"{seed}/{run_id}")
+    trace = [ids.next(LEAD) for _ in range(lead.trace if lead is not None else 0)]
+    return rejected_gap(job, by, attempts=lead.model_attempts if lead is not None else 0,
+                        trace=trace, at_s=at_s)
 
 
 def lost_decomposition(job: JobSpec, message: str, at_s: float) -> SubagentResult:

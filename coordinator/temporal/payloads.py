@@ -55,6 +55,9 @@ class TemporalSettings(BaseModel):
     retry_max_s: float = Field(default=30.0, gt=0)
     deadline_grace_s: float | None = Field(default=None, ge=0)
     """How long after the deadline a round may take to hand up; None: 2 heartbeat timeouts."""
+    request_poll_s: float = Field(default=0.25, gt=0)
+    """How often a round with a person attached asks its workflow for the person's
+    requests to it (a stop, a hint; docs/design.md §17)."""
 
     def retry_policy(self) -> RetryPolicy:
         """Temporal's retry of an activity: infrastructure only, bounded."""
@@ -224,7 +227,13 @@ class RoundInput(BaseModel):
     """What the workflow lent this round of the subagents' share (coordinator.temporal.budget)."""
     attended: bool = False
     """A person is attached: an escalated round brings back its state, which a person's
-    ``retry`` continues from (docs/design.md §17)."""
+    ``retry`` continues from (docs/design.md §17), and the round asks its workflow for
+    the person's requests to it (query ``asked``) as it runs."""
+    request_poll_s: float = Field(default=0.25, gt=0)
+    """How often an attended round asks its workflow for requests (TemporalSettings)."""
+    asked_from: int = Field(default=0, ge=0)
+    """Where this round's requests begin in the subtask's list (query ``asked``): those
+    before were made to an earlier round, or between rounds."""
 
 
 class RoundOutput(BaseModel):
@@ -236,6 +245,9 @@ class RoundOutput(BaseModel):
     state: State | None = None
     spent: Spent | None = None
     """What the subagent's model calls spent in all, this round's included (None: none)."""
+    asked: int = Field(default=0, ge=0)
+    """How many of this round's requests (from ``asked_from``) its subagent took: a hint
+    after them was never read (docs/design.md §17)."""
 
 
 class SettleItem(BaseModel):
@@ -340,6 +352,9 @@ class DecompositionInput(BaseModel):
     store: str | None = None
     speed: float = Field(default=1.0, gt=0)
     started_at: float
+    review: bool = False
+    """A person reviews the plan before it runs (``job.review_plan``, attended): the
+    plan is recorded once reviewed (``record_plan``), not here."""
 
 
 class Decomposition(BaseModel):
@@ -354,6 +369,23 @@ class Decomposition(BaseModel):
     """The lead's result when it could not plan: reported as a gap of ``lead``."""
     lead: LeadPosition | None = None
     """Where the lead stands after planning (None for a decomposition lost on Temporal)."""
+    tools: list[str] | None = None
+    """The names of the job's tools as the lead saw them (a plan edit may name only
+    these, docs/design.md §17); None for a decomposition lost on Temporal."""
+
+
+class PlanInput(BaseModel):
+    """The plan a person reviewed, recorded as the decomposition records an unreviewed
+    one: where the lead stands, then the ``plan`` event (docs/design.md §17)."""
+
+    model_config = _FROZEN
+
+    run_id: str
+    store: str
+    subtasks: list[SubtaskSpec]
+    gap: SubagentResult | None = None
+    lead: LeadPosition
+    at_s: float
 
 
 class FollowupInput(BaseModel):

@@ -20,11 +20,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 from temporalio.exceptions import ActivityError, TimeoutError
 
 from coordinator.checkpoint import restored, spent_in, state_of
 from coordinator.routing import RoutingTable
-from coordinator.rules import cut, retried_later, time_left
+from coordinator.rules import cut, handed_up, retried_later, time_left
 from coordinator.store.events import event_data
 from coordinator.temporal.budget import AllowanceMeter
 from coordinator.temporal.payloads import (
@@ -34,6 +35,7 @@ from coordinator.temporal.payloads import (
     RoundOutput,
     State,
 )
+from coordinator.temporal.requests import Fetch, RoundRequests
 from coordinator.temporal.resources import WorkerResources
 from shared.clock import AnyioClock, JobClock, PacedClock
 from shared.ids import SeededTraceIds
@@ -103,6 +105,7 @@ async def run_round(
     session: int,
     resumed: Beat | None,
     beat: Heartbeat,
+    asked: Fetch | None = None,
 ) -> RoundOutput:
     """Run (or resume) the round ``inp`` describes to its result.
 
@@ -113,6 +116,9 @@ async def run_round(
             the trace's ``session`` column, so a resumed round reads as one.
         resumed: the details of the last heartbeat of an earlier attempt, if any.
         beat: records (heartbeats) the round's latest state.
+        asked: asks the workflow for a person's requests to the round (an attended
+            round, :mod:`coordinator.temporal.requests`): a stop hands up with trigger
+            ``human_request``, a hint reaches the model at its next turn.
 
     Raises:
         McpServerStartError: the job's MCP servers cannot start on this worker.
@@ -134,6 +140,10 @@ async def run_round(
         planner.meter = round_meter(inp)
     beaten, done_before = _beaten(resumed, inp.round)
     state = beaten if beaten is not None else inp.state
+    requests = None
+    if inp.attended and asked is not None:
+        requests = RoundRequests(asked, start=inp.asked_from, poll_s=inp.request_poll_s,
+                                 taken=int((resumed or {}).get("asked", 0)) if beaten else 0)
     run = restored(
         spec, state, seed=inp.seed, sim=sim, trace_ids=trace_ids, planner=planner, client=client
     )
@@ -154,9 +164,13 @@ async def run_round(
                 data["worker"] = resources.identity  # which worker ran this (pid@host)
             writer.event(run_id, session, sid, event.kind, event.at, data)
 
+    def taken() -> int:
+        return requests.taken if requests is not None else 0
+
     def checkpoint(_run: SubagentRun) -> None:
         latest = state_of(run, sim, trace_ids, client)
-        beat({"round": inp.round, "done": False, "state": latest})
+        # What the subagent took of a person's requests goes with the state it took them in.
+        beat({"round": inp.round, "done": False, "state": latest, "asked": taken()})
         if writer is not None:
             writer.checkpoint(run_id, sid, latest)
 
@@ -176,37 +190,56 @@ async def run_round(
             escalated()
         else:
             tools = await _tools_of(inp, resources, sim)
-            with clock.move_on_after(remaining):
-                try:
-                    await run_subagent(
-                        run,
-                        tools,
-                        clock=clock,
-                        trace_ids=trace_ids,
-                        observer=observer,
-                        checkpoint=checkpoint,
-                    )
-                except Exception as exc:  # a bug in a planner, tool or the loop: isolate it
-                    crashed(run, exc, clock.now())
-                    escalated()
+            async with anyio.create_task_group() as watching:
+                person = anyio.CancelScope()
+                if requests is not None:
+                    await requests.poll()  # a stop or hint made before the round began
+                    watching.start_soon(requests.watch)
+                    watching.start_soon(_cancel_on, requests.stop, person)
+                with clock.move_on_after(remaining), person:
+                    try:
+                        await run_subagent(
+                            run,
+                            tools,
+                            clock=clock,
+                            trace_ids=trace_ids,
+                            observer=observer,
+                            checkpoint=checkpoint,
+                            hints=requests.hints if requests is not None else None,
+                        )
+                    except Exception as exc:  # a bug in a planner, tool or the loop: isolate it
+                        crashed(run, exc, clock.now())
+                        escalated()
+                watching.cancel_scope.cancel()
             if not run.finished:
-                # The deadline cut it: it hands up what it found (the attempt under way
-                # counts), exactly as the local coordinator's cancel scope does.
-                cut(run, clock.now())
+                if requests is not None and requests.stop.is_set():
+                    # A person asked it to stop: it hands up what it found, as locally.
+                    handed_up(run, clock.now(), requests.stopped_by)
+                else:
+                    # The deadline cut it: it hands up what it found (the attempt under
+                    # way counts), exactly as the local coordinator's cancel scope does.
+                    cut(run, clock.now())
                 escalated()
     result = run.result()
     if tracer is not None and not done_before:
         tracer.finished(result)  # the subagent's span for this round ends with its result
     final = state_of(run, sim, trace_ids, client)
     if not done_before:
-        beat({"round": inp.round, "done": True, "state": final})
+        beat({"round": inp.round, "done": True, "state": final, "asked": taken()})
     if writer is not None:
         await writer.commit_result(run_id, sid, session, result.model_dump(mode="json"), final)
     # The retry round continues from this state; so does a person's retry (attended).
     keep = retried_later(run.escalation, run.rounds, routing) or (
         inp.attended and run.escalation is not None)
     spent = list(run.planner.spent) if isinstance(run.planner, ModelPlanner) else None
-    return RoundOutput(result=result, state=final if keep else None, spent=spent)
+    return RoundOutput(result=result, state=final if keep else None, spent=spent,
+                       asked=taken())
+
+
+async def _cancel_on(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` once ``event`` is set (a person asked the round to stop)."""
+    await event.wait()
+    scope.cancel()
 
 
 def round_meter(inp: RoundInput) -> AllowanceMeter:

@@ -75,6 +75,7 @@ async def fanout_worker(
             workflows=[FanoutWorkflow, *workflows],
             activities=[ours.decompose, ours.plan_followups, ours.subagent_round, ours.settle,
                         ours.record_queued, ours.record_catalogue, ours.record_decision,
+                        ours.record_plan,
                         ours.synthesize, ours.record_report, *activities],
             workflow_runner=_RUNNER,
             max_concurrent_activities=concurrency,

@@ -63,7 +63,7 @@ from datetime import UTC, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from coordinator.checkpoint import spent_in
@@ -71,11 +71,13 @@ with workflow.unsafe.imports_passed_through():
     from coordinator.flow import Flow, Lane, Plan
     from coordinator.job import JobSpec
     from coordinator.people import DECISION_MADE, DECISION_NEEDED
+    from coordinator.plan_review import PlanEditError, PlanReview, apply_plan_edit, parse_review
     from coordinator.report import CoverageReport, Decision, with_tokens
     from coordinator.rules import CutTrigger, retried_later
-    from coordinator.temporal.activities import FanoutActivities
+    from coordinator.store.events import event_data
+    from coordinator.temporal.activities import REQUESTS_QUERY, FanoutActivities
     from coordinator.temporal.budget import Allowance, WorkflowBudget
-    from coordinator.temporal.lead import lost_decomposition
+    from coordinator.temporal.lead import lost_decomposition, rejected_on_temporal
     from coordinator.temporal.payloads import (
         WORKFLOW_NAME,
         CatalogueInput,
@@ -87,6 +89,7 @@ with workflow.unsafe.imports_passed_through():
         FollowupPlan,
         JobInput,
         LeadPosition,
+        PlanInput,
         QueuedInput,
         RoundInput,
         RoundOutput,
@@ -98,9 +101,9 @@ with workflow.unsafe.imports_passed_through():
     from coordinator.temporal.rounds import failure, last_beat
     from shared.escalation import Escalation
     from shared.options import offer
-    from subagents import SubagentResult
+    from subagents import ProgressEvent, SubagentResult
     from subagents.result import LEAD
-    from subagents.spec import SubtaskSpec
+    from subagents.spec import SubtaskSettings, SubtaskSpec
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -127,6 +130,16 @@ class FanoutWorkflow:
         self._waiting: dict[str, Escalation] = {}
         self._made: dict[str, Decision] = {}
         self._again: dict[str, int] = {}
+        # The lead's plan waiting for a person's review (the ``plan`` query), and the
+        # review once made (the ``review_plan`` update).
+        self._plan_wait: dict[str, Any] | None = None
+        self._reviewed: PlanReview | None = None
+        # A person's requests to running subtasks (signal ``asked``), each subtask's in
+        # the order made; how far each subtask's were accounted for (read by a round,
+        # or recorded unread); the running subtasks whose model reads hints.
+        self._asked: dict[str, list[dict[str, Any]]] = {}
+        self._accounted: dict[str, int] = {}
+        self._hears: dict[str, bool] = {}
 
     @workflow.query(name="progress")
     def progress(self) -> dict[str, int]:
@@ -168,6 +181,73 @@ class FanoutWorkflow:
         eid = decision.escalation
         if eid is not None and eid in self._waiting and eid not in self._made:
             self._made[eid] = decision
+
+    @workflow.query(name="plan")
+    def plan_waiting(self) -> dict[str, Any] | None:
+        """The lead's plan while it waits for a person's review, else None: its
+        ``subtasks`` and what an edit is checked with (``defaults``, ``tools``,
+        ``planner``), and ``since_s``, the job time it began to wait."""
+        return None if self._reviewed is not None else self._plan_wait
+
+    @workflow.update(name="review_plan")
+    def review_plan(self, review: dict[str, Any]) -> dict[str, Any]:
+        """A person's review of the waiting plan: ``{"verdict": "approve" | "reject" |
+        {"edit": {...}}, "by", "at"?}``; returns the :class:`PlanReview` made. The
+        validator refuses a bad one before it is written to the history."""
+        kind, subtasks = self._checked(review)
+        made = PlanReview(verdict=kind, subtasks=subtasks, by=str(review.get("by") or "a person"),
+                          at=review.get("at"), at_s=self.now())
+        self._reviewed = made
+        return made.model_dump(mode="json")
+
+    @review_plan.validator
+    def _review_is_valid(self, review: dict[str, Any]) -> None:
+        """Refuse a review when no plan waits, or whose edit is no valid plan: an
+        ``ApplicationError`` of type ``PlanEditError`` whose details name the field
+        (``field``, ``expected``, ``got``), as the door's desk names it."""
+        self._checked(review)
+
+    def _checked(self, review: dict[str, Any]) -> tuple[Any, list[SubtaskSpec] | None]:
+        """The verdict and (an edit's) plan of ``review``, checked as the local engine
+        checks an edit (:func:`coordinator.plan_review.apply_plan_edit`).
+
+        Raises:
+            ApplicationError: no plan waits (``NotWaiting``), or the review is no valid
+                one (``PlanEditError``, its details naming the field).
+        """
+        wait = self._plan_wait
+        if wait is None or self._reviewed is not None:
+            raise ApplicationError("the plan does not wait for review", type="NotWaiting",
+                                   non_retryable=True)
+        try:
+            kind, edit = parse_review(review.get("verdict"))
+            subtasks = None if edit is None else apply_plan_edit(
+                [SubtaskSpec.model_validate(s) for s in wait["subtasks"]], edit,
+                defaults=SubtaskSettings.model_validate(wait["defaults"]), tools=wait["tools"],
+                planner=wait["planner"])
+        except PlanEditError as exc:
+            raise ApplicationError(str(exc), {"field": exc.field, "expected": exc.expected,
+                                              "got": exc.got},
+                                   type="PlanEditError", non_retryable=True) from None
+        return kind, subtasks
+
+    @workflow.signal(name="asked")
+    def asked(self, request: dict[str, Any]) -> None:
+        """A person asked a running subtask to stop, or gave it a hint (the door's desk's
+        ``request.made``: ``{subtask_id, stop: true | hint, by, at_s, at?}``). Its round
+        takes it from the ``requests`` query (:mod:`coordinator.temporal.requests`)."""
+        self._asked.setdefault(str(request["subtask_id"]), []).append(dict(request))
+
+    @workflow.query(name=REQUESTS_QUERY)
+    def requests(self, subtask_id: str) -> list[dict[str, Any]]:
+        """Every request made to ``subtask_id`` so far, oldest first."""
+        return self._asked.get(subtask_id, [])
+
+    @workflow.query(name="running")
+    def running(self) -> list[dict[str, Any]]:
+        """The subtasks whose round runs now (a person may ask them to stop), each with
+        ``hints``: whether a model reads a hint there (a scripted plan has no turn)."""
+        return [{"subtask_id": sid, "hints": hears} for sid, hears in self._hears.items()]
 
     async def handle(self, escalation: Escalation) -> str | None:
         """The flow's escalation handler on Temporal: publish the escalation (the
@@ -234,7 +314,8 @@ class FanoutWorkflow:
                                    tools=inp.tools, mcp_servers=inp.mcp_servers,
                                    research=inp.research, model=inp.model,
                                    source=inp.source, store=inp.store,
-                                   speed=inp.speed, started_at=self._started),
+                                   speed=inp.speed, started_at=self._started,
+                                   review=self._reviews(job)),
                 activity_id="lead/decompose",
                 start_to_close_timeout=timedelta(seconds=settings.round_timeout_s),
                 heartbeat_timeout=timedelta(seconds=settings.heartbeat_timeout_s),
@@ -248,7 +329,60 @@ class FanoutWorkflow:
         self._lead = plan.lead
         if plan.lead is not None:
             self._budget.record(LEAD, plan.lead.spent)
-        return Plan(list(plan.subtasks), plan.gap)
+        subtasks = list(plan.subtasks)
+        if not self._reviews(job):
+            return Plan(subtasks, plan.gap)
+        # The plan waits for a person (docs/design.md §17), before it is recorded.
+        review = await self._review(job, subtasks, plan.tools)
+        if review is not None and review.verdict == "reject":
+            return Plan(None, rejected_on_temporal(job, plan.lead, seed=inp.seed,
+                                                   run_id=inp.run_id, at_s=self.now(),
+                                                   by=review.by))
+        if review is not None and review.subtasks is not None:
+            subtasks = review.subtasks
+        if inp.store is not None and plan.lead is not None:
+            await workflow.execute_activity_method(
+                FanoutActivities.record_plan,
+                PlanInput(run_id=inp.run_id, store=inp.store, subtasks=subtasks, gap=plan.gap,
+                          lead=plan.lead, at_s=self.now()),
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=settings.retry_policy(),
+            )
+        # (Cancelled while it waited: the plan goes on unreviewed and is cut at once.)
+        return Plan(subtasks, plan.gap, cut=review is None)
+
+    def _reviews(self, job: JobSpec) -> bool:
+        """Whether the lead's plan waits for a person's review: the job asks for it
+        (``review_plan``) and the door attached a person."""
+        return job.review_plan and self._inp.attended
+
+    async def _review(
+        self, job: JobSpec, subtasks: list[SubtaskSpec], tools: list[str] | None
+    ) -> PlanReview | None:
+        """Wait for a person's review of ``subtasks`` (the ``plan`` query publishes them,
+        the ``review_plan`` update brings the review) under a durable timer of
+        ``job.escalations.wait_s``, never past the job's deadline, after which the plan
+        is approved ``by: timeout``, as a local run's desk approves it. A cancel ends
+        the wait unreviewed (None)."""
+        wait = job.escalation_wait()
+        bounds = [b for b in (wait.wait_s, None if job.deadline_s is None
+                              else job.deadline_s - self.now()) if b is not None]
+        timeout = None if not bounds else timedelta(
+            seconds=max(min(bounds) / self._inp.speed, 0.001))
+        self._plan_wait = {
+            "subtasks": [s.model_dump(mode="json") for s in subtasks],
+            "defaults": job.defaults.model_dump(mode="json"),
+            "tools": tools, "planner": "model", "since_s": self.now(),
+        }
+        try:
+            await workflow.wait_condition(
+                lambda: self._reviewed is not None or self._cancelled, timeout=timeout)
+        except builtins.TimeoutError:
+            self._reviewed = PlanReview(verdict="approve", by=TIMEOUT, at=self._at(),
+                                        at_s=self.now())
+        finally:
+            self._plan_wait = None
+        return self._reviewed
 
     def known_followups(self) -> Sequence[SubtaskSpec] | None:
         return None  # a workflow replays its history: it never resumes from a store
@@ -416,6 +550,11 @@ class FanoutWorkflow:
         """Record ``kind`` (an escalation waits, or is decided) as an event of subtask
         ``sid``, as a local run's desk records it: the trace, a served run's stream and
         ``fanout report`` show it on both engines (docs/design.md §15, §17)."""
+        await self._record_event(sid, kind, data)
+
+    async def _record_event(self, sid: str, kind: str, data: dict[str, Any]) -> None:
+        """Record one event of subtask ``sid`` in the store (the ``record_decision``
+        activity): a person's escalation events, a hint no model read."""
         inp = self._inp
         if inp.store is None:
             return
@@ -524,6 +663,9 @@ class FanoutWorkflow:
         inp = self._inp
         job = self._job
         state = self._states.get(spec.id)
+        # A person's requests made while no round of the subtask ran reached none: a
+        # hint among them is recorded unread; this round's begin after them.
+        asked_from = await self._account(spec.id)
         round_input = RoundInput(
             run_id=inp.run_id,
             round=round_no,
@@ -545,9 +687,12 @@ class FanoutWorkflow:
             allowance=allowance,
             search_first=job.search_first == "auto",
             attended=inp.attended,
+            request_poll_s=inp.settings.request_poll_s,
+            asked_from=asked_from,
         )
         settings = inp.settings
         self._running.add(spec.id)
+        self._hears[spec.id] = spec.planner == "model" and inp.model is not None
         try:
             out: RoundOutput = await workflow.execute_activity_method(
                 FanoutActivities.subagent_round,
@@ -570,9 +715,15 @@ class FanoutWorkflow:
                 done=bool(known and beat and beat.get("done")),
             )
             message = f"the subagent's round failed on Temporal: {failure(err)}"
+            self._hears.pop(spec.id, None)
+            await self._account(spec.id, asked_from)
             return (await self._settle([item], "internal_error", message))[0]
         finally:
             self._running.discard(spec.id)
+            self._hears.pop(spec.id, None)
+        # The hints its model never took (the round ended before its next turn) are
+        # recorded unread, as a local run's flow records them (docs/design.md §17).
+        await self._account(spec.id, asked_from + out.asked)
         self._budget.record(spec.id, out.spent)
         self._results[spec.id] = out.result
         if out.state is not None:
@@ -580,6 +731,21 @@ class FanoutWorkflow:
         else:
             self._states.pop(spec.id, None)
         return out.result
+
+    async def _account(self, sid: str, read_to: int | None = None) -> int:
+        """Account for the requests made to ``sid`` so far: those up to ``read_to`` its
+        round took, a hint after them is recorded ``hint.unread`` (a stop after them
+        changed nothing: the round had ended). Returns where the next round's begin."""
+        asked = self._asked.get(sid, [])
+        end = len(asked)
+        start = self._accounted.get(sid, 0)
+        unread = [r for r in asked[max(start, read_to or 0):end] if r.get("hint") is not None]
+        self._accounted[sid] = end
+        for request in unread:
+            event = ProgressEvent(sid, "hint.unread", self.now(), text=str(request["hint"]),
+                                  by=str(request.get("by") or ""))
+            await self._record_event(sid, "hint.unread", event_data(event))
+        return end
 
     async def _settle(
         self, items: list[SettleItem], trigger: Any, message: str = ""

@@ -112,9 +112,10 @@ def test_review_reject_fails_the_run(
     assert code != 0
 
 
-def test_review_refused_on_temporal(capsys: pytest.CaptureFixture[str]) -> None:
-    """--review needs a person at this terminal: on Temporal it is bad input, exit 2."""
-    code = main(["run", str(REVIEW_PLAN), "--review", "--executor", "temporal"])
+def test_review_with_detach_refused_on_temporal(capsys: pytest.CaptureFixture[str]) -> None:
+    """--review needs a person at this terminal, which --detach leaves: bad input, exit 2
+    (on Temporal it asks as locally: tests/coordinator/temporal/test_person.py)."""
+    code = main(["run", str(REVIEW_PLAN), "--review", "--executor", "temporal", "--detach"])
     assert code == 2
     assert "--review needs a person at this terminal" in capsys.readouterr().err
 

@@ -2,10 +2,11 @@
 
 ``python -m tests.coordinator.temporal.pydoor ask|run_file ARG --store S [--executor
 temporal --address A --task-queue Q [--namespace N]] [--choose] [--decide SUBTASK=DO[:TEXT] ...]
-[--cancel-on SUBTASK] [--speed X]`` runs one job
+[--review JSON] [--cancel-on SUBTASK] [--speed X]`` runs one job
 (``ARG``: the question, whose model block is read from ``--model-file``, or the job
 file) and prints its report as JSON (with ``--cancel-on``, the stored partial one);
-``--speed`` is ``run_file``'s (simulated latencies that many times faster). A
+``--speed`` is ``run_file``'s (simulated latencies that many times faster); ``--review``
+an ``on_plan`` returning that JSON (``"approve"``, ``"reject"`` or ``{"edit": ...}``). A
 process of its own, leaving with ``os._exit``: a Temporal client in pytest's own process
 can abort it while it finalizes (temporalio/sdk-python#300), as ``submit.py`` says.
 """
@@ -47,6 +48,13 @@ async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
             await anyio.sleep_forever()
 
         choose = person
+    # --review JSON: an on_plan that reviews the lead's plan so (docs/design.md §17).
+    review: Any = None
+    if args.review is not None:
+        verdict = json.loads(args.review)
+
+        def review(subtasks: Any) -> Any:
+            return verdict
     if args.door == "ask":
         report = await coordinator.ask(
             args.arg, model=model, store=args.store, executor=args.executor, temporal=temporal,
@@ -55,7 +63,7 @@ async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     elif args.cancel_on is None:
         report = await coordinator.run_file(
             args.arg, store=args.store, executor=args.executor, temporal=temporal,
-            on_escalation=choose, speed=args.speed,
+            on_escalation=choose, on_plan=review, speed=args.speed,
         )
     else:
         # --cancel-on SUBTASK: cancel the run once SUBTASK calls its tool; print the
@@ -91,6 +99,7 @@ def main() -> None:
     p.add_argument("--choose", action="store_true")
     p.add_argument("--cancel-on")
     p.add_argument("--decide", action="append", default=[])
+    p.add_argument("--review")
     p.add_argument("--speed", type=float, default=1.0)
     args = p.parse_args()
     model = None

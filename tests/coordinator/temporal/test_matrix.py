@@ -28,6 +28,7 @@ from coordinator.store.runs import RunStore
 from coordinator.temporal.dev import DevServer
 from tests.coordinator.serve.conftest import Server, start_server
 from tests.coordinator.temporal.conftest import ROOT, Workers, fanout, normalized
+from tests.coordinator.temporal.test_parity import outcome
 
 QUEUE = "matrix"
 QUESTION = "How do the two halves compare?"
@@ -178,3 +179,49 @@ def _workflows(store: str) -> int:
             return int(conn.execute("SELECT COUNT(*) FROM temporal_runs").fetchone()[0])
     finally:
         runs.close()
+
+
+# The waiting cell (docs/design.md §17): a run whose escalation waits for a person, who
+# decides it through the Python door; on either engine the run waits (on Temporal in the
+# workflow), the decision is carried out, and the report and its decision are the same.
+WAITING = ROOT / "tests" / "coordinator" / "data" / "ask_retry.yaml"
+
+
+@pytest.fixture(scope="module")
+def waiting_reference(files: dict[str, Path]) -> dict[str, Any]:
+    """The waiting job's report in this process's engine, on SQLite: the one to match
+    (the decision's coverage before and after aside: licence_prices may or may not be
+    done when the decision lands, in real time)."""
+    report: dict[str, Any] = outcome(
+        _python_decides("local", str(files["tmp"] / "waiting.sqlite"), ""))
+    return report
+
+
+def _python_decides(engine: str, store: str, address: str) -> Any:
+    on = ["--executor", "temporal", "--address", address, "--task-queue", QUEUE]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.coordinator.temporal.pydoor", "run_file", str(WAITING),
+         "--store", store, "--decide", "patents=retry", "--speed", "10",
+         *(on if engine == "temporal" else [])],
+        capture_output=True, text=True, timeout=90, cwd=ROOT, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+@pytest.mark.parametrize("engine", ["local", "temporal"])
+def test_a_run_waiting_for_a_person_on_every_engine_and_store(
+    engine: str, store: str, stores: dict[str, str], temporal: str,
+    waiting_reference: dict[str, Any],
+) -> None:
+    """patents waits for a person, who decides retry: it completes, the decision is in
+    the report with what it changed, and the report is the reference, on this engine
+    and store."""
+    report = _python_decides(engine, stores[store], temporal)
+    assert {s["id"]: s["status"] for s in report["subtasks"]} == {
+        "patents": "complete", "licence_prices": "complete"}
+    [decision] = report["decisions"]
+    assert (decision["escalation"], decision["do"]) == ("patents:1", "retry")
+    assert decision["change"]["status_after"] == "complete"
+    assert outcome(report) == waiting_reference

@@ -348,3 +348,42 @@ def test_a_run_whose_workflow_never_started_is_failed_with_its_reason(
     assert report is not None and report["outcome"] == "failed"
     (gap,) = report["gaps"]
     assert gap["subtask_id"] == "lead" and "no-such-namespace" in gap["message"]
+
+
+# A plan review (docs/design.md §17): a scripted lead's plan waits for a Python on_plan,
+# which approves, edits or rejects it; patents' escalation waits too (nobody answers it
+# there) and is accepted by timeout on both engines.
+REVIEW_PLAN = ROOT / "tests" / "coordinator" / "data" / "review_plan.yaml"
+
+
+@pytest.mark.parametrize(("verdict", "ids", "outcome"), [
+    pytest.param("approve", ["market", "patents"], "partial", id="approve"),
+    pytest.param({"edit": {"remove": ["patents"]}}, ["market"], "complete", id="edit"),
+    pytest.param("reject", ["lead"], "failed", id="reject"),
+])
+def test_a_plan_review_is_carried_out_the_same_on_both_engines(
+    verdict: Any, ids: list[str], outcome: str, temporal: str, tmp_path: Path
+) -> None:
+    """``run_file(on_plan=...)``: the plan waits (on Temporal in the workflow), and the
+    review approves, edits or rejects it (a rejected plan is the lead's
+    ``plan_rejected`` gap); both engines give the same report and stored report."""
+    spec = yaml.safe_load(REVIEW_PLAN.read_text(encoding="utf-8"))
+    spec["job"]["escalations"] = {"wait_s": WAIT_S, "on_timeout": "accept"}
+    path = tmp_path / "review_plan.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    runs = {}
+    for engine in ("local", "temporal"):
+        store_path = tmp_path / f"{engine}.sqlite"
+        report = run_door(path, store_path, engine, temporal, "--review", json.dumps(verdict),
+                          "--speed", "10")
+        store = RunStore(store_path)
+        (row,) = store.runs()
+        runs[engine] = (report, store.get(row.id).report)
+    report = runs["temporal"][0]
+    assert [s["id"] for s in report["subtasks"]] == ids
+    assert report["outcome"] == outcome
+    if verdict == "reject":
+        assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [
+            ("lead", "plan_rejected")]
+    for n in (0, 1):
+        assert without_times(runs["temporal"][n]) == without_times(runs["local"][n])
