@@ -38,8 +38,8 @@ def end_quickly() -> None:
     """Spare the interpreter's exit its garbage collections.
 
     While it tears its modules down, Python collects more than once, and each pass walks
-    every object still alive: with an ask's model and indexes loaded, about 0.15 s of CPU
-    at the end of a 1 s command (0.1 s of a replay's 0.5 s), measured as whole processes.
+    every object still alive: with an ask's model and indexes loaded, about 0.1 s at the
+    end of a 1 s command, measured as whole processes (a replay froze its heap already).
     One collection now still finalizes every unreachable cycle (a file, a connection);
     freezing what survives it spares the passes that would only walk live objects.
     Atexit handlers and every other finalizer run as before.
