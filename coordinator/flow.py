@@ -261,6 +261,7 @@ class Flow:
         self, backend: Backend, handler: EscalationHandler | None = None,
         *, lead_gap: SubagentResult | None = None, waited: Mapping[str, Waited] | None = None,
         decided: Sequence[Decided] = (), on_change: Callable[[Decision], None] | None = None,
+        cut_decision: Callable[[str], Decision | None] | None = None,
     ) -> None:
         self.backend = backend
         self.handler = handler
@@ -276,6 +277,9 @@ class Flow:
         # Hears each of a person's decisions once what it changed is measured (the run
         # store records it: a resumed run lists it as it was).
         self.on_change = on_change
+        # What decided a subtask's wait that the deadline cut (None: nothing, it stays
+        # undecided): the local backend's ``by: deadline`` decision.
+        self.cut_decision = cut_decision
         self.decisions: list[Decision] = []
         # A person's decisions under way: the subtask's status and the job's coverage
         # before, kept until what the decision started is counted (docs/design.md §17).
@@ -500,7 +504,7 @@ class Flow:
                         kept[result.subtask_id] = result
                         continue
                     kept.pop(result.subtask_id, None)
-                    if self._retried_in_vain(result):
+                    if not self.waits(job, result):
                         # A retry that made no call (the job's budget is spent, say)
                         # escalates the same way again at once: asking again would loop,
                         # a person or a handler choosing retry forever in no time at all.
@@ -546,9 +550,16 @@ class Flow:
 
         await backend.lanes(n_lanes, first_lane if waiters else lane,
                             time_left(job.deadline_s, backend.now()))
-        for result in held.values():
-            # The deadline or a cancel fell while a person had not decided: undecided.
-            await self.add(rows, result, ask=False)
+        for sid, result in held.items():
+            # The deadline or a cancel fell while a person had not decided. A backend that
+            # decides a wait the deadline cut (the local one: accepted ``by: deadline``)
+            # has it carried out, so it is listed with what it changed; else undecided.
+            decision = self.cut_decision(sid) if self.cut_decision is not None else None
+            if decision is None:
+                await self.add(rows, result, ask=False)
+            else:
+                spec = next(s for s in [*batch, *(w for w, _ in waited)] if s.id == sid)
+                await self.carry_out(decision, spec, result, rows)
         # (A resumed wait decided retry may have been cut before it ran again, too.)
         left = [s for s in [*batch, *(spec for spec, _ in waited)]
                 if s.id not in rows and not self._done(s, kept, round_no)]
@@ -630,6 +641,17 @@ class Flow:
         if do == "stop":
             self.backend.stop()
         return False
+
+    def waits(self, job: JobSpec, result: SubagentResult) -> bool:
+        """Whether ``result``, its subtask's last, waits for a person once counted: an
+        escalation routed ``escalate`` on a run a person attends, unless a person's retry
+        just ended the same way without a call (:meth:`_retried_in_vain`). The local
+        backend asks it before committing the result, to open the wait first
+        (docs/design.md §17)."""
+        escalation = result.escalation
+        return (self.backend.attended and escalation is not None
+                and job.routes.route(escalation).route == "escalate"
+                and not self._retried_in_vain(result))
 
     def _retried_in_vain(self, result: SubagentResult) -> bool:
         """Whether ``result`` escalated again after a person's ``retry`` without a single
