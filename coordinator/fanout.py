@@ -261,13 +261,18 @@ class LocalBackend:
                         cancelled_planning(job, self.lead), cut=True)
         assert plan.subtasks is not None
         if self.desk is not None and job.review_plan and not plan.cut:
-            # The plan waits for a person (docs/design.md §17), before it is recorded.
-            review = await self.desk.review_plan(
-                plan.subtasks, defaults=job.defaults, tools=[t.name for t in tools],
-                planner="model", timeout_s=job.escalation_wait().wait_s)
-            if review.verdict == "reject":
+            # The plan waits for a person (docs/design.md §17), before it is recorded; a
+            # cancel ends the wait as it ends the planning (it hung until the timeout).
+            review = None
+            async with cancelled_by(self.cancel):
+                review = await self.desk.review_plan(
+                    plan.subtasks, defaults=job.defaults, tools=[t.name for t in tools],
+                    planner="model", timeout_s=job.escalation_wait().wait_s)
+            if review is None:  # nothing reviewed: as a cancel while it planned
+                plan = Plan(plan.subtasks, cancelled_planning(job, self.lead), cut=True)
+            elif review.verdict == "reject":
                 return Plan(None, rejected_plan(job, self.lead, review.by))
-            if review.subtasks is not None:
+            elif review.subtasks is not None:
                 plan = Plan(review.subtasks, plan.gap)
         assert plan.subtasks is not None
         if self.hooks.on_plan is not None:
