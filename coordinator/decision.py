@@ -20,6 +20,7 @@ from shared.escalation import DOS, Do, Escalation, Option
 from subagents.result import SubagentResult
 
 __all__ = [
+    "DEADLINE",
     "TIMEOUT",
     "Action",
     "DecisionError",
@@ -37,6 +38,10 @@ __all__ = [
 
 TIMEOUT: Final = "timeout"
 """The ``by`` of a decision made because nobody decided within ``job.escalations.wait_s``."""
+
+DEADLINE: Final = "deadline"
+"""The ``by`` of a decision made because the job's deadline ended the wait first: always
+``accept`` (the gap kept as it is), whatever ``on_timeout`` says (docs/design.md §17)."""
 
 _KEYS: Final = ("escalation", "option", "do", "text", "source")
 _TEXT_KINDS: Final = frozenset({"answer", "requery"})

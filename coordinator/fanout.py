@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from coordinator.decision import DEADLINE
 from coordinator.flow import Decided, Flow, Lane, Plan, Waited
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
@@ -187,6 +188,14 @@ class LocalBackend:
         self._tg: anyio.abc.TaskGroup | None = None
         # Escalated subagents a person may send back to work (retry), by subtask.
         self.decidable: dict[str, SubagentRun] = {}
+        # Whether a counted result waits for a person (the flow's ``Flow.waits``, set by
+        # whoever makes both); its escalation, offered and opened before the result is
+        # committed, by subtask, until its wait begins in :meth:`decision`.
+        self.waits: Callable[[JobSpec, SubagentResult], bool] | None = None
+        self.opened: dict[str, Escalation] = {}
+        # Waits the deadline cut, decided ``by: deadline``, by subtask (Flow.cut_decision).
+        self.cut: dict[str, Decision] = {}
+        self._deadline_at: float | None = None
         # Job time of the lead; each fan-out reads its own clock from where it starts.
         self.job_clock = JobClock(clock, offset=resumed.elapsed_offset)
         self.clock: JobClock | None = None
@@ -252,13 +261,18 @@ class LocalBackend:
                         cancelled_planning(job, self.lead), cut=True)
         assert plan.subtasks is not None
         if self.desk is not None and job.review_plan and not plan.cut:
-            # The plan waits for a person (docs/design.md §17), before it is recorded.
-            review = await self.desk.review_plan(
-                plan.subtasks, defaults=job.defaults, tools=[t.name for t in tools],
-                planner="model", timeout_s=job.escalation_wait().wait_s)
-            if review.verdict == "reject":
+            # The plan waits for a person (docs/design.md §17), before it is recorded; a
+            # cancel ends the wait as it ends the planning (it hung until the timeout).
+            review = None
+            async with cancelled_by(self.cancel):
+                review = await self.desk.review_plan(
+                    plan.subtasks, defaults=job.defaults, tools=[t.name for t in tools],
+                    planner="model", timeout_s=job.escalation_wait().wait_s)
+            if review is None:  # nothing reviewed: as a cancel while it planned
+                plan = Plan(plan.subtasks, cancelled_planning(job, self.lead), cut=True)
+            elif review.verdict == "reject":
                 return Plan(None, rejected_plan(job, self.lead, review.by))
-            if review.subtasks is not None:
+            elif review.subtasks is not None:
                 plan = Plan(review.subtasks, plan.gap)
         assert plan.subtasks is not None
         if self.hooks.on_plan is not None:
@@ -306,6 +320,7 @@ class LocalBackend:
 
     async def lanes(self, n: int, lane: Lane, left: float | None) -> None:
         assert self.clock is not None
+        self._deadline_at = None if left is None else self.clock.now() + left
         with self.clock.move_on_after(left):
             async with cancelled_by(self.cancel), anyio.create_task_group() as tg:
                 self._tg = tg
@@ -331,12 +346,36 @@ class LocalBackend:
             return None
         assert self.job is not None
         wait = self.job.escalation_wait()
+        since_s: float | None = None
         waited = self.waited.pop(escalation.id, None) if escalation.id is not None else None
+        opened = self.opened.pop(spec.id, None)
         if waited is not None:  # it waited when the run stopped: the same id, options, since
-            return await desk.wait(waited.escalation, timeout_s=wait.wait_s,
-                                   on_timeout=wait.on_timeout, since_s=waited.since_s)
-        offered = desk.offer(escalation, list(spec.tools))
-        return await desk.wait(offered, timeout_s=wait.wait_s, on_timeout=wait.on_timeout)
+            offered, since_s = waited.escalation, waited.since_s
+        elif opened is not None:  # opened as it was counted, before its result was committed
+            offered = opened
+        else:
+            offered = desk.offer(escalation, list(spec.tools))
+        try:
+            return await desk.wait(offered, timeout_s=wait.wait_s, on_timeout=wait.on_timeout,
+                                   since_s=since_s, cut_by=self._cut_by)
+        except anyio.get_cancelled_exc_class():
+            decided = next((d for d in reversed(desk.decisions)
+                            if d.escalation == offered.id and d.by == DEADLINE), None)
+            if decided is not None:
+                self.cut[spec.id] = decided  # the deadline decided it: Flow.cut_decision
+            raise
+
+    def _cut_by(self) -> str | None:
+        """Who decides a wait cancelled now: the deadline when it has come (a cancel, a
+        process stopping where it stands: nobody; a resumed run waits again)."""
+        at = self._deadline_at
+        if at is None or self.cancelled() or self.clock is None:
+            return None
+        return DEADLINE if self.clock.now() >= at - 1e-9 else None
+
+    def cut_decision(self, subtask_id: str) -> Decision | None:
+        """The ``by: deadline`` decision of ``subtask_id``'s wait, when the deadline cut it."""
+        return self.cut.pop(subtask_id, None)
 
     def again(self, spec: SubtaskSpec) -> None:
         # (A resumed run's escalated subagent is its restored run, never counted here.)
@@ -482,15 +521,40 @@ class LocalBackend:
             return run.result()
 
     async def counted(self, result: SubagentResult) -> bool:
-        if self.hooks.on_result is not None:
-            await self.hooks.on_result(result)
         run = self.live[result.subtask_id]
+        opened = self._open(run, result)
+        if self.hooks.on_result is not None:
+            committed = False
+            try:
+                await self.hooks.on_result(result)
+                committed = True
+            finally:
+                if not committed and opened is not None and self.desk is not None:
+                    self.desk.withdraw(opened)  # the run stops here: its wait never begins
+                    self.opened.pop(result.subtask_id, None)
         if run.finished and not self._retry_later(run):
             del self.live[result.subtask_id]
             if self.desk is not None and run.escalation is not None:
                 self.decidable[run.spec.id] = run  # a person may send it back to work
             return True
         return False
+
+    def _open(self, run: SubagentRun, result: SubagentResult) -> str | None:
+        """Offer and open ``result``'s escalation at the desk when it will wait for a
+        person, before the result is committed: the ``decision.needed`` is queued to the
+        run store ahead of the result, so a process killed once the escalated result is
+        stored has stored what waits too, and a resumed run waits again
+        (docs/design.md §17). Its id, or None."""
+        desk, escalation, job = self.desk, result.escalation, self.job
+        if (desk is None or escalation is None or job is None or self.waits is None
+                or not run.finished or self._retry_later(run)
+                or not self.waits(job, result)):
+            return None
+        offered = desk.offer(escalation, list(run.spec.tools))
+        assert offered.id is not None
+        desk.open(offered)
+        self.opened[result.subtask_id] = offered
+        return offered.id
 
     async def settle(
         self, specs: Sequence[SubtaskSpec], trigger: CutTrigger
@@ -599,7 +663,9 @@ async def run_research(
             on_change=None if on_decision is None else (
                 lambda d: on_decision(d.subtask_id, DECISION_CHANGED, backend.now(),
                                       {"decision": d.model_dump(mode="json")})),
+            cut_decision=backend.cut_decision,
         )
+        backend.waits = flow.waits
         unlisten = None
         if desk is not None and on_decision is not None:
             unlisten = desk.listen(_recording(on_decision, backend.now))

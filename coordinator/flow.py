@@ -58,6 +58,7 @@ from coordinator.report import (
     Decision,
     ReportBuilder,
     SubtaskStatus,
+    coverage_of,
     subtask_status,
     with_decisions,
 )
@@ -261,6 +262,7 @@ class Flow:
         self, backend: Backend, handler: EscalationHandler | None = None,
         *, lead_gap: SubagentResult | None = None, waited: Mapping[str, Waited] | None = None,
         decided: Sequence[Decided] = (), on_change: Callable[[Decision], None] | None = None,
+        cut_decision: Callable[[str], Decision | None] | None = None,
     ) -> None:
         self.backend = backend
         self.handler = handler
@@ -276,6 +278,9 @@ class Flow:
         # Hears each of a person's decisions once what it changed is measured (the run
         # store records it: a resumed run lists it as it was).
         self.on_change = on_change
+        # What decided a subtask's wait that the deadline cut (None: nothing, it stays
+        # undecided): the local backend's ``by: deadline`` decision.
+        self.cut_decision = cut_decision
         self.decisions: list[Decision] = []
         # A person's decisions under way: the subtask's status and the job's coverage
         # before, kept until what the decision started is counted (docs/design.md §17).
@@ -286,6 +291,9 @@ class Flow:
         self._retried_at: dict[str, tuple[int, int]] = {}
         # What a person's use_tool / requery continue with, run after the rounds.
         self._continued: list[SubtaskSpec] = []
+        # The job's report while follow-ups fan out (theirs or a person's continuations):
+        # a decision made then is measured against the whole job's coverage.
+        self._outer: CoverageReport | None = None
 
     async def run(self, job: JobSpec) -> CoverageReport:
         """Run ``job`` to its report; never raises for a failure inside the job."""
@@ -299,11 +307,13 @@ class Flow:
             job = planned_job(job, plan.subtasks)
             self.lead_gap, cut_while_planning = plan.gap, plan.cut
         report = await self.fan_out(job, followups=False)
-        if self._continued:
+        while self._continued:  # (a continuation may escalate and be continued in turn)
             report = await self.continued(report, job)
         if follows_up(job, lead=backend.has_lead, lead_failed=self.lead_gap is not None,
                       lead_plans=backend.lead_plans_followups):
             report = await self.follow_up(report, job)
+            while self._continued:  # decided during the follow-ups: carried out the same way
+                report = await self.continued(report, job)
         if self.lead_gap is not None:
             # The plan failed, the job went on (docs/design.md §7): the lead's gap stays.
             report = with_lead_gap(report, job, self.lead_gap)
@@ -330,8 +340,36 @@ class Flow:
         if not specs:
             return report
         # The same deadline, concurrency and routing as the job's, their own rounds.
-        extra = await self.fan_out(followup_job(job, specs), followups=True)
+        extra = await self.beside(report, followup_job(job, specs))
         return with_followups(report, extra, specs)
+
+    async def beside(self, report: CoverageReport, job: JobSpec) -> CoverageReport:
+        """The fan-out of ``job``'s follow-ups beside ``report``, the job's so far."""
+        self._outer = report
+        try:
+            return await self.fan_out(job, followups=True)
+        finally:
+            self._outer = None
+
+    def _coverage(self, rows: ReportBuilder) -> float:
+        """The job's coverage so far (a decision's before → after): ``rows``' own, or
+        while follow-ups fan out, the job's with the gaps they have filled so far."""
+        outer = self._outer
+        if outer is None:
+            return rows.coverage()
+        parent = {r.id: r.followup_of for r in outer.subtasks if r.followup_of}
+        parent.update({s.id: s.followup_of for s in rows.job.subtasks if s.followup_of})
+        filled: set[str] = set()
+        for spec in rows.job.subtasks:
+            if spec.id in rows and rows.status(spec.id) in ("complete", "empty"):
+                gap = spec.followup_of
+                while gap is not None and gap not in filled:
+                    filled.add(gap)
+                    gap = parent.get(gap)
+        # (Only whether a gap is filled counts for its coverage, not by what.)
+        gaps = [g.model_copy(update={"filled_by": ["…"]})
+                if g.subtask_id in filled and not g.filled_by else g for g in outer.gaps]
+        return coverage_of(outer.subtasks, gaps)[0]
 
     async def continued(self, report: CoverageReport, job: JobSpec) -> CoverageReport:
         """``report`` after the subtasks a person continued (``use_tool``, ``requery``):
@@ -344,7 +382,7 @@ class Flow:
                                 report.coverage)
             return report
         self.backend.continuing(specs)
-        extra = await self.fan_out(followup_job(job, specs), followups=True)
+        extra = await self.beside(report, followup_job(job, specs))
         report = with_followups(report, extra, specs)
         rows = {row.id: row.status for row in report.subtasks}
         for spec in specs:
@@ -417,7 +455,7 @@ class Flow:
             decision, result = last.decision, last.result or backend.last(spec)
             if result is None:
                 continue
-            before = (decision, subtask_status(result), rows.coverage())
+            before = (decision, subtask_status(result), self._coverage(rows))
             if decision.do == "retry":
                 # Measured once its subtask is counted; one that escalated again and
                 # waits is measured as that escalation is decided (Flow.carry_out).
@@ -500,7 +538,7 @@ class Flow:
                         kept[result.subtask_id] = result
                         continue
                     kept.pop(result.subtask_id, None)
-                    if self._retried_in_vain(result):
+                    if not self.waits(job, result):
                         # A retry that made no call (the job's budget is spent, say)
                         # escalates the same way again at once: asking again would loop,
                         # a person or a handler choosing retry forever in no time at all.
@@ -546,9 +584,16 @@ class Flow:
 
         await backend.lanes(n_lanes, first_lane if waiters else lane,
                             time_left(job.deadline_s, backend.now()))
-        for result in held.values():
-            # The deadline or a cancel fell while a person had not decided: undecided.
-            await self.add(rows, result, ask=False)
+        for sid, result in held.items():
+            # The deadline or a cancel fell while a person had not decided. A backend that
+            # decides a wait the deadline cut (the local one: accepted ``by: deadline``)
+            # has it carried out, so it is listed with what it changed; else undecided.
+            decision = self.cut_decision(sid) if self.cut_decision is not None else None
+            if decision is None:
+                await self.add(rows, result, ask=False)
+            else:
+                spec = next(s for s in [*batch, *(w for w, _ in waited)] if s.id == sid)
+                await self.carry_out(decision, spec, result, rows)
         # (A resumed wait decided retry may have been cut before it ran again, too.)
         left = [s for s in [*batch, *(spec for spec, _ in waited)]
                 if s.id not in rows and not self._done(s, kept, round_no)]
@@ -586,7 +631,7 @@ class Flow:
         rows.add(result)
         sid = result.subtask_id
         if sid in self._acting:
-            self._acted(self._acting, sid, rows.status(sid), rows.coverage())
+            self._acted(self._acting, sid, rows.status(sid), self._coverage(rows))
         escalation = rows.escalation(sid)
         if escalation is not None and ask:
             await self.escalated(escalation)
@@ -612,8 +657,8 @@ class Flow:
         job's coverage before → after) is measured once what it started is counted."""
         sid = spec.id
         if sid in self._acting:  # a retry that escalated again: the first one is done
-            self._acted(self._acting, sid, subtask_status(result), rows.coverage())
-        before = (decision, subtask_status(result), rows.coverage())
+            self._acted(self._acting, sid, subtask_status(result), self._coverage(rows))
+        before = (decision, subtask_status(result), self._coverage(rows))
         do = decision.do
         if do == "retry":
             self._acting[sid] = before
@@ -630,6 +675,17 @@ class Flow:
         if do == "stop":
             self.backend.stop()
         return False
+
+    def waits(self, job: JobSpec, result: SubagentResult) -> bool:
+        """Whether ``result``, its subtask's last, waits for a person once counted: an
+        escalation routed ``escalate`` on a run a person attends, unless a person's retry
+        just ended the same way without a call (:meth:`_retried_in_vain`). The local
+        backend asks it before committing the result, to open the wait first
+        (docs/design.md §17)."""
+        escalation = result.escalation
+        return (self.backend.attended and escalation is not None
+                and job.routes.route(escalation).route == "escalate"
+                and not self._retried_in_vain(result))
 
     def _retried_in_vain(self, result: SubagentResult) -> bool:
         """Whether ``result`` escalated again after a person's ``retry`` without a single

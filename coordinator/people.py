@@ -148,6 +148,8 @@ class Desk:
         self._wall = wall
         self._start = clock.now() if start is None else start
         self._waiting: dict[str, _Waiting] = {}
+        # Escalations opened (waiting, heard) whose wait has not begun yet, by id.
+        self._opened: dict[str, _Waiting] = {}
         self._numbers: dict[str, int] = {}
         self._plan: _PlanWait | None = None
         self._running: set[str] = set()
@@ -237,21 +239,12 @@ class Desk:
         for sid, n in numbers.items():
             self._numbers[sid] = max(self._numbers.get(sid, 0), n)
 
-    async def wait(
-        self,
-        escalation: Escalation,
-        *,
-        timeout_s: float | None,
-        on_timeout: Literal["accept", "stop"] = "accept",
-        since_s: float | None = None,
-    ) -> Decision:
-        """Wait for a person to decide ``escalation`` (offered: with id and options).
-
-        After ``timeout_s`` on the run's clock, the first option of kind ``on_timeout``
-        is chosen ``by: timeout``. A cancelled wait (the job's deadline, a stop) stops
-        waiting: the escalation no longer waits, and the cancellation goes on.
-        ``since_s``: when the wait began, for a resumed run's escalation that waited when
-        the run stopped (default: now); ``timeout_s`` counts from it.
+    def open(self, escalation: Escalation, *, since_s: float | None = None) -> None:
+        """Make ``escalation`` (offered: with id and options) wait from now, before its
+        :meth:`wait` begins: it is listed in :meth:`pending`, listeners hear its
+        ``decision.needed``, and a person may decide it already. The local engine opens
+        an escalation before its subtask's result is committed, so the run store holds
+        the ``decision.needed`` no later than the escalated result (docs/design.md §17).
 
         Raises:
             ValueError: the escalation was not offered, or already waits.
@@ -259,22 +252,72 @@ class Desk:
         if escalation.id is None or not escalation.options:
             raise ValueError(f"escalation of {escalation.subtask_id} has no id and options "
                              "(Desk.offer makes them)")
-        if escalation.id in self._waiting:
+        if escalation.id in self._waiting or escalation.id in self._opened:
             raise ValueError(f"escalation {escalation.id} already waits")
+        entry = _Waiting(escalation=escalation,
+                         since_s=self.now_s() if since_s is None else since_s)
+        self._waiting[escalation.id] = self._opened[escalation.id] = entry
+        self._emit(DECISION_NEEDED, {"escalation": pending_item(entry.escalation, entry.since_s)})
+
+    def withdraw(self, escalation_id: str) -> None:
+        """Forget an opened escalation whose wait will not begin (the run stopped first):
+        nothing is decided, a resumed run waits for it again."""
+        self._opened.pop(escalation_id, None)
+        self._waiting.pop(escalation_id, None)
+
+    async def wait(
+        self,
+        escalation: Escalation,
+        *,
+        timeout_s: float | None,
+        on_timeout: Literal["accept", "stop"] = "accept",
+        since_s: float | None = None,
+        cut_by: Callable[[], str | None] | None = None,
+    ) -> Decision:
+        """Wait for a person to decide ``escalation`` (offered: with id and options; or
+        :meth:`open` ed, when its wait began then).
+
+        After ``timeout_s`` on the run's clock, the first option of kind ``on_timeout``
+        is chosen ``by: timeout``. A cancelled wait stops waiting and the cancellation
+        goes on; ``cut_by`` says who decides it then: ``deadline`` (the job's deadline
+        cut it: ``accept`` is chosen ``by: deadline``, so it no longer counts as waiting),
+        or None (a process stopped where it stands: nothing is decided, a resumed run
+        waits for it again). ``since_s``: when the wait began, for a resumed run's
+        escalation that waited when the run stopped (default: now); ``timeout_s``
+        counts from it.
+
+        Raises:
+            ValueError: the escalation was not offered, or already waits.
+        """
+        if escalation.id is None or not escalation.options:
+            raise ValueError(f"escalation of {escalation.subtask_id} has no id and options "
+                             "(Desk.offer makes them)")
         now = self.now_s()
-        entry = _Waiting(escalation=escalation, since_s=now if since_s is None else since_s)
-        if timeout_s is not None and since_s is not None:
-            timeout_s = max(0.0, timeout_s - max(0.0, now - since_s))
-        self._waiting[escalation.id] = entry
-        try:
+        entry = self._opened.pop(escalation.id, None)
+        if entry is None:
+            if escalation.id in self._waiting:
+                raise ValueError(f"escalation {escalation.id} already waits")
+            entry = _Waiting(escalation=escalation, since_s=now if since_s is None else since_s)
+            self._waiting[escalation.id] = entry
             self._emit(DECISION_NEEDED,
                        {"escalation": pending_item(entry.escalation, entry.since_s)})
+        if timeout_s is not None:
+            timeout_s = max(0.0, timeout_s - max(0.0, now - entry.since_s))
+        try:
             with self.clock.move_on_after(timeout_s):
                 await entry.done.wait()
             if entry.decision is None:
                 request = DecisionRequest(escalation=escalation.id, do=on_timeout)
                 self._record(entry, decide(escalation, request, by=TIMEOUT, at=self._at(),
                                            at_s=self.now_s()))
+        except anyio.get_cancelled_exc_class():
+            by = cut_by() if cut_by is not None else None
+            if by is not None and entry.decision is None:
+                # The deadline ended the wait: the gap is kept, and said to be so.
+                request = DecisionRequest(escalation=escalation.id, do="accept")
+                self._record(entry, decide(escalation, request, by=by, at=self._at(),
+                                           at_s=self.now_s()))
+            raise
         finally:
             self._waiting.pop(escalation.id, None)
         assert entry.decision is not None

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.checkpoint import restored
+from coordinator.decision import answered
 from coordinator.fanout import Resumed
 from coordinator.flow import Decided, Waited, continuation
 from coordinator.job import JobSpec
 from coordinator.jobfile.scenario import Scenario
 from coordinator.lead import JobPlanning, with_followups, with_lead_gap, with_subtasks
 from coordinator.people import DECISION_CHANGED, DECISION_MADE, DECISION_NEEDED
-from coordinator.report import CoverageReport, Decision, assemble_report
+from coordinator.report import CoverageReport, Decision, assemble_report, with_decisions
 from coordinator.store.runs import RunStore
 from shared.clock import Clock
 from shared.escalation import Escalation, Option
@@ -291,31 +292,48 @@ def elapsed_so_far(store: RunStore, run_id: str) -> float:
 def interrupted_report(
     scenario: Scenario, store: RunStore, run_id: str, *, resume_hint: str
 ) -> CoverageReport:
-    """The report of a run that did not finish: committed results, and gaps for the rest."""
+    """The report of a run that did not finish: committed results, and gaps for the rest,
+    with the decisions a person made so far (docs/design.md §17), as a resumed run
+    lists them: each ``decision.made`` once, as its ``decision.changed`` recorded it, an
+    ``answer``'s finding counted, an ``accept``'s gap marked decided."""
     scenario = planned_scenario(scenario, store, run_id)
-    out = _results_of(scenario.job, store, run_id, resume_hint, seed=scenario.seed)
+    decided = [one.decision for one in recorded_decisions(store, run_id)]
+    answers = {d.subtask_id: d for d in decided if d.do == "answer"}
+    out = _results_of(scenario.job, store, run_id, resume_hint, seed=scenario.seed,
+                      answers=answers)
     elapsed = elapsed_so_far(store, run_id)
     report = assemble_report(scenario.job, out, elapsed_s=elapsed)
     followups = recorded_followups(store, run_id)
     if followups:
         job = scenario.job.model_copy(update={"subtasks": followups})
-        found = _results_of(job, store, run_id, resume_hint, seed=scenario.seed)
+        found = _results_of(job, store, run_id, resume_hint, seed=scenario.seed,
+                            answers=answers)
         extra = assemble_report(job, found, elapsed_s=elapsed)
         report = with_followups(report, extra, followups)
     lead_gap = recorded_lead_gap(store, run_id)
-    return report if lead_gap is None else with_lead_gap(report, scenario.job, lead_gap)
+    if lead_gap is not None:
+        report = with_lead_gap(report, scenario.job, lead_gap)
+    if all(d.at_s is not None for d in decided):
+        decided.sort(key=lambda d: d.at_s or 0.0)  # in the order made, as Flow.decided
+    return with_decisions(report, decided)
 
 
 def _results_of(
-    job: JobSpec, store: RunStore, run_id: str, resume_hint: str, *, seed: object
+    job: JobSpec, store: RunStore, run_id: str, resume_hint: str, *, seed: object,
+    answers: dict[str, Decision] | None = None,
 ) -> list[SubagentResult]:
-    """Each subtask's committed result, or what its checkpoint held, cut as interrupted."""
+    """Each subtask's committed result, or what its checkpoint held, cut as interrupted;
+    a committed escalated result a person ``answers`` carries their finding."""
     results = store.results(run_id)
     checkpoints = store.checkpoints(run_id)
     out: list[SubagentResult] = []
     for spec in job.subtasks:
         if spec.id in results:
-            out.append(SubagentResult.model_validate(results[spec.id]))
+            result = SubagentResult.model_validate(results[spec.id])
+            answer = (answers or {}).get(spec.id)
+            if answer is not None and result.escalation is not None:
+                result = answered(result, answer)
+            out.append(result)
             continue
         saved = checkpoints.get(spec.id)
         if saved is not None:

@@ -210,11 +210,21 @@ def with_followups(
     report: CoverageReport, followups: CoverageReport, specs: Sequence[SubtaskSpec]
 ) -> CoverageReport:
     """``report`` with the follow-ups' rows after its own, and each gap a covered
-    follow-up filled marked ``filled_by`` (the gap stays; so does an escalation)."""
+    follow-up filled marked ``filled_by`` (the gap stays; so does an escalation).
+
+    A follow-up of a follow-up (a person's ``use_tool``/``requery`` continuing the lead's
+    follow-up, docs/design.md §17) fills the gaps up its chain too: it does what the
+    follow-up it continues was planned to do."""
+    parent = {row.id: row.followup_of for row in report.subtasks if row.followup_of}
     filled: dict[str, list[str]] = {}
     for spec, row in zip(specs, followups.subtasks, strict=True):
         if row.status in ("complete", "empty") and spec.followup_of is not None:
-            filled.setdefault(spec.followup_of, []).append(spec.id)
+            gap: str | None = spec.followup_of
+            seen: set[str] = set()
+            while gap is not None and gap not in seen:
+                seen.add(gap)
+                filled.setdefault(gap, []).append(spec.id)
+                gap = parent.get(gap)
     gaps = [
         g.model_copy(update={"filled_by": filled[g.subtask_id]}) if g.subtask_id in filled else g
         for g in report.gaps

@@ -286,9 +286,13 @@ class Door:
 
 
 def _sets_escalations(job: Prepared | Resumption) -> bool:
+    """Whether the job waits for a person whoever the client is: it sets escalations, or
+    asks for its plan to be reviewed (``review_plan``, or ``decide`` and ``get_report``
+    for a client that cannot elicit)."""
     scenario = job.start.scenario if isinstance(job, Resumption) else job.scenario
     # A ticket made for its progress alone (a unit test's) may carry no scenario.
-    return scenario is not None and scenario.job.escalations is not None
+    return scenario is not None and (scenario.job.escalations is not None
+                                     or scenario.job.review_plan)
 
 
 def _desk(ticket: Ticket) -> Desk | None:

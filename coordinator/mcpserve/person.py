@@ -19,6 +19,10 @@ What the person does:
   ``decide`` tool or the job's ``escalations.on_timeout``; it is not asked again in that
   call.
 
+The lead's plan, when the job sets ``review_plan``, is asked the same way
+(:mod:`~coordinator.mcpserve.plan`: approve, reject, or edit as a text field holding
+the edited subtasks), or reviewed with the ``review_plan`` tool.
+
 A decision made elsewhere meanwhile (the ``decide`` tool, a timeout) withdraws the
 question (its request is cancelled). A call that stops waiting (``wait_s``) stops asking;
 what still waits is listed by ``get_report`` and decided with ``decide``, as for a client
@@ -36,6 +40,7 @@ from mcp.server.session import ServerSession
 from mcp.types import ElicitRequestedSchema
 
 from coordinator.decision import DecisionError
+from coordinator.mcpserve.plan import ask_plan, plan_text
 from coordinator.people import DECISION_MADE, DECISION_NEEDED, Desk, NotWaiting
 from shared.escalation import Escalation
 
@@ -56,6 +61,9 @@ ASKS: Final = 3
 """How many times one call asks about one escalation whose answer the desk refused."""
 UNNAMED: Final = "mcp client"
 """``by`` for a client that gave no name."""
+PLAN: Final = "plan"
+"""What :func:`ask_person` asks about when the lead's plan waits (no escalation's id:
+those are ``SUBTASK:N``)."""
 
 
 def can_elicit(session: ServerSession) -> bool:
@@ -188,20 +196,32 @@ async def ask_person(desk: Desk, session: ServerSession, related_request_id: Any
     def hear(event: str, data: dict[str, Any]) -> None:
         if event == DECISION_NEEDED and "escalation" in data:
             send.send_nowait(str(data["escalation"]["id"]))
-        elif event == DECISION_MADE and "decision" in data:
-            scope = asking.get(str(data["decision"].get("escalation")))
+        elif event == DECISION_NEEDED and "plan" in data:
+            send.send_nowait(PLAN)
+        elif event == DECISION_MADE:
+            if "decision" in data:
+                scope = asking.get(str(data["decision"].get("escalation")))
+            else:
+                scope = asking.pop(PLAN, None) if "plan_review" in data else None
             if scope is not None:
                 scope.cancel()  # decided elsewhere: the question is withdrawn
 
     stop = desk.listen(hear)
     try:
-        for item in desk.pending()["escalations"]:
+        pending = desk.pending()
+        for item in pending["escalations"]:
             send.send_nowait(str(item["id"]))
+        if pending["plan"] is not None:
+            send.send_nowait(PLAN)
         async with anyio.create_task_group() as tg, receive:
             async for escalation_id in receive:
                 if escalation_id in asking:
                     continue
                 scope = asking[escalation_id] = anyio.CancelScope()
+                if escalation_id == PLAN:
+                    tg.start_soon(ask_plan, desk, session, related_request_id, by, run_id,
+                                  scope)
+                    continue
                 tg.start_soon(_ask_one, desk, session, related_request_id, by, run_id,
                               escalation_id, scope)
     finally:
@@ -210,11 +230,14 @@ async def ask_person(desk: Desk, session: ServerSession, related_request_id: Any
 
 
 def pending_text(run_id: str, pending: dict[str, Any]) -> str:
-    """What waits on a run, in Markdown, with the ``decide`` call that takes each."""
+    """What waits on a run, in Markdown, with the ``decide`` (or ``review_plan``) call
+    that takes each."""
     items = pending.get("escalations") or []
+    plan = plan_text(run_id, pending.get("plan"))
     if not items:
-        return ""
-    lines = ["## Waiting for a decision", ""]
+        return plan
+    lines = [plan, ""] if plan else []
+    lines += ["## Waiting for a decision", ""]
     for item in items:
         lines.append(f"- **{item['id']}** (subtask {item['subtask_id']}, "
                      f"{item['errorCategory'] or 'unknown'}, {item['trigger']}): "

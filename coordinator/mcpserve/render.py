@@ -60,8 +60,9 @@ class RunAnswer(BaseModel):
     missing: list[str] = Field(default_factory=list, description="What is not covered.")
     waiting: list[str] = Field(
         default_factory=list,
-        description="Escalations of a running run that wait for a decision (their ids): "
-        "get_report lists them with their options, decide takes one.")
+        description="Escalations of a running run that wait for a decision (their ids), "
+        "and plan when the lead's plan waits for review: get_report lists them with their "
+        "options, decide takes an escalation, review_plan the plan.")
 
 
 def finished(run_id: str | None, report: CoverageReport) -> RunAnswer:
@@ -85,6 +86,8 @@ def unfinished(run_id: str | None, pending: dict[str, Any] | None = None) -> Run
     """The answer of a run still going when the request stopped waiting (``pending``:
     what waits for a person on it, as the desk lists it)."""
     waiting = [str(e["id"]) for e in (pending or {}).get("escalations") or []]
+    if (pending or {}).get("plan") is not None:
+        waiting.insert(0, "plan")
     return RunAnswer(run_id=run_id, status="running" if run_id else "queued",
                      report_uri=report_uri(run_id) if run_id else None, waiting=waiting)
 
@@ -97,8 +100,12 @@ def as_text(result: RunAnswer) -> str:
                     "list_runs shows it once it has started.")
         said = (f"Run {result.run_id} is still running. Call get_report(run_id="
                 f"\"{result.run_id}\") later, or read {result.report_uri}, for its report.")
-        if result.waiting:
-            said += (f" It waits for a decision on {', '.join(result.waiting)}: get_report "
+        if "plan" in result.waiting:
+            said += (" Its lead's plan waits for review: get_report shows it, and "
+                     "review_plan(run_id, verdict) takes the review.")
+        escalations = [w for w in result.waiting if w != "plan"]
+        if escalations:
+            said += (f" It waits for a decision on {', '.join(escalations)}: get_report "
                      "lists the options, and decide(run_id, escalation, option) takes one.")
         return said
     lines = [result.answer or "(no answer)", ""]

@@ -43,7 +43,9 @@ from coordinator.mcpserve.config import (
 )
 from coordinator.mcpserve.door import Busy, Door, Ticket
 from coordinator.mcpserve.person import ask_person, can_elicit, client_name, pending_text
+from coordinator.mcpserve.plan import edit_of
 from coordinator.people import NotWaiting
+from coordinator.plan_review import PlanEditError, PlanReview
 from coordinator.report import CoverageReport, Decision
 from coordinator.store import RunStore
 from shared.errors import FanoutError, InputFileError
@@ -57,7 +59,9 @@ INSTRUCTIONS = (
     "cancel_run(run_id) stops a run still going, keeping what it found. A subagent that "
     "cannot go on may wait for a person's decision: a client that supports elicitation "
     "is asked; otherwise get_report lists what waits and decide(run_id, escalation, "
-    "option) takes the decision."
+    "option) takes the decision. A job that sets review_plan waits for its lead's plan "
+    "to be reviewed the same way: asked, or shown by get_report and taken by "
+    "review_plan(run_id, verdict)."
 )
 RUNS_AT_ONCE = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                idempotent_hint=False, open_world_hint=True)
@@ -322,6 +326,45 @@ async def decide(
                           structured_content=made.model_dump(mode="json"))
 
 
+async def review_plan(
+    run_id: Annotated[str, Field(description="The run, as ask, run_job or list_runs give it.")],
+    verdict: Annotated[Literal["approve", "reject", "edit"], Field(
+        description="approve: run the plan; reject: end the run (failed, plan_rejected); "
+        "edit: run the plan given in edit.")],
+    ctx: Context[App, Any],
+    edit: Annotated[str | None, Field(
+        description="For edit: the plan's subtasks as get_report shows them, edited "
+        "(removed, changed, added), as YAML or JSON.")] = None,
+) -> Annotated[CallToolResult, PlanReview]:
+    """Review the lead's plan that waits on a run (its job sets review_plan): approve,
+    reject or edit it; an edit is checked as a job file's subtasks are."""
+    app = _app(ctx)
+    try:
+        reading.check_run_id(run_id)
+    except ArgumentRefused as exc:
+        raise ToolError(str(exc)) from None
+    ticket = app.door.live.get(run_id)
+    desk = ticket.desk if ticket is not None else None
+    plan = desk.pending()["plan"] if desk is not None else None
+    if desk is None or plan is None:
+        why = ("no run of this server goes on with that id" if ticket is None else
+               "its plan does not wait for review (get_report shows what waits)")
+        raise ToolError(f"run_id: expected a run of this server whose plan waits for "
+                        f"review, got {run_id!r}: {why}")
+    try:
+        review: Any = verdict if verdict != "edit" else edit_of(plan["subtasks"], edit)
+        made = desk.review(review, by=client_name(ctx.session))
+    except NotWaiting as exc:
+        raise ToolError(f"run_id: {exc} (get_report shows what waits)") from None
+    except PlanEditError as exc:
+        raise ToolError(str(exc)) from None
+    kept = "" if made.subtasks is None else f": {len(made.subtasks)} subtask(s)"
+    done = {"approve": "approved", "reject": "rejected", "edit": "edited"}[made.verdict]
+    said = f"The plan of run {run_id} is {done}{kept}, by {made.by}."
+    return CallToolResult(content=[TextContent(type="text", text=said)],
+                          structured_content=made.model_dump(mode="json"))
+
+
 async def list_runs(
     ctx: Context[App, Any],
     limit: Annotated[int, Field(ge=1, le=1000, description="How many, newest first.")] = 20,
@@ -425,7 +468,7 @@ class FanoutServer(MCPServer[App]):
 
 
 def build_server(app: App) -> FanoutServer:
-    """The MCP server of ``app``: six tools and two resource templates."""
+    """The MCP server of ``app``: seven tools and two resource templates."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[App]) -> AsyncIterator[App]:
@@ -446,6 +489,7 @@ def build_server(app: App) -> FanoutServer:
     server.add_tool(list_runs, annotations=READS)
     server.add_tool(cancel_run, annotations=CANCELS)
     server.add_tool(decide, annotations=DECIDES)
+    server.add_tool(review_plan, annotations=DECIDES)
     server.resource("fanout://runs/{run_id}/report.md", name="report.md",
                     mime_type="text/markdown")(report_md)
     server.resource("fanout://runs/{run_id}/report.json", name="report.json",

@@ -137,12 +137,48 @@ async def test_ids_count_per_subtask() -> None:
 
 
 async def test_a_cancelled_wait_no_longer_waits() -> None:
-    """A wait cut by the job's deadline leaves nothing pending and decides nothing."""
+    """A wait cancelled with nobody to decide it (a process stopping where it stands)
+    leaves nothing pending and decides nothing."""
     desk = Desk(AnyioClock())
     esc = desk.offer(_escalation(), [])
     with anyio.move_on_after(5):
         await desk.wait(esc, timeout_s=900)
     assert desk.pending()["escalations"] == [] and desk.decisions == []
+
+
+async def test_a_wait_the_deadline_cuts_is_accepted_by_the_deadline() -> None:
+    """A wait cancelled when ``cut_by`` names the deadline is decided accept, by:
+    deadline, and heard as decision.made; the cancellation still goes on."""
+    desk = Desk(AnyioClock())
+    heard: list[str] = []
+    desk.listen(lambda event, data: heard.append(event))
+    esc = desk.offer(_escalation(), [])
+    with anyio.move_on_after(5) as scope:
+        await desk.wait(esc, timeout_s=900, on_timeout="stop", cut_by=lambda: "deadline")
+    assert scope.cancelled_caught
+    [decision] = desk.decisions
+    assert (decision.escalation, decision.do, decision.by) == (esc.id, "accept", "deadline")
+    assert heard == [DECISION_NEEDED, DECISION_MADE]
+    assert desk.pending()["escalations"] == []
+
+
+async def test_an_opened_escalation_waits_before_its_wait_begins() -> None:
+    """An escalation opened is pending and heard at once; a decision made before its
+    wait begins is what the wait returns, and the wait's timeout counts from the open."""
+    desk = Desk(AnyioClock())
+    heard: list[str] = []
+    desk.listen(lambda event, data: heard.append(event))
+    esc = desk.offer(_escalation(), [])
+    desk.open(esc)
+    assert [e["id"] for e in desk.pending()["escalations"]] == [esc.id]
+    assert heard == [DECISION_NEEDED]
+    made = desk.decide({"escalation": esc.id, "do": "accept"}, by="ana")
+    assert await desk.wait(esc, timeout_s=1) == made
+    assert heard == [DECISION_NEEDED, DECISION_MADE]
+    again = desk.offer(_escalation(), [])
+    desk.open(again)
+    with pytest.raises(ValueError, match="already waits"):
+        desk.open(again)
 
 
 async def test_an_escalation_must_be_offered_before_it_waits() -> None:

@@ -162,3 +162,35 @@ def test_a_killed_run_ask_is_asked_again_by_resume_ask(tmp_path: Path) -> None:
     assert {s["id"]: s["status"] for s in report["subtasks"]}["patents"] == "complete"
     [row] = listed()
     assert (row["status"], row["sessions"], row["waiting"]) == ("finished", 2, 0)
+
+
+def test_report_of_an_interrupted_run_lists_the_decisions_made_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`fanout report` of a run killed while licences waits, after patents was answered:
+    the decision is listed as recorded (who, when, what it changed), the person's
+    finding is counted in patents, and licences, still waiting, is an undecided gap."""
+    store = tmp_path / "runs.sqlite"
+    answer = {"do": "answer", "text": "Toyota leads with 412 families",
+              "source": "https://example.org/ip"}
+    run_id, _ = session(RunStore(store), DATA / "person_decides.yaml", None, [
+        {"subtask": "patents", "decide": answer}, {"subtask": "licences", "stop": True}])
+    assert RunStore(store).get(run_id).status == "interrupted"
+    code, out, err = _cli(["report", run_id, "--format", "json", "--store", str(store)], "",
+                          monkeypatch, capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    [decision] = report["decisions"]
+    changed = next(e for e in RunStore(store).events(run_id) if e["kind"] == "decision.changed")
+    assert decision == changed["decision"]
+    assert (decision["escalation"], decision["do"], decision["by"]) == (
+        "patents:1", "answer", "test")
+    rows = {s["id"]: s["status"] for s in report["subtasks"]}
+    assert rows["patents"] == "complete"
+    patents = next(s for s in report["answer"]["sections"] if s["subtask_id"] == "patents")
+    assert any(f["tool"] == "person" for f in patents["findings"])
+    assert [(g["subtask_id"], g.get("decided")) for g in report["gaps"]] == [("licences", None)]
+
+    code, out, err = _cli(["report", run_id, "--store", str(store)], "", monkeypatch, capsys)
+    assert code == 0, err
+    assert "patents:1: answered it (answer) by test" in out

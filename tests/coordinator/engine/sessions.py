@@ -10,6 +10,7 @@ waits too, so a commit let the clock jump ahead to an escalation's ``wait_s`` ti
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,11 +39,42 @@ class _LoopWriter(StoreWriter):
         return self.enqueue(op, first=first).result()
 
 
-def _on_the_loop(store: RunStore, recorder: RunRecorder) -> tuple[RunRecorder, StoreWriter]:
+class _DyingWriter(_LoopWriter):
+    """A :class:`_LoopWriter` whose process is as good as killed once ``subtask``'s
+    escalated result is committed: every write after that is dropped, never committed
+    (what a SIGKILL in the instant after the commit leaves in the store)."""
+
+    def __init__(self, backend: Any, subtask: str) -> None:
+        super().__init__(backend)
+        self.subtask = subtask
+        self.dead = False
+
+    def enqueue(self, op: Callable[[Tx], T], *, first: bool = False) -> Future[T]:
+        if not self.dead:
+            return super().enqueue(op, first=first)
+        dropped: Future[T] = Future()
+        dropped.set_result(None)  # type: ignore[arg-type]  # (nothing reads it)
+        return dropped
+
+    def submit(self, op: Callable[[Tx], Any]) -> None:
+        if not self.dead:
+            super().submit(op)
+
+    async def commit_result(self, run_id: str, subtask_id: str, session: int,
+                            result: dict[str, Any], state: dict[str, Any]) -> None:
+        await super().commit_result(run_id, subtask_id, session, result, state)
+        if subtask_id == self.subtask and result.get("escalation") is not None:
+            self.dead = True
+
+
+def _on_the_loop(
+    store: RunStore, recorder: RunRecorder, dies_after: str | None = None
+) -> tuple[RunRecorder, StoreWriter]:
     """``recorder``'s run and session recorded through a :class:`_LoopWriter` (to close
-    once the recorder is)."""
+    once the recorder is); ``dies_after``: a :class:`_DyingWriter` for that subtask."""
     recorder.close()  # (its own writer stops; the run stays this process's)
-    writer = _LoopWriter(store.backend)
+    writer = (_LoopWriter(store.backend) if dies_after is None
+              else _DyingWriter(store.backend, dies_after))
     return RunRecorder(store.backend, recorder.run_id, recorder.session, writer=writer), writer
 
 
@@ -59,7 +91,7 @@ async def next_waiting(desk: Desk, seen: set[str], subtask: str | None = None) -
 
 def session(
     store: RunStore, path: Path, run_id: str | None, steps: list[dict[str, Any]],
-    *, person: bool = True,
+    *, person: bool = True, dies_after: str | None = None,
 ) -> tuple[str, CoverageReport | None]:
     """One session of the run of ``path`` (``run_id`` None: a new run, else resumed).
 
@@ -70,7 +102,9 @@ def session(
     subtask's subagent is done, ``once_ok`` (``SUBTASK/TOOL``) until a call of that tool
     by that subtask succeeded; a step with
     ``escalation: False`` waits for no escalation. Without steps the session runs to its
-    report (``person`` False: without a desk)."""
+    report (``person`` False: without a desk). ``dies_after`` (a subtask id): the
+    session's store writes stop once that subtask's escalated result is committed, as if
+    the process were killed in that instant."""
     scenario = load_scenario(path)
     text = path.read_text()
     seen: dict[str, Any] = {}
@@ -81,7 +115,7 @@ def session(
         if run_id is None:
             request = RunRequest(scenario, text, str(path))
             start = Start.fresh(scenario, clock)
-            recorder, writer = _on_the_loop(store, record_run(store, request))
+            recorder, writer = _on_the_loop(store, record_run(store, request), dies_after)
         else:
             row = store.get(run_id)
             request = RunRequest(scenario, row.spec_text, row.file)

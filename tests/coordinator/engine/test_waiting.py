@@ -277,3 +277,48 @@ def test_a_stop_decided_before_the_stop_stops_the_resumed_run(tmp_path: Path) ->
     assert {g.subtask_id: g.trigger for g in report.gaps} == {
         "patents": "permission_denied", "overview": "cancelled"}
     assert not [e for e in store.events(run_id) if e["session"] == 2 and e["kind"] == "call"]
+
+
+def test_a_run_killed_the_instant_its_escalated_result_is_stored_waits_again(
+    tmp_path: Path,
+) -> None:
+    """Killed right after patents' escalated result is committed (nothing written since):
+    the store already holds the escalation's decision.needed, so the resumed run with a
+    person waits for patents:1 again, and the retry decided then applies."""
+    store = RunStore(tmp_path / "runs.sqlite")
+    run_id, _ = _session(store, WAITS, None, [{"stop": True}], dies_after="patents")
+    assert "patents" in store.results(run_id)
+    waited, _ = recorded_waits(store, run_id)
+    assert waited["patents"].escalation.id == "patents:1"
+    assert store.waiting(run_id) == ["patents:1"]
+
+    _, report = _session(store, WAITS, run_id, [{"subtask": "patents",
+                                                 "decide": {"do": "retry"}}])
+    assert report is not None
+    assert _made(report) == [("patents:1", "retry", "test")]
+    assert {row.id: row.status for row in report.subtasks} == {
+        "patents": "complete", "overview": "complete"}
+
+
+def test_a_wait_the_deadline_cuts_is_decided_by_the_deadline(tmp_path: Path) -> None:
+    """Nobody decides patents before the job's deadline (wait_s 600, on_timeout stop):
+    the deadline ends the wait decided accept, by: deadline, at the deadline, recorded
+    as decision.made then (nothing waits from that instant) and listed with its change;
+    the gap is kept, marked decided, and the run is not stopped."""
+    short = tmp_path / "short.yaml"
+    short.write_text(WAITS.read_text()
+                     .replace("concurrency: 2", "concurrency: 2\n  deadline_s: 5")
+                     .replace("on_timeout: accept", "on_timeout: stop"))
+    store = RunStore(tmp_path / "runs.sqlite")
+    run_id, report = _session(store, short, None, [])
+    assert report is not None
+    [decision] = report.decisions
+    assert (decision.escalation, decision.do, decision.by, decision.at_s) == (
+        "patents:1", "accept", "deadline", 5.0)
+    assert decision.change is not None
+    assert (decision.change.status_before, decision.change.status_after) == (
+        "partial", "partial")
+    [gap] = report.gaps
+    assert (gap.subtask_id, gap.decided) == ("patents", "patents:1")
+    made = [e for e in store.events(run_id) if e["kind"] == "decision.made"]
+    assert [(e["at"], e["decision"]["by"]) for e in made] == [(5.0, "deadline")]

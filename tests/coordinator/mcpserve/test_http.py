@@ -70,7 +70,7 @@ async def test_ask_over_http_with_the_token_answers_and_reports_progress(
                                              progress_callback=progress)
             bad = await session.call_tool("ask", {"question": "q", "max_subtasks": 0})
     assert names == {"ask", "run_job", "get_report", "list_runs", "cancel_run",
-                     "decide"}
+                     "decide", "review_plan"}
     assert not result.is_error, text_of(result)
     data = result.structured_content
     assert data is not None and data["status"] == "finished"

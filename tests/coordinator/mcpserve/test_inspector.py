@@ -57,13 +57,13 @@ def _inspect(tmp: Path, *args: str) -> dict[str, Any]:
 
 
 def test_the_inspector_lists_the_tools_and_calls_ask_over_stdio(tmp_path: Path) -> None:
-    """tools/list shows the six tools with their schemas; tools/call ask answers with a
+    """tools/list shows the seven tools with their schemas; tools/call ask answers with a
     cited retrieval-only answer in its structured content."""
     server = mcp_command(tmp_path, "--docs", str(make_papers(tmp_path)))
     listed = _inspect(tmp_path, *server, "--method", "tools/list")
     tools = {t["name"]: t for t in listed["tools"]}
     assert set(tools) == {"ask", "run_job", "get_report", "list_runs", "cancel_run",
-                     "decide"}
+                     "decide", "review_plan"}
     assert "question" in tools["ask"]["inputSchema"]["properties"]
     assert "sources" in tools["ask"]["outputSchema"]["properties"]
     called = _inspect(tmp_path, *server, "--method", "tools/call", "--tool-name", "ask",
@@ -86,4 +86,5 @@ def test_the_inspector_reaches_the_http_server_with_the_token(tmp_path: Path) ->
     finally:
         assert server.stop() == 0, "".join(server.log)
     assert {t["name"] for t in listed["tools"]} == {"ask", "run_job", "get_report",
-                                                     "list_runs", "cancel_run", "decide"}
+                                                     "list_runs", "cancel_run", "decide",
+                                                     "review_plan"}

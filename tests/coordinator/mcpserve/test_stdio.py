@@ -51,7 +51,8 @@ async def test_the_tools_and_resources_are_listed_with_their_schemas(tmp_path: P
         async with over_stdio(tmp_path) as session:
             tools = {t.name: t for t in (await session.list_tools()).tools}
             templates = (await session.list_resource_templates()).resource_templates
-    assert set(tools) == {"ask", "run_job", "get_report", "list_runs", "cancel_run", "decide"}
+    assert set(tools) == {"ask", "run_job", "get_report", "list_runs", "cancel_run", "decide",
+                          "review_plan"}
     ask = tools["ask"].input_schema
     assert ask["required"] == ["question"]
     assert {"question", "docs", "web", "max_subtasks", "budget", "wait_s"} <= set(
