@@ -47,7 +47,15 @@ def servers(
         "local": launch(tmp_path_factory.mktemp("local-serve"), "--token-name", DECIDER,
                         "--ping-interval", "0.2"),
     }
-    ready = {name: one.ready() for name, one in launched.items()}
+    ready: dict[str, Server] = {}
+    try:
+        ready = {name: one.ready() for name, one in launched.items()}
+    finally:
+        if len(ready) < len(launched):  # one did not start: the other is stopped too
+            for one in launched.values():
+                if one.proc.poll() is None:
+                    one.proc.kill()
+                one.proc.wait(timeout=30)
     yield ready
     for srv in ready.values():
         assert srv.stop() == 0, srv.log.read_text()
@@ -112,6 +120,10 @@ def decide_retry(srv: Server) -> tuple[dict[str, Any], dict[str, Any], list[dict
     assert "retry" in [o["do"] for o in esc["options"]]
     # The listing counts it from the store's decision.needed (the workers record it).
     assert wait_for(lambda: c.get(f"/runs/{run_id}").json()["waiting"] == 1, timeout=30)
+    # The decision's coverage_before counts licence_prices on both engines once it is done.
+    assert wait_for(lambda: any(
+        m["event"] == "state" and m["data"]["subtask_id"] == "licence_prices"
+        and m["data"]["state"] == "done" for m in list(seen)), timeout=60)
     r = c.post(f"/runs/{run_id}/decisions", json={"escalation": esc["id"], "do": "retry"})
     assert r.status_code == 200, r.text
     assert (r.json()["do"], r.json()["by"]) == ("retry", DECIDER)
@@ -145,7 +157,8 @@ def test_a_decision_through_the_service_on_temporal_is_carried_out_as_locally(
     assert decision["at"].endswith("+00:00")
     assert (decision["change"]["status_before"], decision["change"]["status_after"]) == (
         "partial", "complete")
-    assert decision["change"]["coverage_before"] < decision["change"]["coverage_after"]
+    assert (decision["change"]["coverage_before"], decision["change"]["coverage_after"]) == (
+        0.5, 1.0)
 
     local, local_esc, local_desk = decide_retry(servers["local"])
     assert {**esc, "since_s": 0} == {**local_esc, "since_s": 0}
@@ -206,6 +219,10 @@ def stop_survey(srv: Server) -> dict[str, Any]:
     assert (r.json()["stop"], r.json()["by"]) == (True, DECIDER)
     [esc] = until(c, run_id, "escalations")
     assert (esc["subtask_id"], esc["trigger"]) == ("survey", "human_request")
+    # The decision's coverage_before counts pricing on both engines once it is done.
+    read_stream(c, f"/runs/{run_id}/events", timeout=60, until=lambda seen: any(
+        m["event"] == "state" and m["data"]["subtask_id"] == "pricing"
+        and m["data"]["state"] == "done" for m in seen))
     r = c.post(f"/runs/{run_id}/decisions", json={"escalation": esc["id"], "do": "accept"})
     assert r.status_code == 200, r.text
     return report_of(srv, run_id)
@@ -221,4 +238,35 @@ def test_a_stop_through_the_service_reaches_a_running_round_on_temporal(
     assert (gap["subtask_id"], gap["trigger"]) == ("survey", "human_request")
     [decision] = report["decisions"]
     assert (decision["do"], decision["by"]) == ("accept", DECIDER)
+    assert decision["change"]["coverage_before"] == report["coverage"]
     assert normalized(report) == normalized(stop_survey(servers["local"]))
+
+
+def cancel_waiting(srv: Server) -> dict[str, Any]:
+    """Run ASK_RETRY with escalations waiting (licence_prices's call held for an hour)
+    and cancel it while patents waits; the report."""
+    doc = job(ASK_RETRY, escalations={"wait_s": 600})
+    doc["tools"]["deal_terminal"]["latency_s"] = 3600
+    c = srv.client()
+    run_id = submit(srv, doc, speed=10)
+    until(c, run_id, "escalations")
+    assert c.post(f"/runs/{run_id}/cancel").status_code in (200, 202)
+    return report_of(srv, run_id)
+
+
+def test_a_cancel_through_the_service_ends_a_waiting_run_on_temporal(
+    servers: dict[str, Server],
+) -> None:
+    """POST cancel while an escalation waits in the workflow (and another subtask's call
+    runs) ends the run with its partial report, as locally: not after the wait's timer,
+    nor once every call has returned. (The running round's call is lost on Temporal, a
+    cancelled activity returning nothing: docs/architecture.md says so.)"""
+    report = cancel_waiting(servers["temporal"])
+    local = cancel_waiting(servers["local"])
+    for one in (report, local):
+        assert one["decisions"] == []
+        assert {s["id"]: s["status"] for s in one["subtasks"]} == {
+            "patents": "partial", "licence_prices": "gap"}
+        assert [(g["subtask_id"], g["trigger"]) for g in one["gaps"]] == [
+            ("patents", "permission_denied"), ("licence_prices", "cancelled")]
+    assert (report["outcome"], report["coverage"]) == (local["outcome"], local["coverage"])
