@@ -81,8 +81,7 @@ class NotWaiting(DeskError):
 
 class Refused(NotWaiting):
     """A request a running subtask cannot take: a hint to one that asks no model (a
-    scripted plan has no turn to read it at), or any request on an engine that does not
-    carry requests to its subagents. 409 on the service, as ``NotWaiting``."""
+    scripted plan has no turn to read it at). 409 on the service, as ``NotWaiting``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +153,6 @@ class Desk:
         self._plan: _PlanWait | None = None
         self._running: set[str] = set()
         self._deaf: set[str] = set()  # running subtasks that ask no model: no hint reaches one
-        self._refusing: str | None = None
         self._stops: dict[str, PersonRequest] = {}
         self._stop_events: dict[str, anyio.Event] = {}
         self._hints: dict[str, list[PersonRequest]] = {}
@@ -452,16 +450,6 @@ class Desk:
         """Whether ``subtask_id`` runs now (as the flow said)."""
         return subtask_id in self._running
 
-    def refuse_requests(self, reason: str) -> None:
-        """Refuse every request to a running subtask from now on, saying ``reason``: the
-        engine running the job cannot carry one to its subagents."""
-        self._refusing = reason
-
-    @property
-    def refusing(self) -> str | None:
-        """Why every request is refused (:meth:`refuse_requests`), or None."""
-        return self._refusing
-
     def _emit_quietly(self) -> None:
         # A subtask starting is no event for listeners, but a scripted request may wait on it.
         self._changed.set()
@@ -474,16 +462,13 @@ class Desk:
 
         Raises:
             DecisionError: neither or both of stop and hint, or an empty hint.
-            Refused: the engine carries no request (:meth:`refuse_requests`), or a hint to
-                a subtask that asks no model: nothing would ever read it.
+            Refused: a hint to a subtask that asks no model: nothing would ever read it.
             NotWaiting: the subtask is not running.
         """
         if stop == (hint is not None):
             raise DecisionError("stop", "exactly one of stop: true, hint")
         if hint is not None and not hint.strip():
             raise DecisionError("hint", "a non-empty string", repr(hint))
-        if self._refusing is not None:
-            raise Refused(f"a request to subtask {subtask_id!r}", f"is refused: {self._refusing}")
         if subtask_id not in self._running:
             raise NotWaiting(f"subtask {subtask_id!r}", "is not running")
         if hint is not None and subtask_id in self._deaf:

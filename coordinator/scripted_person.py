@@ -186,7 +186,7 @@ class ScriptedPerson:
                 desk.review(verdict, by=SCRIPTED_BY)
             elif step.request is not None:
                 q = step.request
-                if desk.refusing is None and not desk.running(q.subtask):
+                if not desk.running(q.subtask):
                     return False
                 desk.request(q.subtask, by=q.by, stop=bool(q.stop), hint=q.hint)
         except (DecisionError, PlanEditError, Refused) as exc:

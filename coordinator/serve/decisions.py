@@ -23,7 +23,7 @@ from coordinator.people import Desk, NotWaiting
 from coordinator.plan_review import PlanEditError, PlanReview, parse_review
 from coordinator.report import Decision
 from coordinator.serve.auth import Authorizer
-from coordinator.serve.desks import NOTHING_WAITS
+from coordinator.serve.desks import NOTHING_WAITS, wants_a_person
 from coordinator.serve.manager import RunManager
 from coordinator.serve.refusals import problem, quote
 from coordinator.serve.routes import Known
@@ -161,6 +161,12 @@ def people_router(manager: RunManager, auth: Authorizer) -> APIRouter:
     def no_desk(row: RunRow) -> JSONResponse:
         if row.status not in ("queued", "running"):
             return _conflict(row, f"run {row.id} is {row.status}: nothing waits any more")
+        live = manager.live.get(row.id)
+        if live is not None and wants_a_person(live.scenario):
+            # Admitted here, its desk comes as it starts executing (on Temporal, once its
+            # workflow has started): nothing of it can wait or run before then.
+            return _conflict(row, f"run {row.id} has not started yet: nothing of it waits "
+                             "or runs")
         return _conflict(row, f"run {row.id} has no person's desk here: its job sets neither "
                          "escalations nor review_plan, or it runs elsewhere")
 

@@ -398,8 +398,9 @@ class RunManager:
         """``serve --executor temporal``: start the submitted run's workflow, then stream
         what the workers record in the store until its report is there.
 
-        A cancel is recorded (``POST /runs/{id}/cancel``) but the workflow does not hear
-        it yet: the run finishes on the workers. A job that lets people decide gets a
+        A cancel (``POST /runs/{id}/cancel``) is the workflow's ``cancel`` signal, as a
+        local run's cancel: running subagents hand up, the partial report is stored.
+        A job that lets people decide gets a
         desk here as a local run does (docs/design.md §17): the workflow waits, the
         executor mirrors what waits on the desk, and the people routes act on it.
         """
@@ -418,7 +419,8 @@ class RunManager:
         if person:
             live.desk, unlisten = desk_for(live.scenario, AnyioClock(speed=live.speed), live.log)
         try:
-            await executor.follow(live.run_id, handle, Hooks(desk=live.desk), on_row=stored)
+            await executor.follow(live.run_id, handle, Hooks(cancel=live.cancel, desk=live.desk),
+                                  on_row=stored)
         finally:
             if unlisten is not None:
                 unlisten()

@@ -245,19 +245,6 @@ async def test_hints_a_round_never_read_are_handed_back_as_it_ends() -> None:
     assert desk.take_hint_requests("news") == [] and desk.finished("news") == []
 
 
-async def test_a_desk_that_refuses_requests_says_why() -> None:
-    """On an engine that cannot carry requests (Temporal) every request is refused with
-    the reason, a running subtask's too; decisions are not affected."""
-    desk = Desk(AnyioClock())
-    desk.started("news")
-    desk.refuse_requests("the run is on Temporal")
-    assert desk.refusing == "the run is on Temporal"
-    for kw in ({"stop": True}, {"hint": "try 2025"}):
-        with pytest.raises(Refused, match="is refused: the run is on Temporal"):
-            desk.request("news", by="ana", **kw)
-    assert desk.requests == [] and not desk.stopping("news").is_set()
-
-
 @pytest.mark.parametrize(
     ("stop", "hint", "field"),
     [pytest.param(False, None, "stop", id="neither"), pytest.param(True, "x", "stop", id="both"),

@@ -112,16 +112,3 @@ async def test_a_script_for_what_never_happens_is_cancelled_with_the_job() -> No
     with anyio.move_on_after(3600):
         await person.run()
     assert person.left == 1
-
-
-async def test_a_request_on_a_desk_that_refuses_requests_is_said_not_waited_for() -> None:
-    """On a desk that refuses every request (a Temporal run) a request step does not wait
-    for its subtask to run: it is taken at its time, refused, and said in problems."""
-    desk = Desk(AnyioClock())
-    desk.refuse_requests("the run is on Temporal")
-    person = ScriptedPerson(desk, _steps({"after_s": 2, "request": {"subtask": "news",
-                                                                     "hint": "try 2025"}}))
-    with anyio.move_on_after(3600):
-        await person.run()
-    assert person.left == 0 and desk.requests == []
-    assert len(person.problems) == 1 and "the run is on Temporal" in person.problems[0]

@@ -396,3 +396,21 @@ def test_a_real_escalation_waits_for_a_decision_through_the_service(
     svc.wait_status(run_id, "finished")
     report = c.get(f"/runs/{run_id}/report").json()
     assert [d["escalation"] for d in report["decisions"]] == [esc["id"]]
+
+
+def test_a_queued_run_has_nothing_pending_yet_and_says_so(tmp_path: Path) -> None:
+    """A run whose job sets escalations, queued behind another, gets its desk when it
+    starts: until then pending is empty and a decision is 409 saying it has not started
+    (not that its job attaches no person)."""
+    with local_service(tmp_path, max_runs=1) as local:
+        first = local.submit(held_job())
+        second = local.submit(held_job(**WAITS))
+        local.wait_status(second, "queued")
+        c = local.client()
+        assert c.get(f"/runs/{second}/pending").json() == NOTHING
+        r = c.post(f"/runs/{second}/decisions", json={"escalation": "first:1", "do": "stop"})
+        assert r.status_code == 409, r.text
+        assert r.json()["status"] == "queued"
+        assert "has not started yet" in r.json()["detail"]
+        local.cancel(second)
+        local.cancel(first)
