@@ -12,7 +12,10 @@ them (:mod:`coordinator.sources`). Decisions:
   several), from a page or document read whole, and from a tool's data (as ``key:
   value``). Each is scored against its subtask's query by weighted term coverage, a
   term found in most candidates counting less, a term of the passage's title or heading
-  counting (nearly) as if the sentence said it, raised a little by its passage's rank.
+  counting (nearly) as if the sentence said it, raised a little by its passage's rank;
+  where the search was semantic, by its similarity in meaning to the query too. A
+  sentence that loses what the question asks to keep (``relevance.contradicts``: "Undo
+  commits permanently" for "… but keep the changes") keeps a fifth of its score.
   A sentence that refers back ("… with this code, …") is one candidate with the
   sentence before it.
 - **Shown in document order.** The best few of each subtask (:data:`PER_SUBTASK`, up

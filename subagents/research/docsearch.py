@@ -16,7 +16,9 @@ The best passage of each document is its result, scored by its bm25 raised a lit
 the document's next best passages (a page about the query has several; a table of
 contents mentions it once). Documents whose signatures say they are the same text under
 two names (a reStructuredText source and its rendered page) are one result, shown by
-the rendered page when it is among them (``also`` names the others). Weights were
+the rendered page when it is among them (``also`` names the others). With embeddings,
+the sentences of the best passages are compared with the query (:func:`_focus`): the
+nearest raises its passage and draws its window. Weights were
 chosen on the query set of ``benchmarks/data/python_docs_queries.json``.
 """
 

@@ -553,22 +553,20 @@ def refers_back(text: str, segs: list[Segment], i: int) -> bool:
 
 def contradicting(query: str, text: str, segs: list[Segment]) -> list[bool]:
     """Per segment of ``text``: whether it :func:`contradicts` ``query``, or belongs to an
-    entry whose name does ("Undo commits permanently", then every sentence of that entry
-    up to the next one)."""
+    entry (a label or labelled segment and what follows it, up to the next) of which one
+    segment does: "Undo commits permanently" and its command, or "Undo a commit, making
+    it a topic branch" whose command "rewinds the branch to get rid of those commits"."""
     against = [bool(query) and contradicts(query, text[s.start:s.end]) for s in segs]
-    for k in range(1, len(segs)):
-        if against[k - 1] and not against[k] and not _opens(text, segs[k]) \
-                and _entry_lost(segs, against, k - 1, text):
-            against[k] = True
-    return against
-
-
-def _entry_lost(segs: list[Segment], against: list[bool], k: int, text: str) -> bool:
-    """Whether segment ``k`` belongs to an entry whose opening segment contradicts (the
-    segments since the last one that opens an entry all do)."""
-    while k > 0 and not _opens(text, segs[k]):
-        k -= 1
-    return _opens(text, segs[k]) and against[k]
+    if not any(against):
+        return against
+    entry = 0  # where the entry of segment k began (0: before the first, the page's own)
+    entries: list[int] = []
+    for k, seg in enumerate(segs):
+        if _opens(text, seg):
+            entry = k
+        entries.append(entry)
+    lost = {entries[k] for k in range(len(segs)) if against[k] and _opens(text, segs[entries[k]])}
+    return [a or entries[k] in lost for k, a in enumerate(against)]
 
 
 def _opens(text: str, seg: Segment) -> bool:
