@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -42,6 +42,8 @@ __all__ = [
     "asks_for",
     "best_window",
     "content_words",
+    "contradicting",
+    "contradicts",
     "introduces",
     "segments",
 ]
@@ -74,6 +76,7 @@ WINDOW_CHARS = 800
 """The most a snippet holds (a code block longer than this is shown up to it)."""
 _BLANK_LINE = re.compile(r"\n\s*\n")
 _KIND_WEIGHT = 0.25  # more weight a window holding the kind of answer asked has
+_BONUS_WEIGHT = 1.0  # a window's nearest sentence in meaning: its similarity counts so
 _CODE_FENCE = re.compile(r"^\s*(?:-{4,}|`{3,}|~{3,}|\.{4,})\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|<\d+>)\s+\S")
 _PROMPT = re.compile(r"^\s*(?:\$|>>>|%|sqlite>|\w+@[\w.-]+[:~][^\s]*[$#])\s")
@@ -225,6 +228,37 @@ _ASKS_WAY = re.compile(r"\bhow (?:do|can|could|should|would) (?:i|you|we|one)\b|
 _COMMANDISH = re.compile(
     r"(?<![\w-])--?[A-Za-z][\w-]*|\$ |`|\b[A-Z]{3,}\b|\w\(\d\w*\)|[\w.]+=\S")
 _DIGITS = re.compile(r"\d")
+
+
+# A question that asks to keep something ("undo the commit but keep the changes", "get
+# the stash back without deleting it") …
+_ASKS_KEEP = re.compile(
+    r"\b(?:keep|keeping|preserve|preserving|retain|retaining)\b|"
+    r"\bwithout\s+(?:losing|deleting|removing|discarding|destroying)\b", re.IGNORECASE)
+# … is not answered by what says it loses it: "Undo commits permanently", "throw away",
+# "you do not want to ever see them again". Words that name a loss in any documentation,
+# never one document's commands.
+_LOSS = re.compile(
+    r"\b(?:permanently|irrevocabl\w*|irrecoverabl\w*|irreversibl\w*|discard\w*|"
+    r"destroy\w*|throw(?:s|ing)?\s+(?:\w+\s+)?away|get\s+rid\s+of|wip(?:e|es|ed|ing)\b|"
+    r"los(?:e|es|ing|t)\b|ever\s+see\s+\w+\s+again)", re.IGNORECASE)
+# "will not lose", "never be discarded", "without losing": the loss itself denied ("you do
+# not want to ever see them again" denies the wish, and is a loss).
+_NEGATED = re.compile(r"(?:\b(?:not|never|no|without)|n't)\s+(?:\w+\s+)?$", re.IGNORECASE)
+
+
+def contradicts(query: str, text: str) -> bool:
+    """Whether ``text`` says it loses what ``query`` asks to keep: the question asks to
+    keep, preserve or not lose something, and the text speaks of losing, discarding or
+    destroying, not negated ("Undo commits permanently … you do not want to ever see
+    them again" for "undo the last commit but keep the changes"). Such a sentence shares
+    the question's words and is the opposite of its answer."""
+    if not _ASKS_KEEP.search(query) or _LOSS.search(query):
+        return False
+    for found in _LOSS.finditer(text):
+        if not _NEGATED.search(text, max(0, found.start() - 40), found.start()):
+            return True
+    return False
 
 
 def asks_for(query: str) -> str | None:
@@ -399,14 +433,16 @@ def _sentences(para: str) -> list[tuple[int, int]]:
 
 def best_window(
     text: str, terms: Terms, *, limit: int = WINDOW_CHARS, heading: str = "",
-    asks: str | None = None,
+    asks: str | None = None, bonus: Sequence[float] | None = None, query: str = "",
 ) -> tuple[int, int]:
     """``(start, end)`` of the run of segments of ``text`` that best answers ``terms``:
     the most weight (terms the heading already holds count half; a window holding the
     kind of answer ``asks`` wants, a number or a command, weighs :data:`_KIND_WEIGHT`
     more), then the terms closest together, then the earliest; at most
     ``limit`` characters, whole segments only (one segment longer than that is cut at a
-    line or word end)."""
+    line or word end). ``bonus`` (one per segment of ``text``, as :func:`segments` cuts
+    it: its similarity in meaning to the query) adds the best one a window holds, times
+    :data:`_BONUS_WEIGHT`. A segment that :func:`contradicts` ``query`` counts nothing."""
     segs = segments(text)
     if not segs:
         return 0, 0
@@ -414,12 +450,16 @@ def best_window(
     weights = [w * (0.5 if h else 1.0) for w, h in zip(terms.weights, in_heading,
                                                         strict=True)]
     hits = [terms.present(text[s.start:s.end]) for s in segs]
+    against = contradicting(query, text, segs)
+    hits = [[False] * len(weights) if a else h for a, h in zip(against, hits, strict=True)]
     kinds = [asks is not None and _of_kind(text, segs, k, asks) for k in range(len(segs))]
     best: tuple[float, float, int] | None = None
     best_span = (segs[0].start, segs[0].end)
+    extra = list(bonus) if bonus is not None and len(bonus) == len(segs) else None
     for i in range(len(segs)):
         held = [False] * len(weights)
         kind = False
+        near = 0.0
         for j in range(i, len(segs)):
             if j > i and (segs[j].end - segs[i].start > limit or _opens(text, segs[j])):
                 break  # too long, or the next item of a list of terms begins
@@ -428,6 +468,9 @@ def best_window(
             value = sum(w for w, h in zip(weights, held, strict=True) if h)
             if kind:
                 value *= 1.0 + _KIND_WEIGHT
+            if extra is not None and not against[j]:
+                near = max(near, extra[j])
+                value += _BONUS_WEIGHT * near
             if value <= 0:
                 continue
             length = segs[j].end - segs[i].start
@@ -506,6 +549,24 @@ def refers_back(text: str, segs: list[Segment], i: int) -> bool:
     prev = segs[i - 1]
     return prev.kind == "sentence" and _BLANK_LINE.search(text, prev.end, segs[i].start) \
         is None and _REFERS_BACK.match(text, segs[i].start) is not None
+
+
+def contradicting(query: str, text: str, segs: list[Segment]) -> list[bool]:
+    """Per segment of ``text``: whether it :func:`contradicts` ``query``, or belongs to an
+    entry (a label or labelled segment and what follows it, up to the next) of which one
+    segment does: "Undo commits permanently" and its command, or "Undo a commit, making
+    it a topic branch" whose command "rewinds the branch to get rid of those commits"."""
+    against = [bool(query) and contradicts(query, text[s.start:s.end]) for s in segs]
+    if not any(against):
+        return against
+    entry = 0  # where the entry of segment k began (0: before the first, the page's own)
+    entries: list[int] = []
+    for k, seg in enumerate(segs):
+        if _opens(text, seg):
+            entry = k
+        entries.append(entry)
+    lost = {entries[k] for k in range(len(segs)) if against[k] and _opens(text, segs[entries[k]])}
+    return [a or entries[k] in lost for k, a in enumerate(against)]
 
 
 def _opens(text: str, seg: Segment) -> bool:

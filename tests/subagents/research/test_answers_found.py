@@ -14,7 +14,7 @@ from coordinator.lead.extractive import extractive_answer
 from coordinator.report import Answer, CoverageReport, Section, SubtaskOutcome
 from shared.envelope import Finding, ToolResult
 from subagents.research.docindex import DocIndex
-from subagents.research.relevance import Terms, segments
+from subagents.research.relevance import Terms, contradicts, segments
 
 QUESTION = "How long does the cache helper keep my password by default?"
 # The first section shares nearly every word of the question, and answers nothing.
@@ -216,3 +216,48 @@ def test_a_how_to_question_is_answered_by_a_command_announced(tmp_path: Path) ->
     assert "Dl-Limit" in found.results[0]["snippet"]
     text, _ = extractive_answer(_report(question, _finding(found.results)))
     assert text is not None and 'Dl-Limit "800";' in text
+
+
+# A manual's examples: the one that keeps the work shares fewer of the question's words
+# than the one that throws it away ("the last three commits", "keep working").
+UNDO_PAGE = (
+    "<html><head><title>tool-reset</title></head><body><h1>tool-reset</h1>"
+    "<h2>Examples</h2><dl>"
+    "<dt>Undo an add</dt><dd><pre>$ tool add a.c\n$ tool reset</pre>"
+    "<p>You revert the index changes for this file. Your changes in the working tree "
+    "remain there.</p></dd>"
+    "<dt>Undo a commit and redo</dt><dd><pre>$ tool commit ...\n$ tool reset --soft HEAD^"
+    "</pre><p>This is most often done when what you just committed is incomplete. It "
+    "leaves the working tree as it was before the reset.</p></dd>"
+    "<dt>Undo commits permanently</dt><dd><pre>$ tool commit ...\n$ tool reset --hard "
+    "HEAD~3</pre><p>The last three commits were bad and you do not want to ever see them "
+    "again. Switch to another branch and keep working.</p></dd></dl></body></html>")
+UNDO_QUESTION = "How do I undo the last commit but keep the changes?"
+
+
+def test_a_sentence_that_loses_what_the_question_keeps_contradicts_it() -> None:
+    """"Keep the changes" is contradicted by "permanently", "throw away", not by a loss
+    that is negated, and a question that asks for the loss is contradicted by nothing."""
+    assert contradicts(UNDO_QUESTION, "Undo commits permanently\n\n    $ tool reset --hard")
+    assert contradicts("How do I preserve my settings?", "This throws them away.")
+    assert not contradicts(UNDO_QUESTION, "This will not lose your changes.")
+    assert not contradicts(UNDO_QUESTION, "It leaves the working tree as it was.")
+    assert not contradicts("How do I delete a branch permanently?", "It is lost for good.")
+
+
+def test_the_answer_never_leads_with_what_destroys_what_the_user_keeps(tmp_path: Path) -> None:
+    """"Undo the last commit but keep the changes": the example that undoes commits
+    permanently shares more words with the question, and is neither the snippet shown
+    for the page nor any line of the extractive answer; the one that keeps them is."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tool-reset.html").write_text(UNDO_PAGE)
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    found = index.find(UNDO_QUESTION, 5)
+    index.close()
+    assert found.results
+    assert "--hard" not in found.results[0]["snippet"], found.results[0]["snippet"]
+    text, _ = extractive_answer(_report(UNDO_QUESTION, _finding(found.results)))
+    assert text is not None and "reset --soft HEAD^" in text, text
+    assert "--hard" not in text and "permanently" not in text, text
