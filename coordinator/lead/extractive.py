@@ -12,8 +12,7 @@ them (:mod:`coordinator.sources`). Decisions:
   several), from a page or document read whole, and from a tool's data (as ``key:
   value``). Each is scored against its subtask's query by weighted term coverage, a
   term found in most candidates counting less, a term of the passage's title or heading
-  counting (nearly) as if the sentence said it, raised a little by its passage's rank;
-  where the search was semantic, by its similarity in meaning to the query too. A
+  counting (nearly) as if the sentence said it, raised a little by its passage's rank. A
   sentence that loses what the question asks to keep (``relevance.contradicts``: "Undo
   commits permanently" for "… but keep the changes") keeps a fifth of its score.
   A sentence that refers back ("… with this code, …") is one candidate with the
@@ -41,7 +40,6 @@ import json
 import math
 import re
 import textwrap
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.job import JobSpec
@@ -76,9 +74,6 @@ _SEGMENT_CHARS = 600  # of one line (a longer code block is cut at a line end)
 _TEXT_CHARS = 20_000  # of a document read whole, looked at for sentences
 _DENSE = 120  # characters a segment may have before its length lowers its score
 _CONTRADICTED = 0.2  # of its score a sentence keeps that loses what the question keeps
-_SIMILAR = 160  # sentences compared in meaning with the question, at most
-_SIMILARITY_WEIGHT = 1.5  # a sentence's similarity to the question, above …
-_SIMILARITY_FLOOR = 0.4  # … this, counts this many times in its score
 
 
 def _compact(data: Any) -> str:
@@ -145,10 +140,6 @@ def _order(report: CoverageReport) -> list[Section]:
     return [s for _, s in sorted(enumerate(sections), key=key)]
 
 
-Similar = Callable[[str, Sequence[str]], list[float]]
-"""The similarity in meaning of a query to each of some texts (an embedder's)."""
-
-
 def _candidate(text: str, segs: list[Segment], at: int) -> Segment:
     """Segment ``at`` as the answer quotes it: with the sentence before it when it refers
     back to it."""
@@ -158,41 +149,15 @@ def _candidate(text: str, segs: list[Segment], at: int) -> Segment:
     return seg
 
 
-def _similarities(items: list[Evidence], texts: list[str], query: str,
-                  similar: Similar | None) -> dict[tuple[int, int, int], float]:
-    """Each candidate's similarity in meaning to ``query``, by (item, start, end): the
-    search results' sentences (not a document read whole), at most :data:`_SIMILAR`."""
-    if similar is None:
-        return {}
-    keys: list[tuple[int, int, int]] = []
-    quoted: list[str] = []
-    for k, (item, text) in enumerate(zip(items, texts, strict=True)):
-        if item.document:
-            continue
-        segs = segments(text)
-        for at in range(len(segs)):
-            seg = _candidate(text, segs, at)
-            piece = text[seg.start:seg.end]
-            if len(keys) < _SIMILAR and len(piece.split()) >= 4:
-                keys.append((k, seg.start, seg.end))
-                quoted.append(piece[:600])
-    if not quoted:
-        return {}
-    return dict(zip(keys, similar(query, quoted), strict=True))
-
-
-def _pick(items: list[Evidence], query: str, count: int,
-          similar: Similar | None = None) -> list[tuple[Evidence, str, Segment]]:
+def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence, str, Segment]]:
     """The ``count`` segments of ``items`` that best answer ``query``, in the order their
-    sources and documents have them; ``similar`` (where embeddings exist) adds each
-    sentence's similarity in meaning to the query to its score."""
+    sources and documents have them."""
     terms = Terms.of(query)
     numeric = _ASKS_VALUE.search(query) is not None
     cands: list[tuple[float, int, Evidence, str, Segment]] = []
     texts = [passage(item) for item in items]
     seen: set[str] = set()
     local = _local_weights(terms, texts)
-    near = _similarities(items, texts, query, similar)
     for rank, (item, text) in enumerate(zip(items, texts, strict=True)):
         # What the page and section are about, every sentence under them is about
         # ("The default mode is serialized." under "Multi-Threaded"): a term of their
@@ -224,11 +189,6 @@ def _pick(items: list[Evidence], query: str, count: int,
             score += 0.15 * _pairs(terms, quoted)
             # A passage the search ranked higher is a little more likely to answer.
             score += 0.1 / (1 + rank)
-            # What the sentence means beside what the question means: the words of an
-            # answer are often not the question's ("the initial branch … newly created
-            # repository" for "the first branch … a new repository").
-            score += _SIMILARITY_WEIGHT * max(0.0, near.get((rank, seg.start, seg.end), 0.0)
-                                              - _SIMILARITY_FLOOR)
             if against[at]:
                 # "Undo commits permanently: git reset --hard" for "undo … but keep the
                 # changes": the question's words, and the opposite of its answer.
@@ -296,24 +256,6 @@ def _local_weights(terms: Terms, texts: list[str]) -> list[float]:
             for k in range(len(terms.words))]
 
 
-def _similar(sections: Sequence[Section]) -> Similar | None:
-    """The embedder's similarity, when a search of these findings was semantic (its
-    ``match`` judged ``by: semantic``: the model is installed and turned on, and loaded
-    already); else None, and sentences are scored on their words alone."""
-    semantic = any(
-        isinstance(f.data, dict) and isinstance(f.data.get("match"), dict)
-        and f.data["match"].get("by") == "semantic"
-        for section in sections for f in section.findings)
-    if not semantic:
-        return None
-    try:
-        from subagents.research.embedding import load_embedder
-    except ImportError:  # pragma: no cover - a search was semantic, so the part is here
-        return None
-    embedder = load_embedder()
-    return None if embedder is None else embedder.similarities
-
-
 def extractive_answer(report: CoverageReport) -> tuple[str | None, list[Source]]:
     """The sentences of ``report``'s findings that best answer each subtask's query, one
     a line with its ``[n]``, and the sources they cite; ``(None, [])`` when no finding
@@ -327,14 +269,13 @@ def extractive_answer(report: CoverageReport) -> tuple[str | None, list[Source]]
     for item in evidence(sections):
         by_subtask.setdefault(item.subtask_id, []).append(item)
     per = _ALONE if len(sections) == 1 else PER_SUBTASK
-    similar = _similar(sections)
     picked: list[tuple[int, str, Segment]] = []
     chars = 0
     for section in _order(report):
         items = by_subtask.get(section.subtask_id, [])
         if not items:
             continue
-        for item, text, seg in _pick(items, section.query, per, similar):
+        for item, text, seg in _pick(items, section.query, per):
             if len(picked) == MAX_PASSAGES:
                 break
             size = len(_line(text, seg, item.n))

@@ -371,7 +371,7 @@ class DocIndex:
         sims = matrix @ q
         from subagents.research import docsearch
 
-        return docsearch.Dense(ids_arr, sims, embedder)
+        return docsearch.Dense(ids_arr, sims)
 
     def title_of(self, path: str) -> str | None:
         """The indexed title of ``path``, or None when it is not indexed."""

@@ -16,9 +16,7 @@ The best passage of each document is its result, scored by its bm25 raised a lit
 the document's next best passages (a page about the query has several; a table of
 contents mentions it once). Documents whose signatures say they are the same text under
 two names (a reStructuredText source and its rendered page) are one result, shown by
-the rendered page when it is among them (``also`` names the others). With embeddings,
-the sentences of the best passages are compared with the query (:func:`_focus`): the
-nearest raises its passage and draws its window. Weights were
+the rendered page when it is among them (``also`` names the others). Weights were
 chosen on the query set of ``benchmarks/data/python_docs_queries.json``.
 """
 
@@ -38,7 +36,6 @@ from subagents.research.relevance import (
     asks_for,
     best_window,
     content_words,
-    segments,
 )
 
 __all__ = ["BUDGET", "PER_DOCUMENT", "SEMANTIC_THRESHOLD", "STOPWORDS", "WEIGHTS", "Found",
@@ -161,7 +158,6 @@ class Dense:
 
     ids: Any
     sims: Any
-    embedder: Any = None  # scores the sentences of the best passages, when given
 
     def top(self, k: int) -> list[int]:
         """The ``k`` most similar passages, most similar first."""
@@ -244,11 +240,6 @@ def search(
         c.look_closer(terms, asks, query=query)
     similarity = dense.of([c.id for c in cands]) if dense is not None else {}
     _fuse(cands, similarity)
-    if dense is not None and dense.embedder is not None:
-        # The best passages' sentences, each compared with the question: the passage
-        # holding the sentence nearest in meaning rises, and its window holds it.
-        _focus(cands, query, terms, asks, dense.embedder)
-        _fuse(cands, similarity)
     chosen = _choose(cands, limit)
     _with_sources(conn, chosen)
     results = [c.result() for c in chosen]
@@ -262,11 +253,6 @@ _LOOK = 6  # candidates looked at per result wanted (the rest cannot be shown)
 _MORE = 3  # a document's next best passages that raise each of its passages …
 _SPREAD = 0.1  # … each at this fraction of its own
 _RRF = 30  # reciprocal rank fusion's constant (smaller: the top ranks weigh more)
-_FOCUS = 16  # best passages whose sentences are compared with the question …
-_FOCUS_SEGMENTS = 160  # … at most this many sentences in all (each is a forward pass)
-_FOCUS_NEAREST = 4  # of them, the passages nearest in meaning to the query
-_FOCUS_PER_FILE = 2  # of one document among them
-_FOCUS_WORDS = 4  # a sentence shorter than this (a heading, a bare name) is not compared
 SEMANTIC_THRESHOLD = 0.45
 """The cosine similarity of query and best passage under which a search with embeddings
 does not count as answering (all-MiniLM-L6-v2; chosen on the benchmark's question sets)."""
@@ -275,9 +261,8 @@ does not count as answering (all-MiniLM-L6-v2; chosen on the benchmark's questio
 class _Passage:
     """One candidate passage and its scores."""
 
-    __slots__ = ("also", "body", "cover", "file", "focus", "heading", "id", "judged", "kind",
-                 "lexical", "path", "rank", "score", "semantic", "sig", "start", "title",
-                 "window")
+    __slots__ = ("also", "body", "cover", "file", "heading", "id", "kind", "lexical",
+                 "path", "rank", "score", "semantic", "sig", "start", "title", "window")
 
     def __init__(self, pid: int, file: int, start: int, path: str, title: str, kind: str,
                  sig: bytes, heading: str, body: str, rank: int, terms: Terms) -> None:
@@ -286,22 +271,18 @@ class _Passage:
         self.heading, self.body, self.rank = heading, body, rank
         self.cover = terms.coverage(f"{title}\n{heading}\n{body}")
         self.window = (0, len(body))
-        self.judged: tuple[int, int] | None = None  # the window judged, when not the shown
         self.lexical = self.cover
         self.semantic: float | None = None
-        self.focus: float | None = None  # its sentence nearest in meaning to the query
         self.score = 0.0
         self.also: list[str] = []
 
-    def look_closer(self, terms: Terms, asks: str | None = None,
-                    bonus: list[float] | None = None, query: str = "") -> None:
+    def look_closer(self, terms: Terms, asks: str | None = None, query: str = "") -> None:
         """Find the passage's best window; its share of the query counts half of its
         lexical score (done for the likeliest candidates only: it reads every sentence).
-        ``bonus``: each segment's similarity to the query, where its sentences were
-        compared; ``query``: what a sentence must not contradict to count."""
+        ``query``: what a sentence must not contradict to count."""
         title, heading, body = self.title, self.heading, self.body
         w_start, w_end = best_window(body, terms, heading=f"{title} {heading}", asks=asks,
-                                     bonus=bonus, query=query)
+                                     query=query)
         self.window = (w_start, w_end)
         inside = terms.coverage(f"{title}\n{heading}\n{body[w_start:w_end]}")
         # What the passage holds of the query, and how much of it sits in one window.
@@ -316,8 +297,6 @@ class _Passage:
         }
         if self.semantic is not None:
             out["similarity"] = round(self.semantic, 3)
-        if self.focus is not None:
-            out["sentence_similarity"] = round(self.focus, 3)
         if self.also:
             out["also"] = self.also
         return out
@@ -332,9 +311,7 @@ def _fuse(cands: list[_Passage], similarity: dict[int, float]) -> None:
         for c in cands:
             c.semantic = similarity.get(c.id)
         orders.append(sorted(cands, key=lambda c: (-(c.semantic or -1.0), c.rank)))
-    if any(c.focus is not None for c in cands):
-        orders.append(sorted(cands, key=lambda c: (-(c.focus or -1.0), c.rank)))
-    weights = [1.0] * len(orders)
+    weights = [1.0, 1.0, 1.0][:len(orders)]
     for c in cands:
         c.score = 0.0
     for weight, order in zip(weights, orders, strict=True):
@@ -354,61 +331,6 @@ def _fuse(cands: list[_Passage], similarity: dict[int, float]) -> None:
         others = by_file[c.file]
         rest = [x for x in others[:_MORE + 1] if x != c.score][:_MORE]
         c.score += _SPREAD * sum(rest)
-
-
-def _focus(cands: list[_Passage], query: str, terms: Terms, asks: str | None,
-           embedder: Any) -> None:
-    """Compare the sentences of the best :data:`_FOCUS` passages with ``query`` (at most
-    :data:`_FOCUS_SEGMENTS` in all): each passage's ``focus`` is its nearest sentence's
-    similarity, and its window is looked for again, nearer that sentence.
-
-    A passage embedding reads a passage's first words only, and bm25 and the weighted
-    terms count words, not what they mean together: the sentence that answers
-    ("Use the specified name for the initial branch in the newly created repository")
-    may share few words with the question ("the name of the first branch when I create
-    a new repository") and sit deep in a passage about something else."""
-    best: list[_Passage] = []
-    per_file: dict[int, int] = {}
-    # The best by the fused score, and the nearest in meaning (which bm25 and the terms
-    # may rank low: few words in common is why they were added).
-    by_meaning = sorted((c for c in cands if c.semantic is not None),
-                        key=lambda c: -(c.semantic or 0.0))[:_FOCUS_NEAREST]
-    for c in [*by_meaning, *sorted(cands, key=lambda c: -c.score)]:
-        # Several documents heard, not one long manual's many passages.
-        if c not in best and per_file.get(c.file, 0) < _FOCUS_PER_FILE:
-            per_file[c.file] = per_file.get(c.file, 0) + 1
-            best.append(c)
-            if len(best) == _FOCUS:
-                break
-    texts: list[str] = []
-    spans: list[tuple[_Passage, list[int]]] = []
-    for c in best:
-        at: list[int] = []
-        for seg in segments(c.body):
-            piece = c.body[seg.start:seg.end]
-            if len(texts) < _FOCUS_SEGMENTS and len(piece.split()) >= _FOCUS_WORDS:
-                at.append(len(texts))
-                texts.append(piece[:_FOCUS_CHARS])
-            else:
-                at.append(-1)
-        spans.append((c, at))
-    if not texts:
-        return
-    sims = embedder.similarities(query, texts)
-    for c, at in spans:
-        bonus = [sims[k] if k >= 0 else 0.0 for k in at]
-        if any(k >= 0 for k in at):
-            c.focus = max(sims[k] for k in at if k >= 0)
-            # Whether it answers is judged on the window its words chose: measured on
-            # the answers benchmark, a window chosen nearer in meaning held the terms of
-            # a question it did not answer more often, and no similarity told them apart.
-            if c.judged is None:
-                c.look_closer(terms, asks, query=query)
-                c.judged = c.window
-            c.look_closer(terms, asks, bonus, query)
-
-
-_FOCUS_CHARS = 600  # of a sentence compared (a long code block by its beginning)
 
 
 def _choose(cands: list[_Passage], limit: int) -> list[_Passage]:
@@ -507,7 +429,7 @@ def _judgement(terms: Terms, chosen: list[_Passage],
     similarity kept wrong answers from claiming coverage."""
     best = 0.0
     for c in chosen[:3]:
-        start, end = c.judged or c.window
+        start, end = c.window
         best = max(best, answering_coverage(terms, c.body[start:end],
                                             f"{c.title}\n{c.heading}", asks))
     missing = terms.missing(f"{c.title}\n{c.heading}\n{c.body}" for c in chosen)
@@ -522,9 +444,6 @@ def _judgement(terms: Terms, chosen: list[_Passage],
         judged.update(matched=top >= SEMANTIC_THRESHOLD and best >= MATCH_THRESHOLD,
                       by="semantic", score=round(top, 3), threshold=SEMANTIC_THRESHOLD,
                       terms=round(best, 3), terms_threshold=MATCH_THRESHOLD)
-        focus = [c.focus for c in chosen[:3] if c.focus is not None]
-        if focus:
-            judged["sentence"] = round(max(focus), 3)
     return judged
 
 

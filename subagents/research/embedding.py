@@ -42,7 +42,6 @@ import math
 import os
 import threading
 import zipfile
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -97,7 +96,6 @@ _TOKENS_PER_BATCH = 1024
 # Texts tokenised at a time: enough to group similar lengths, few enough that the
 # tokenizer's output for a whole index is never held at once.
 _TEXTS_PER_ROUND = 512
-_CACHED = 4096  # sentence vectors an embedder keeps (1.5 KiB each)
 # Rows of the GELU computed at a time: its dozen element-wise passes stay in cache.
 _GELU_ROWS = 256
 
@@ -329,37 +327,6 @@ class Embedder:
         tokenizer.enable_truncation(max_tokens)
         self._tokenizer = tokenizer
         self._threads = ThreadpoolController()
-        # Sentences a search scored, kept for the answer that quotes them next.
-        self._cache: OrderedDict[str, Array] = OrderedDict()
-        self._cache_lock = threading.Lock()
-
-    def similarities(self, query: str, texts: Sequence[str]) -> list[float]:
-        """The cosine similarity of ``query`` to each of ``texts`` (whitespace collapsed).
-
-        The vectors of the last :data:`_CACHED` texts are kept: a search's sentences and
-        the extractive answer that scores them again are encoded once.
-        """
-        import numpy as np
-
-        keys = [" ".join(t.split()) for t in [query, *texts]]
-        with self._cache_lock:
-            missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
-        fresh = self.encode(missing) if missing else None
-        with self._cache_lock:
-            for k, row in zip(missing, fresh if fresh is not None else [], strict=True):
-                self._cache[k] = row
-            vectors = []
-            for k in keys:
-                row = self._cache.get(k)
-                if row is None:  # pushed out by another caller since: encoded again
-                    row = self.encode([k])[0]
-                vectors.append(row)
-                self._cache[k] = row
-                self._cache.move_to_end(k)
-            while len(self._cache) > _CACHED:
-                self._cache.popitem(last=False)
-        matrix = np.stack(vectors)
-        return [float(x) for x in matrix[1:] @ matrix[0]]
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """How many word pieces each text is embedded by (after the cut at max_tokens)."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -76,7 +76,6 @@ WINDOW_CHARS = 800
 """The most a snippet holds (a code block longer than this is shown up to it)."""
 _BLANK_LINE = re.compile(r"\n\s*\n")
 _KIND_WEIGHT = 0.25  # more weight a window holding the kind of answer asked has
-_BONUS_WEIGHT = 1.0  # a window's nearest sentence in meaning: its similarity counts so
 _CODE_FENCE = re.compile(r"^\s*(?:-{4,}|`{3,}|~{3,}|\.{4,})\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)]|<\d+>)\s+\S")
 _PROMPT = re.compile(r"^\s*(?:\$|>>>|%|sqlite>|\w+@[\w.-]+[:~][^\s]*[$#])\s")
@@ -433,16 +432,14 @@ def _sentences(para: str) -> list[tuple[int, int]]:
 
 def best_window(
     text: str, terms: Terms, *, limit: int = WINDOW_CHARS, heading: str = "",
-    asks: str | None = None, bonus: Sequence[float] | None = None, query: str = "",
+    asks: str | None = None, query: str = "",
 ) -> tuple[int, int]:
     """``(start, end)`` of the run of segments of ``text`` that best answers ``terms``:
     the most weight (terms the heading already holds count half; a window holding the
     kind of answer ``asks`` wants, a number or a command, weighs :data:`_KIND_WEIGHT`
     more), then the terms closest together, then the earliest; at most
     ``limit`` characters, whole segments only (one segment longer than that is cut at a
-    line or word end). ``bonus`` (one per segment of ``text``, as :func:`segments` cuts
-    it: its similarity in meaning to the query) adds the best one a window holds, times
-    :data:`_BONUS_WEIGHT`. A segment that :func:`contradicts` ``query`` counts nothing."""
+    line or word end). A segment that :func:`contradicts` ``query`` counts nothing."""
     segs = segments(text)
     if not segs:
         return 0, 0
@@ -455,11 +452,9 @@ def best_window(
     kinds = [asks is not None and _of_kind(text, segs, k, asks) for k in range(len(segs))]
     best: tuple[float, float, int] | None = None
     best_span = (segs[0].start, segs[0].end)
-    extra = list(bonus) if bonus is not None and len(bonus) == len(segs) else None
     for i in range(len(segs)):
         held = [False] * len(weights)
         kind = False
-        near = 0.0
         for j in range(i, len(segs)):
             if j > i and (segs[j].end - segs[i].start > limit or _opens(text, segs[j])):
                 break  # too long, or the next item of a list of terms begins
@@ -468,9 +463,6 @@ def best_window(
             value = sum(w for w, h in zip(weights, held, strict=True) if h)
             if kind:
                 value *= 1.0 + _KIND_WEIGHT
-            if extra is not None and not against[j]:
-                near = max(near, extra[j])
-                value += _BONUS_WEIGHT * near
             if value <= 0:
                 continue
             length = segs[j].end - segs[i].start
