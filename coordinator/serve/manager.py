@@ -406,8 +406,9 @@ class RunManager:
         return True
 
     async def _run_on_temporal(self, live: LiveRun) -> bool:
-        """``serve --executor temporal``: start the submitted run's workflow, then stream
-        what the workers record in the store until its report is there.
+        """``serve --executor temporal``: start the submitted run's workflow (a run taken
+        back on start has one running already), then stream what the workers record in
+        the store until its report is there.
 
         A cancel (``POST /runs/{id}/cancel``) is the workflow's ``cancel`` signal, as a
         local run's cancel: running subagents hand up, the partial report is stored.
