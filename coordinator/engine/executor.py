@@ -40,6 +40,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -237,6 +238,19 @@ class TemporalExecutor:
             policy=request.policy, asks=asks, attended=attended,
         )
 
+    async def take_back(self, run_id: str) -> tuple[JobHandle, datetime] | None:
+        """The workflow of run ``run_id`` and when it started, while it still runs on
+        this executor's namespace: a restarted ``fanout serve`` follows it again
+        (docs/design.md §9). None for a local run, a workflow of another namespace, or
+        one that has ended."""
+        from coordinator.temporal.client import still_running
+        from coordinator.temporal.records import temporal_run
+
+        ref = await anyio.to_thread.run_sync(temporal_run, self.store, run_id)
+        if ref is None or ref.namespace != self.target.namespace:
+            return None
+        return await still_running(await self.connect(), ref.workflow_id)
+
     async def follow(
         self,
         run_id: str,
@@ -244,15 +258,18 @@ class TemporalExecutor:
         hooks: Hooks,
         *,
         on_row: Callable[[dict[str, Any]], None] | None = None,
+        after: int = 0,
     ) -> CoverageReport:
         """Wait for the run's report; meanwhile the hooks hear the trace the workers
-        record, from the store (the last events before the report too). ``on_row``
+        record, from the store (the last events before the report too), from event
+        ``after`` on (a door that takes a run back has the earlier ones). ``on_row``
         hears every stored event as the store holds it (the service streams those)."""
         from coordinator.engine.follow import StoreTail, no_worker_hint
 
         tail = StoreTail(
             self.store, run_id, hooks.observer, hooks.on_plan, hooks.on_followups, on_row=on_row
         )
+        tail.seq = after
 
         async def watch() -> None:
             if hooks.on_notice is not None:
@@ -364,18 +381,22 @@ class _Attending:
         workflow stopped waiting for (timed out, cut) stops waiting here."""
         now = [Escalation.model_validate(w) for w in await self.handle.query("waiting")]
         ids = {e.id for e in now}
-        for escalation in now:
+        new = [e for e in now if e.id not in self.waits]
+        # When each began to wait, in job time (a desk attached later lists it as it was).
+        since: dict[str, float] = await self.handle.query("waiting_since") if new else {}
+        for escalation in new:
             assert escalation.id is not None
-            if escalation.id not in self.waits:
-                scope = self.waits[escalation.id] = anyio.CancelScope()
-                tg.start_soon(self._decide, escalation, scope)
+            scope = self.waits[escalation.id] = anyio.CancelScope()
+            tg.start_soon(self._decide, escalation, since.get(escalation.id), scope)
         for eid, scope in self.waits.items():
             if eid not in ids:
                 scope.cancel()
 
-    async def _decide(self, escalation: Escalation, scope: anyio.CancelScope) -> None:
+    async def _decide(
+        self, escalation: Escalation, since_s: float | None, scope: anyio.CancelScope
+    ) -> None:
         with scope:
-            decision = await self.desk.wait(escalation, timeout_s=None)
+            decision = await self.desk.wait(escalation, timeout_s=None, since_s=since_s)
             await self.handle.signal("decided", decision)
 
     async def _plan(self, tg: TaskGroup) -> None:

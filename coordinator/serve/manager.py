@@ -15,6 +15,11 @@ and every ``adopt_interval_s`` after, a server claims the served runs whose hold
 (a compare-and-set on the holder and session: one claimant wins) and resumes them as
 ``fanout resume`` does; on stop it cuts its runs, flushes their recorders and releases
 them, ``interrupted``, for the next start or another live server.
+
+With ``--executor temporal`` the workers run a run whatever happens to the server that
+submitted it, so nothing is resumed: on start a server takes back every served run whose
+workflow still runs on its namespace (docs/design.md §9): it follows the workflow again
+(its events, a desk mirroring what waits, its end) as the server that started it did.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
@@ -66,6 +72,9 @@ from shared.clock import AnyioClock
 from shared.errors import InputFileError
 from shared.tokens import load_encoding
 
+if TYPE_CHECKING:
+    from coordinator.temporal import JobHandle
+
 log = logging.getLogger("fanout.serve")
 
 
@@ -85,6 +94,8 @@ class LiveRun:
     # The run's person (docs/design.md §17): set while it executes here, when its job
     # lets people decide (coordinator/serve/desks.py).
     desk: Desk | None = None
+    # A run taken back on Temporal: its workflow, already running, and when it started.
+    workflow: tuple[JobHandle, datetime] | None = None
 
 
 class RunManager:
@@ -117,7 +128,7 @@ class RunManager:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                await self._adopt()
+                await self._adopt(starting=True)
                 tg.start_soon(self._watch, stop_listening, name="store watch")
                 try:
                     yield
@@ -395,8 +406,9 @@ class RunManager:
         return True
 
     async def _run_on_temporal(self, live: LiveRun) -> bool:
-        """``serve --executor temporal``: start the submitted run's workflow, then stream
-        what the workers record in the store until its report is there.
+        """``serve --executor temporal``: start the submitted run's workflow (a run taken
+        back on start has one running already), then stream what the workers record in
+        the store until its report is there.
 
         A cancel (``POST /runs/{id}/cancel``) is the workflow's ``cancel`` signal, as a
         local run's cancel: running subagents hand up, the partial report is stored.
@@ -406,9 +418,12 @@ class RunManager:
         """
         assert self.config.temporal is not None
         executor = TemporalExecutor(self.store, self.config.temporal)
-        request = RunRequest(live.scenario, "", live.scenario.source, speed=live.speed)
         person = wants_a_person(live.scenario)
-        handle = await executor.start_registered(live.run_id, request, attended=person)
+        if live.workflow is None:
+            request = RunRequest(live.scenario, "", live.scenario.source, speed=live.speed)
+            handle = await executor.start_registered(live.run_id, request, attended=person)
+        else:  # taken back: the workers went on with it while no server followed it
+            handle, started = live.workflow
 
         def stored(event: dict[str, Any]) -> None:
             live.log.append(event["seq"], frame(event))
@@ -418,9 +433,13 @@ class RunManager:
         unlisten = None
         if person:
             live.desk, unlisten = desk_for(live.scenario, AnyioClock(speed=live.speed), live.log)
+            if live.workflow is not None:
+                # The desk counts job time from the workflow's start, as the workflow
+                # does: a decision's at_s goes on from where the run stands.
+                live.desk.align((datetime.now(UTC) - started).total_seconds() * live.speed)
         try:
             await executor.follow(live.run_id, handle, Hooks(cancel=live.cancel, desk=live.desk),
-                                  on_row=stored)
+                                  on_row=stored, after=live.log.base_seq)
         finally:
             if unlisten is not None:
                 unlisten()
@@ -430,10 +449,14 @@ class RunManager:
 
     # -- resuming -------------------------------------------------------------------
 
-    async def _adopt(self) -> None:
-        """Claim and admit the served runs a stopped or killed server left unfinished."""
+    async def _adopt(self, *, starting: bool = False) -> None:
+        """Claim and admit the served runs a stopped or killed server left unfinished;
+        ``starting``: on Temporal, take back those whose workflow still runs."""
         for run_id in await anyio.to_thread.run_sync(self.records.left_running):
             if run_id in self.live or self.stopping:
+                continue
+            if (starting and self.config.temporal is not None
+                    and await self._take_back(run_id)):
                 continue
             claimed = await anyio.to_thread.run_sync(self._claim, run_id)
             if claimed is None:
@@ -447,6 +470,39 @@ class RunManager:
                 live.cancel.set()
             self.writer.hold(run_id)
             self._admit(live)
+
+    async def _take_back(self, run_id: str) -> bool:
+        """Follow again run ``run_id`` if its workflow still runs on this server's
+        Temporal namespace (docs/design.md §9): it is held here (``running``), its events
+        stream from the last one stored, its job's desk mirrors what waits in the
+        workflow again, and its end is heard. False when it has no running workflow."""
+        assert self.config.temporal is not None
+        executor = TemporalExecutor(self.store, self.config.temporal)
+        try:
+            workflow = await executor.take_back(run_id)
+        except Exception as exc:  # Temporal unreachable: the run is left as it stands
+            log.warning("not taking back run %s: its workflow cannot be read (%s)", run_id, exc)
+            return False
+        if workflow is None:
+            return False
+        row = await anyio.to_thread.run_sync(self.store.get, run_id)
+        try:
+            scenario = load_scenario_text(row.spec_text, row.file)
+        except InputFileError as exc:
+            log.warning("not taking back run %s: %s", run_id, exc)
+            return False
+        base = await anyio.to_thread.run_sync(self.records.last_seq, run_id)
+        log.warning("taking back run %s: its workflow runs on Temporal", run_id)
+        live = LiveRun(run_id, scenario, row.speed, session=row.sessions,
+                       log=EventLog(run_id, base), cancel=anyio.Event(), resumed=True,
+                       workflow=workflow)
+        if await anyio.to_thread.run_sync(self.records.cancel_requested, run_id):
+            live.cancel.set()  # recorded while no server followed it: signalled now
+        self.writer.claim(run_id)  # held by this server: it reads running again
+        self.live[run_id] = live
+        # The workflow runs already: it takes a slot, never a place in the queue.
+        self._start(live, slot=True)
+        return True
 
     def _claim(self, run_id: str) -> tuple[Scenario, float, int, int, bool] | None:
         """Take over an interrupted served run: its job, speed, session, last event and

@@ -167,6 +167,14 @@ class ServiceRecords:
             ).fetchall()
         return [r[0] for r in rows]
 
+    def last_seq(self, run_id: str) -> int:
+        """The sequence number of run ``run_id``'s newest stored event (0: none yet)."""
+        with self.store.backend.connection() as conn:
+            row = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        return int(row[0])
+
     def release(self, run_id: str) -> None:
         """Give up this process's claim on an unfinished run: it reads ``interrupted``.
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Final
 
 import anyio
 from opentelemetry.trace import TracerProvider
-from temporalio.client import Client, Interceptor, WorkflowHandle
+from temporalio.client import Client, Interceptor, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -104,6 +105,22 @@ async def start_job(
     return await client.start_workflow(
         FanoutWorkflow.run, inp, id=workflow_id(inp.run_id), task_queue=task_queue
     )
+
+
+async def still_running(client: Client, workflow: str) -> tuple[JobHandle, datetime] | None:
+    """The handle of workflow ``workflow`` on the client's namespace and when it started,
+    while it runs; None when it has ended or the namespace does not know it (a restarted
+    ``fanout serve`` takes back the runs whose workflow still runs, docs/design.md §9)."""
+    handle = client.get_workflow_handle_for(FanoutWorkflow.run, workflow)
+    try:
+        described = await handle.describe()
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise
+    if described.status != WorkflowExecutionStatus.RUNNING:
+        return None
+    return handle, described.start_time
 
 
 async def start_recorded(

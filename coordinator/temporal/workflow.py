@@ -128,6 +128,7 @@ class FanoutWorkflow:
         # often a person sent each subtask back to work (``retry``).
         self._offered: dict[str, int] = {}
         self._waiting: dict[str, Escalation] = {}
+        self._since: dict[str, float] = {}  # when each waiting escalation began to wait
         self._made: dict[str, Decision] = {}
         self._again: dict[str, int] = {}
         # The lead's plan waiting for a person's review (the ``plan`` query), and the
@@ -173,6 +174,12 @@ class FanoutWorkflow:
         """The escalations waiting for a person's decision now, offered (with their ids
         and options), oldest first, each as its wire form."""
         return [e.model_dump(mode="json", by_alias=True) for e in self._waiting.values()]
+
+    @workflow.query(name="waiting_since")
+    def waiting_since(self) -> dict[str, float]:
+        """The job time each escalation waiting now began to wait, by id (a door that
+        attaches its desk later, a restarted server, lists it as it was)."""
+        return {eid: self._since[eid] for eid in self._waiting}
 
     @workflow.signal(name="decided")
     def decided(self, decision: Decision) -> None:
@@ -517,8 +524,9 @@ class FanoutWorkflow:
         eid = offered.id
         assert eid is not None
         self._waiting[eid] = offered
+        since = self._since[eid] = self.now()
         await self._record_decision(sid, DECISION_NEEDED,
-                                    {"escalation": pending_item(offered, self.now())})
+                                    {"escalation": pending_item(offered, since)})
         wait = self._job.escalation_wait()
         timeout = None if wait.wait_s is None else timedelta(
             seconds=max(wait.wait_s / self._inp.speed, 0))
@@ -542,6 +550,7 @@ class FanoutWorkflow:
                     update={"at_s": self.now()})
         finally:
             del self._waiting[eid]
+            del self._since[eid]
         await self._record_decision(sid, DECISION_MADE,
                                     {"decision": made.model_dump(mode="json")})
         return made
