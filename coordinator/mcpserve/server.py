@@ -39,7 +39,6 @@ from coordinator.mcpserve.config import (
     MAX_SUBTASKS,
     ArgumentRefused,
     DoorConfig,
-    refused,
 )
 from coordinator.mcpserve.door import Busy, Door, Ticket
 from coordinator.mcpserve.person import ask_person, can_elicit, client_name, pending_text
@@ -389,14 +388,10 @@ async def cancel_run(
     status and report. Cancelling a cancelled run again is no error."""
     app = _app(ctx)
     try:
+        # On Temporal too: the run's cancel is the workflow's `cancel` signal (the
+        # executor sends it when the door's cancel reaches the run), and the workflow
+        # ends with its partial report as a local run does.
         reading.check_run_id(run_id)
-        if app.config.executor == "temporal":
-            # As `POST /runs/{id}/cancel` on Temporal: the workflow has no cancel that
-            # keeps its findings yet. Said plainly rather than stopping to follow it.
-            await anyio.to_thread.run_sync(reading.run_row, app.store, run_id)
-            raise refused("run_id", "a run this server executes itself", f"{run_id!r}: with "
-                          "--executor temporal runs go on on the workers, which cannot "
-                          "cancel one yet; it finishes in the store")
     except ArgumentRefused as exc:
         raise ToolError(str(exc)) from None
     ticket = app.door.cancel(run_id)

@@ -138,15 +138,13 @@ async def test_cancelling_what_does_not_run_here_is_a_tool_error_naming_run_id(
 
 @pytest.mark.parametrize(("executor", "said"), [
     pytest.param("local", "which another process runs", id="held-elsewhere"),
-    pytest.param("temporal", "with --executor temporal runs go on on the workers",
-                 id="on-temporal"),
+    pytest.param("temporal", "which another process runs", id="on-temporal"),
 ])
 async def test_a_run_this_server_does_not_execute_is_refused_in_process(
     tmp_path: Path, executor: ExecutorName, said: str,
 ) -> None:
-    """Through the SDK's in-process client: a run another live process holds, or any run
-    of a server whose runs go to Temporal, is a tool error naming run_id, and the run is
-    left as it was."""
+    """Through the SDK's in-process client: a run another live process holds is a tool
+    error naming run_id, on either executor, and the run is left as it was."""
     from mcp import Client
 
     from coordinator.mcpserve import DoorConfig, build_server

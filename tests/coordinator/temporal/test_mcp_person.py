@@ -73,3 +73,25 @@ async def test_a_decision_through_mcp_on_temporal_is_carried_out(
     assert (decision["escalation"], decision["do"]) == ("patents:1", "retry")
     assert decision["by"] == decided.structured_content["by"]
     assert decision["change"]["status_after"] == "complete"
+
+
+async def test_cancel_run_on_temporal_ends_a_waiting_run_with_its_partial_report(
+    dev_server: DevServer, workers: Workers, tmp_path: Path,
+) -> None:
+    """cancel_run of a run whose escalation waits in the workflow: the workflow's cancel
+    ends it with its partial report, nothing decided, the waiting subtask's gap kept."""
+    workers.start(QUEUE, concurrency=8)
+    text = yaml.safe_dump(job(ASK_RETRY, escalations={"wait_s": 600}), sort_keys=False)
+    with anyio.fail_after(120):
+        async with over_stdio(tmp_path, "--executor", "temporal", "--address",
+                              dev_server.address, "--task-queue", QUEUE) as session:
+            started = await session.call_tool("run_job", {"job": text, "wait_s": 0})
+            assert not started.is_error, text_of(started)
+            run_id = started.structured_content["run_id"]
+            await _until(session, run_id, lambda r: r.get("pending", {}).get("escalations"))
+            cancelled = await session.call_tool("cancel_run", {"run_id": run_id})
+            assert not cancelled.is_error, text_of(cancelled)
+            report = await _until(session, run_id, lambda r: r["status"] == "finished")
+    assert report["decisions"] == []
+    assert "patents" in {g["subtask_id"] for g in report["gaps"]}
+    assert report["outcome"] != "complete"
