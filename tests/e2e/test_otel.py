@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -48,14 +49,25 @@ def openai_server(_servers: dict[str, LoopbackServer]) -> LoopbackServer:
 
 def _fanout_run(job: Path, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str],
                                                                float]:
+    # PYTHONFAULTHANDLER: a run that has not ended after 60 s is aborted, and the test
+    # fails with every thread's stack. Seen once beside `stress --cpu 2` at load ~10: the
+    # report printed whole, then no exit within the 60 s (the stacks will say where).
     environ = {**os.environ, KEY_ENV: KEY, "FANOUT_STORE": str(tmp_path / "runs.sqlite"),
-               "OTEL_SERVICE_NAME": "fanout-e2e", **env}
+               "OTEL_SERVICE_NAME": "fanout-e2e", "PYTHONFAULTHANDLER": "1", **env}
+    command = [sys.executable, "-m", "coordinator.cli", "run", str(job), "--json", "--speed",
+               "50"]
     began = time.monotonic()
-    run = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "run", str(job), "--json", "--speed", "50"],
-        capture_output=True, text=True, env=environ, cwd=tmp_path, timeout=60, check=False,
-    )
-    return run, time.monotonic() - began
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=environ, cwd=tmp_path) as proc:
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate(timeout=30)
+            pytest.fail(f"fanout run had not ended after 60 s; its output:\n{out[-2000:]}\n"
+                        f"its stacks:\n{err}")
+    took = time.monotonic() - began
+    return subprocess.CompletedProcess(command, proc.returncode, out, err), took
 
 
 def _job(wire: Wire, server: LoopbackServer, tmp_path: Path) -> Path:
