@@ -279,7 +279,7 @@ class Flow:
         # store records it: a resumed run lists it as it was).
         self.on_change = on_change
         # What decided a subtask's wait that the deadline cut (None: nothing, it stays
-        # undecided): the local backend's ``by: deadline`` decision.
+        # undecided): the backend's ``by: deadline`` decision (docs/design.md §17).
         self.cut_decision = cut_decision
         self.decisions: list[Decision] = []
         # A person's decisions under way: the subtask's status and the job's coverage
@@ -585,9 +585,10 @@ class Flow:
         await backend.lanes(n_lanes, first_lane if waiters else lane,
                             time_left(job.deadline_s, backend.now()))
         for sid, result in held.items():
-            # The deadline or a cancel fell while a person had not decided. A backend that
-            # decides a wait the deadline cut (the local one: accepted ``by: deadline``)
-            # has it carried out, so it is listed with what it changed; else undecided.
+            # The deadline or a cancel fell while a person had not decided. A wait the
+            # deadline cut is decided by the backend (accepted ``by: deadline``, on both
+            # engines) and carried out, so it is listed with what it changed; a cancel's
+            # stays undecided.
             decision = self.cut_decision(sid) if self.cut_decision is not None else None
             if decision is None:
                 await self.add(rows, result, ask=False)

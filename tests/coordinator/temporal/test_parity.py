@@ -49,6 +49,11 @@ PARITY = [
     pytest.param(LIBRARY / "deadline.yaml", ("--choose", "--speed", "4"), id="deadline"),
     # MCP and research tools: an MCP server over stdio and a folder of documents.
     pytest.param(DATA / "mcp_and_docs.yaml", ("--choose",), id="mcp_and_docs"),
+    # A wait the deadline cuts (docs/design.md §17): a person attached who decides
+    # nothing (--decide for no such subtask), both waits decided accept, by: deadline.
+    pytest.param(DATA / "deadline_cuts_a_wait.yaml", ("--decide", "nobody=accept",
+                                                      "--speed", "2"),
+                 id="deadline_cuts_a_wait"),
 ]
 # Where the engines differ by design, the report is compared without it:
 # model_budget's subagents stopped while running hand up on what the workflow lent
@@ -167,6 +172,13 @@ def test_both_engines_give_the_same_report_and_trace(
     assert on_temporal[2] == local[2]
     # A person's escalations are recorded alike: what waited, what was decided.
     assert decided["temporal"] == decided["local"]
+    if request.node.callspec.id == "deadline_cuts_a_wait":
+        # (Compared alike above; here, that it is the deadline that decided them.)
+        made = {d["escalation"]: (d["do"], d["by"]) for d in on_temporal[1]["decisions"]}
+        assert made == {"patents:1": ("accept", "deadline"),
+                        "licence_prices:1": ("accept", "deadline")}
+        assert {g["subtask_id"]: g.get("decided") for g in on_temporal[1]["gaps"]} == {
+            "patents": "patents:1", "licence_prices": "licence_prices:1"}
     if load_scenario(path).mcp_servers:
         # The job's tool catalogue is its first event, its MCP and docs tools in it.
         assert on_temporal[2]["lead"][0] == "catalogue"
