@@ -39,7 +39,7 @@ from coordinator.lead.synthesis import synthesize
 from coordinator.people import DECISION_CHANGED, DECISION_MADE, DECISION_NEEDED, Desk
 from coordinator.report import CoverageReport, Decision, with_tokens
 from coordinator.routing import EscalationHandler, RecordingHandler
-from coordinator.rules import CutTrigger, cut, handed_up, retried_later
+from coordinator.rules import CutTrigger, cut, handed_up, retried_later, split_followups
 from coordinator.scripted_person import ScriptedPerson
 from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
@@ -293,7 +293,8 @@ class LocalBackend:
         async with cancelled_by(self.cancel):
             planned = await plan_followups(report, job, catalogue(self.source), self.lead)
         if planned is not None and self.hooks.on_followups is not None:
-            self.hooks.on_followups(list(planned), self.job_clock.now())
+            # Recorded: those that run (one for a gap a person decided does not).
+            self.hooks.on_followups(split_followups(planned, report)[0], self.job_clock.now())
         return planned
 
     async def synthesize(self, report: CoverageReport) -> CoverageReport:

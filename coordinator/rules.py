@@ -10,7 +10,8 @@ once, here:
   whether another round starts (:func:`next_round_starts`), and how a subagent still
   running when the job is cut hands up (:func:`cut`);
 - **follow-ups**: whether the lead plans them (:func:`follows_up`, :func:`asks_for_followups`)
-  and for which gaps (:func:`open_gaps`), and the job they run as (:func:`followup_job`);
+  and for which gaps (:func:`open_gaps`: never one a person decided, :func:`settled`,
+  :func:`split_followups`), and the job they run as (:func:`followup_job`);
 - **the lead's position**: what a checkpoint keeps of where the lead stands
   (:func:`lead_position`), so a resumed run (local) or the lead's next activity
   (Temporal) continues from there;
@@ -52,6 +53,8 @@ __all__ = [
     "open_gaps",
     "past_deadline",
     "retried_later",
+    "settled",
+    "split_followups",
     "time_left",
 ]
 
@@ -115,10 +118,47 @@ def handed_up(run: SubagentRun, now: float, by: str | None) -> None:
 # -- follow-ups (docs/design.md §11) ----------------------------------------------------------
 
 
+def settled(report: CoverageReport) -> dict[str, str]:
+    """The subtasks a person's decision settled, by id, each with the escalation decided
+    (its subtask id when the decision names none), from ``report.decisions`` in the
+    order made (docs/design.md §17).
+
+    A decision is the person's word on that gap, so the lead plans no follow-up for it:
+    ``accept`` keeps the gap, ``stop`` ends the run, ``answer`` fills it with the
+    person's finding, ``use_tool``/``requery`` fill it the person's way (their
+    continuation is its follow-up). A decision ``by: timeout`` or ``by: deadline`` is
+    the person's too (``on_timeout`` says what their silence means). Only ``retry``
+    settles nothing: the subtask ran again and its new result is its own (one that
+    escalated again was decided again). A handler's bare choice (no ``do``) is no
+    person's decision and settles nothing, as before.
+    """
+    last: dict[str, tuple[str, str]] = {}
+    for decision in report.decisions:
+        if decision.do is not None:
+            last[decision.subtask_id] = (decision.do,
+                                         decision.escalation or decision.subtask_id)
+    return {sid: eid for sid, (do, eid) in last.items() if do != "retry"}
+
+
 def open_gaps(report: CoverageReport) -> list[Gap]:
-    """The gaps a follow-up may be planned for (the lead's own failed plan is not one:
-    its degraded plan already researched the question)."""
-    return [g for g in report.gaps if g.subtask_id != LEAD]
+    """The gaps a follow-up may be planned for: not the lead's own failed plan (its
+    degraded plan already researched the question), not one already filled, and not one
+    a person decided (:func:`settled`)."""
+    decided = settled(report)
+    return [g for g in report.gaps
+            if g.subtask_id != LEAD and not g.filled_by and g.subtask_id not in decided]
+
+
+def split_followups(
+    specs: Sequence[SubtaskSpec], report: CoverageReport
+) -> tuple[list[SubtaskSpec], list[SubtaskSpec]]:
+    """``specs``, the follow-ups the lead planned from ``report``, as those that run and
+    those that do not: planned for a subtask a person decided (:func:`settled`; a
+    scripted lead plans by its script, whatever it was shown). The run store records
+    only those that run; the report says what did not (``Gap.skipped_followups``)."""
+    decided = settled(report)
+    kept = [s for s in specs if s.followup_of not in decided]
+    return kept, [s for s in specs if s.followup_of in decided]
 
 
 def follows_up(job: JobSpec, *, lead: bool, lead_failed: bool, lead_plans: bool) -> bool:

@@ -54,6 +54,11 @@ PARITY = [
     pytest.param(DATA / "deadline_cuts_a_wait.yaml", ("--decide", "nobody=accept",
                                                       "--speed", "2"),
                  id="deadline_cuts_a_wait"),
+    # A gap a person decided is not followed up (docs/design.md §17): patents accepted,
+    # the lead's follow-up for it dropped and said so, news' follow-up run.
+    pytest.param(DATA / "accepted_not_followed_up.yaml", ("--decide", "patents=accept",
+                                                          "--speed", "4"),
+                 id="accepted_not_followed_up"),
 ]
 # Where the engines differ by design, the report is compared without it:
 # model_budget's subagents stopped while running hand up on what the workflow lent
@@ -179,6 +184,13 @@ def test_both_engines_give_the_same_report_and_trace(
                         "licence_prices:1": ("accept", "deadline")}
         assert {g["subtask_id"]: g.get("decided") for g in on_temporal[1]["gaps"]} == {
             "patents": "patents:1", "licence_prices": "licence_prices:1"}
+    if request.node.callspec.id == "accepted_not_followed_up":
+        # (Alike above; here, that the accepted gap's follow-up did not run, and why.)
+        assert [r["id"] for r in on_temporal[1]["subtasks"]] == [
+            "market", "patents", "news", "news_web"]
+        gaps = {g["subtask_id"]: g for g in on_temporal[1]["gaps"]}
+        assert gaps["patents"]["skipped_followups"] == ["patents_db"]
+        assert gaps["news"]["filled_by"] == ["news_web"]
     if load_scenario(path).mcp_servers:
         # The job's tool catalogue is its first event, its MCP and docs tools in it.
         assert on_temporal[2]["lead"][0] == "catalogue"
