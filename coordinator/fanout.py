@@ -39,7 +39,14 @@ from coordinator.lead.synthesis import synthesize
 from coordinator.people import DECISION_CHANGED, DECISION_MADE, DECISION_NEEDED, Desk
 from coordinator.report import CoverageReport, Decision, with_tokens
 from coordinator.routing import EscalationHandler, RecordingHandler
-from coordinator.rules import CutTrigger, cut, handed_up, retried_later, split_followups
+from coordinator.rules import (
+    CutTrigger,
+    cut,
+    handed_up,
+    retried_later,
+    review_wait,
+    split_followups,
+)
 from coordinator.scripted_person import ScriptedPerson
 from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
@@ -261,13 +268,15 @@ class LocalBackend:
                         cancelled_planning(job, self.lead), cut=True)
         assert plan.subtasks is not None
         if self.desk is not None and job.review_plan and not plan.cut:
-            # The plan waits for a person (docs/design.md §17), before it is recorded; a
-            # cancel ends the wait as it ends the planning (it hung until the timeout).
+            # The plan waits for a person (docs/design.md §17), before it is recorded,
+            # for wait_s but never past the job's deadline (then approved by: timeout, as
+            # on Temporal); a cancel ends the wait as it ends the planning.
             review = None
             async with cancelled_by(self.cancel):
                 review = await self.desk.review_plan(
                     plan.subtasks, defaults=job.defaults, tools=[t.name for t in tools],
-                    planner="model", timeout_s=job.escalation_wait().wait_s)
+                    planner="model", timeout_s=review_wait(
+                        job.escalation_wait().wait_s, job.deadline_s, self.job_clock.now()))
             if review is None:  # nothing reviewed: as a cancel while it planned
                 plan = Plan(plan.subtasks, cancelled_planning(job, self.lead), cut=True)
             elif review.verdict == "reject":
@@ -322,6 +331,12 @@ class LocalBackend:
     async def lanes(self, n: int, lane: Lane, left: float | None) -> None:
         assert self.clock is not None
         self._deadline_at = None if left is None else self.clock.now() + left
+        if left is not None and left <= 0:
+            # The deadline has passed (a plan approved by timeout at it): no lane starts,
+            # and the flow settles the batch as queued deadline gaps with 0 attempts, as
+            # the workflow's zero timer does (a cut at once still let each lane's first
+            # subtask begin its attempt).
+            return
         with self.clock.move_on_after(left):
             async with cancelled_by(self.cancel), anyio.create_task_group() as tg:
                 self._tg = tg

@@ -53,6 +53,7 @@ __all__ = [
     "open_gaps",
     "past_deadline",
     "retried_later",
+    "review_wait",
     "settled",
     "split_followups",
     "time_left",
@@ -85,6 +86,15 @@ def past_deadline(deadline_s: float | None, now: float) -> bool:
     """Whether the job's deadline has passed at job time ``now``: from then nothing starts."""
     left = time_left(deadline_s, now)
     return left is not None and left <= 0
+
+
+def review_wait(wait_s: float | None, deadline_s: float | None, now: float) -> float | None:
+    """How long the lead's plan may wait for a person's review from job time ``now``:
+    ``job.escalations.wait_s``, never past the job's deadline (a wait never holds the
+    job past it, docs/design.md §17); None: no bound. Both engines bound it so, and a
+    review that times out either way is approved ``by: timeout``."""
+    bounds = [b for b in (wait_s, time_left(deadline_s, now)) if b is not None]
+    return max(min(bounds), 0.0) if bounds else None
 
 
 def next_round_starts(deadline_s: float | None, now: float, *, cancelled: bool) -> bool:

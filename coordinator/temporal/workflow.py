@@ -74,7 +74,7 @@ with workflow.unsafe.imports_passed_through():
     from coordinator.people import DECISION_MADE, DECISION_NEEDED
     from coordinator.plan_review import PlanEditError, PlanReview, apply_plan_edit, parse_review
     from coordinator.report import CoverageReport, Decision, with_tokens
-    from coordinator.rules import CutTrigger, retried_later
+    from coordinator.rules import CutTrigger, retried_later, review_wait
     from coordinator.store.events import event_data
     from coordinator.temporal.activities import REQUESTS_QUERY, FanoutActivities
     from coordinator.temporal.budget import Allowance, WorkflowBudget
@@ -368,11 +368,9 @@ class FanoutWorkflow:
         ``job.escalations.wait_s``, never past the job's deadline, after which the plan
         is approved ``by: timeout``, as a local run's desk approves it. A cancel ends
         the wait unreviewed (None)."""
-        wait = job.escalation_wait()
-        bounds = [b for b in (wait.wait_s, None if job.deadline_s is None
-                              else job.deadline_s - self.now()) if b is not None]
-        timeout = None if not bounds else timedelta(
-            seconds=max(min(bounds) / self._inp.speed, 0.001))
+        bound = review_wait(job.escalation_wait().wait_s, job.deadline_s, self.now())
+        timeout = None if bound is None else timedelta(
+            seconds=max(bound / self._inp.speed, 0.001))
         self._plan_wait = {
             "subtasks": [s.model_dump(mode="json") for s in subtasks],
             "defaults": job.defaults.model_dump(mode="json"),

@@ -411,3 +411,28 @@ def test_a_plan_review_is_carried_out_the_same_on_both_engines(
             ("lead", "plan_rejected")]
     for n in (0, 1):
         assert without_times(runs["temporal"][n]) == without_times(runs["local"][n])
+
+
+def test_a_plan_nobody_reviews_waits_no_longer_than_the_deadline_on_both_engines(
+    temporal: str, tmp_path: Path
+) -> None:
+    """A plan whose reviewer never answers waits wait_s (120 s) but never past the
+    job's deadline (20 s) on either engine: approved by timeout then, its subtasks cut
+    as deadline gaps, the same report on both (docs/design.md §17)."""
+    spec = yaml.safe_load(REVIEW_PLAN.read_text(encoding="utf-8"))
+    spec["job"].update({"deadline_s": 20, "escalations": {"wait_s": 120, "on_timeout": "accept"}})
+    path = tmp_path / "review_plan.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    runs = {}
+    for engine in ("local", "temporal"):
+        store_path = tmp_path / f"{engine}.sqlite"
+        report = run_door(path, store_path, engine, temporal, "--review", "never",
+                          "--speed", "10")
+        store = RunStore(store_path)
+        (row,) = store.runs()
+        runs[engine] = (report, store.get(row.id).report)
+        assert report["elapsed_s"] < 120  # the deadline ended the wait, not wait_s
+        assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [
+            ("market", "deadline"), ("patents", "deadline")]
+    for n in (0, 1):
+        assert without_times(runs["temporal"][n]) == without_times(runs["local"][n])
