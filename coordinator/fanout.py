@@ -393,6 +393,11 @@ class LocalBackend:
         """The ``by: deadline`` decision of ``subtask_id``'s wait, when the deadline cut it."""
         return self.cut.pop(subtask_id, None)
 
+    def rounds_of(self, subtask_id: str) -> int | None:
+        """The rounds ``subtask_id``'s subagent has run (None: it has none here)."""
+        run = self.live.get(subtask_id) or self.decidable.get(subtask_id)
+        return None if run is None else run.rounds
+
     def again(self, spec: SubtaskSpec) -> None:
         # (A resumed run's escalated subagent is its restored run, never counted here.)
         run = self.decidable.pop(spec.id, None) or self.live[spec.id]
@@ -684,7 +689,7 @@ async def run_research(
         backend.waits = flow.waits
         unlisten = None
         if desk is not None and on_decision is not None:
-            unlisten = desk.listen(_recording(on_decision, backend.now))
+            unlisten = desk.listen(_recording(on_decision, backend.now, backend.rounds_of))
         try:
             report = await _run_flow(flow, scenario, desk)
         finally:
@@ -697,14 +702,19 @@ async def run_research(
 
 
 def _recording(
-    hook: DecisionHook, now: Callable[[], float]
+    hook: DecisionHook, now: Callable[[], float], rounds: Callable[[str], int | None]
 ) -> Callable[[str, dict[str, Any]], None]:
     """A desk listener handing its escalation events to ``hook`` (the run store records
-    them as events of the subtask), at job time."""
+    them as events of the subtask), at job time. A ``decision.needed`` carries the
+    escalated subagent's ``rounds`` too: a resumed run tells a ``retry`` whose new result
+    was counted (more rounds) from one not run yet, even when it escalated the same way
+    without a call (``engine/resume.py`` ``recorded_decisions``)."""
 
     def heard(event: str, data: dict[str, Any]) -> None:
         if event == DECISION_NEEDED and "escalation" in data:
-            hook(data["escalation"]["subtask_id"], event, now(), data)
+            sid = data["escalation"]["subtask_id"]
+            n = rounds(sid)
+            hook(sid, event, now(), data if n is None else {**data, "rounds": n})
         elif event == DECISION_MADE and "decision" in data:
             hook(data["decision"]["subtask_id"], event, now(), data)
 
