@@ -330,10 +330,10 @@ class Flow:
         """``report`` after one round of follow-ups planned from its gaps (docs/design.md §11).
 
         The lead plans from the report with a person's decisions so far: a gap a person
-        decided (``accept``, ``stop``, ``answer``, ``use_tool``, ``requery``; not
-        ``retry``) is their word on it, so the lead is not shown it and a follow-up
-        planned for it anyway does not run; the gap says so (``skipped_followups``)
-        (docs/design.md §17, :func:`coordinator.rules.settled`)."""
+        decided (``accept``, ``stop``, ``answer``) is their word on it, and one a
+        person's ``use_tool``/``requery`` continuation filled is filled, so the lead is
+        not shown it and a follow-up planned for it anyway does not run; the gap says so
+        (``skipped_followups``) (docs/design.md §17, :func:`coordinator.rules.settled`)."""
         backend = self.backend
         if backend.cancelled():
             return report  # a cancelled run starts nothing more, follow-ups included

@@ -44,6 +44,7 @@ __all__ = [
     "CutTrigger",
     "asks_for_followups",
     "budget_shares",
+    "closed",
     "cut",
     "follows_up",
     "followup_job",
@@ -60,6 +61,8 @@ __all__ = [
 ]
 
 CutTrigger = Literal["deadline", "cancelled"]
+# A person's decisions that settle a gap for the lead (docs/design.md §17, ``settled``).
+_SETTLING = frozenset({"accept", "stop", "answer"})
 
 
 # -- retry later ----------------------------------------------------------------------
@@ -135,40 +138,51 @@ def settled(report: CoverageReport) -> dict[str, str]:
 
     A decision is the person's word on that gap, so the lead plans no follow-up for it:
     ``accept`` keeps the gap, ``stop`` ends the run, ``answer`` fills it with the
-    person's finding, ``use_tool``/``requery`` fill it the person's way (their
-    continuation is its follow-up). A decision ``by: timeout`` or ``by: deadline`` is
-    the person's too (``on_timeout`` says what their silence means). Only ``retry``
-    settles nothing: the subtask ran again and its new result is its own (one that
-    escalated again was decided again). A handler's bare choice (no ``do``) is no
-    person's decision and settles nothing, as before.
+    person's finding. A decision ``by: timeout`` or ``by: deadline`` is the person's too
+    (``on_timeout`` says what their silence means). ``use_tool``/``requery`` say how to
+    fill it: their continuation runs before the lead's follow-ups, and a gap it filled is
+    no longer open (:func:`open_gaps`); one it did not fill stays open to the lead, whose
+    follow-up serves what the person asked for, a filled gap. ``retry`` settles nothing:
+    the subtask ran again and its new result is its own (one that escalated again was
+    decided again). A handler's bare choice (no ``do``) is no person's decision.
     """
     last: dict[str, tuple[str, str]] = {}
     for decision in report.decisions:
         if decision.do is not None:
             last[decision.subtask_id] = (decision.do,
                                          decision.escalation or decision.subtask_id)
-    return {sid: eid for sid, (do, eid) in last.items() if do != "retry"}
+    return {sid: eid for sid, (do, eid) in last.items() if do in _SETTLING}
 
 
 def open_gaps(report: CoverageReport) -> list[Gap]:
     """The gaps a follow-up may be planned for: not the lead's own failed plan (its
-    degraded plan already researched the question), not one already filled, and not one
-    a person decided (:func:`settled`)."""
+    degraded plan already researched the question), not one already filled (a person's
+    ``use_tool``/``requery`` continuation filled it), and not one a person decided
+    (:func:`settled`)."""
     decided = settled(report)
     return [g for g in report.gaps
             if g.subtask_id != LEAD and not g.filled_by and g.subtask_id not in decided]
+
+
+def closed(report: CoverageReport) -> list[str]:
+    """The subtasks a follow-up is not planned for though it may name them: those a
+    person decided and the gaps already filled (a scripted lead plans by its script,
+    whatever it was shown; such a follow-up is checked, then dropped)."""
+    shown = {g.subtask_id for g in open_gaps(report)}
+    filled = [g.subtask_id for g in report.gaps if g.subtask_id != LEAD and g.filled_by]
+    return [sid for sid in dict.fromkeys([*settled(report), *filled]) if sid not in shown]
 
 
 def split_followups(
     specs: Sequence[SubtaskSpec], report: CoverageReport
 ) -> tuple[list[SubtaskSpec], list[SubtaskSpec]]:
     """``specs``, the follow-ups the lead planned from ``report``, as those that run and
-    those that do not: planned for a subtask a person decided (:func:`settled`; a
-    scripted lead plans by its script, whatever it was shown). The run store records
-    only those that run; the report says what did not (``Gap.skipped_followups``)."""
-    decided = settled(report)
-    kept = [s for s in specs if s.followup_of not in decided]
-    return kept, [s for s in specs if s.followup_of in decided]
+    those that do not: planned for a subtask :func:`closed` names. The run store
+    records only those that run; the report says what did not
+    (``Gap.skipped_followups``)."""
+    shut = set(closed(report))
+    kept = [s for s in specs if s.followup_of not in shut]
+    return kept, [s for s in specs if s.followup_of in shut]
 
 
 def follows_up(job: JobSpec, *, lead: bool, lead_failed: bool, lead_plans: bool) -> bool:

@@ -9,11 +9,11 @@ that answers in words, plans none, plans badly twice or cannot be reached runs n
 follow-up: the report stays what the fan-out made it.
 
 The lead is shown only the gaps still open (:func:`coordinator.rules.open_gaps`): never
-one a person decided (``accept``, ``stop``, ``answer``, ``use_tool``, ``requery``: the
-decision is the person's word on that gap, docs/design.md §17). A plan naming such a
-subtask anyway (a scripted lead plans by its script) is not refused for it: the
-follow-up is checked as any, and the run drops it (:func:`coordinator.rules.split_followups`)
-and says so on the gap (``skipped_followups``).
+one a person decided (``accept``, ``stop``, ``answer``: the decision is the person's word
+on that gap, docs/design.md §17), nor one a person's ``use_tool``/``requery``
+continuation filled. A plan naming such a subtask anyway (a scripted lead plans by its
+script) is not refused for it: the follow-up is checked as any, and the run drops it
+(:func:`coordinator.rules.split_followups`) and says so on the gap (``skipped_followups``).
 
 Follow-ups run as model-planned subtasks of weight 0 (``followup_of: GAP_ID``). One that
 is covered — complete or empty, which for a model-planned subtask with tools means an ok
@@ -31,7 +31,7 @@ from typing import Any
 from coordinator.job import JobSpec
 from coordinator.lead.decompose import _ID, QUESTION, LeadContext, planned_subtasks
 from coordinator.report import CoverageReport, Gap, combine
-from coordinator.rules import open_gaps, settled
+from coordinator.rules import closed, open_gaps
 from subagents.models.base import (
     AssistantMessage,
     ToolResultMessage,
@@ -114,8 +114,9 @@ def check_followups(
     """The follow-ups of a plan, and every problem with them.
 
     ``taken`` are the ids already in the job (its subtasks); a follow-up may not reuse
-    one, nor ``lead`` or ``question``. ``decided``: subtasks a person decided, not shown
-    as gaps; a follow-up ``for`` one is no problem here (the run drops it).
+    one, nor ``lead`` or ``question``. ``decided``: subtasks not shown as gaps (a person
+    decided them, or they are filled); a follow-up ``for`` one is no problem here (the
+    run drops it).
     """
     raw = args.get("followups") if isinstance(args, dict) else None
     if not isinstance(raw, list):
@@ -194,7 +195,7 @@ async def plan_followups(
             problems = ["the arguments are not a JSON object"]
         else:
             plan, problems = check_followups(args, job, gap_ids, names, taken,
-                                             decided=list(settled(report)))
+                                             decided=closed(report))
         if not problems:
             return followup_specs(plan, job)
         if round_ == 2:
@@ -222,7 +223,8 @@ def with_skipped_followups(
     report: CoverageReport, skipped: Sequence[SubtaskSpec]
 ) -> CoverageReport:
     """``report`` with each gap's ``skipped_followups``: the follow-ups the lead planned
-    for it that did not run, because a person had decided it (docs/design.md §17).
+    for it that did not run, because a person had decided it or their continuation had
+    filled it (docs/design.md §17).
     Unchanged when none was skipped."""
     if not skipped:
         return report

@@ -76,7 +76,6 @@ def _decided_for_patents(do: str, tmp_path: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("do", "skipped"), [
     pytest.param("accept", True, id="accept"),
-    pytest.param("use_tool", True, id="use_tool"),
     pytest.param("answer", False, id="answer"),  # no gap left to say it on
     pytest.param("retry", True, id="retry"),  # denied again, then accepted by timeout
 ])
@@ -97,3 +96,14 @@ def test_a_gap_a_person_decided_is_not_followed_up(
     assert gaps["patents"]["skipped_followups"] == ["patents_web"]
     line = followup_lines(report)["patents"]
     assert "a person decided it" in line and "patents_web did not run" in line
+
+
+def test_a_gap_a_persons_continuation_did_not_fill_stays_open_to_the_lead(
+    tmp_path: Path,
+) -> None:
+    """use_tool for patents: its continuation (no scripted turns: a gap) does not fill
+    the gap, so the lead's patents_web still runs and fills it."""
+    report = _decided_for_patents("use_tool", tmp_path)
+    gaps = {g["subtask_id"]: g for g in report["gaps"]}
+    assert gaps["patents"]["filled_by"] == ["patents_web"]
+    assert "skipped_followups" not in gaps["patents"]

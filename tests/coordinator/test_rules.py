@@ -120,8 +120,8 @@ def _decided(sid: str, *dos: str | None) -> list[Decision]:
 @pytest.mark.parametrize(("dos", "open_"), [
     pytest.param(("accept",), False, id="accept"),
     pytest.param(("stop",), False, id="stop"),
-    pytest.param(("use_tool",), False, id="use_tool"),
-    pytest.param(("requery",), False, id="requery"),
+    pytest.param(("use_tool",), True, id="use_tool"),  # (its continuation did not fill it)
+    pytest.param(("requery",), True, id="requery"),
     pytest.param(("answer",), False, id="answer"),
     pytest.param(("retry",), True, id="retry"),
     pytest.param(("retry", "accept"), False, id="retry-then-accept"),
@@ -130,8 +130,9 @@ def _decided(sid: str, *dos: str | None) -> list[Decision]:
 def test_a_gap_a_person_decided_is_not_open_for_followups(
     dos: tuple[str | None, ...], open_: bool
 ) -> None:
-    """A person's decision is their word on the gap (docs/design.md §17): only a retry
-    (the subtask's new result is its own) or a handler's bare choice leaves it open."""
+    """A person's accept, stop or answer is their word on the gap (docs/design.md §17);
+    a retry (the subtask's new result is its own), a use_tool or requery whose
+    continuation did not fill it, or a handler's bare choice leaves it open."""
     report = _report(_escalated("permission", sid="a"), _escalated("validation", sid="b"))
     report = report.model_copy(update={"decisions": _decided("a", *dos)})
     assert [g.subtask_id for g in open_gaps(report)] == (["a", "b"] if open_ else ["b"])
@@ -147,6 +148,19 @@ def test_a_followup_planned_for_a_decided_gap_does_not_run() -> None:
                _spec("b_web").model_copy(update={"followup_of": "b"})]
     kept, skipped = split_followups(planned, report)
     assert ([s.id for s in kept], [s.id for s in skipped]) == (["b_web"], ["a_web"])
+
+
+def test_a_gap_a_persons_continuation_filled_is_not_followed_up() -> None:
+    """A gap a person's use_tool continuation filled is not open, and a follow-up
+    planned for it anyway is set apart; an unfilled one stays open to the lead."""
+    report = _report(_escalated("permission", sid="a"), _escalated("validation", sid="b"))
+    gaps = [g.model_copy(update={"filled_by": ["a-decided-1"]}) if g.subtask_id == "a"
+            else g for g in report.gaps]
+    report = report.model_copy(update={"gaps": gaps,
+                                       "decisions": _decided("a", "use_tool")})
+    assert [g.subtask_id for g in open_gaps(report)] == ["b"]
+    planned = [_spec("a_web").model_copy(update={"followup_of": "a"})]
+    assert [s.id for s in split_followups(planned, report)[1]] == ["a_web"]
 
 
 @given(
