@@ -39,7 +39,14 @@ from coordinator.lead.synthesis import synthesize
 from coordinator.people import DECISION_CHANGED, DECISION_MADE, DECISION_NEEDED, Desk
 from coordinator.report import CoverageReport, Decision, with_tokens
 from coordinator.routing import EscalationHandler, RecordingHandler
-from coordinator.rules import CutTrigger, cut, handed_up, retried_later
+from coordinator.rules import (
+    CutTrigger,
+    cut,
+    handed_up,
+    retried_later,
+    review_wait,
+    split_followups,
+)
 from coordinator.scripted_person import ScriptedPerson
 from shared.clock import AnyioClock, Clock, JobClock
 from shared.escalation import Escalation
@@ -261,13 +268,15 @@ class LocalBackend:
                         cancelled_planning(job, self.lead), cut=True)
         assert plan.subtasks is not None
         if self.desk is not None and job.review_plan and not plan.cut:
-            # The plan waits for a person (docs/design.md §17), before it is recorded; a
-            # cancel ends the wait as it ends the planning (it hung until the timeout).
+            # The plan waits for a person (docs/design.md §17), before it is recorded,
+            # for wait_s but never past the job's deadline (then approved by: timeout, as
+            # on Temporal); a cancel ends the wait as it ends the planning.
             review = None
             async with cancelled_by(self.cancel):
                 review = await self.desk.review_plan(
                     plan.subtasks, defaults=job.defaults, tools=[t.name for t in tools],
-                    planner="model", timeout_s=job.escalation_wait().wait_s)
+                    planner="model", timeout_s=review_wait(
+                        job.escalation_wait().wait_s, job.deadline_s, self.job_clock.now()))
             if review is None:  # nothing reviewed: as a cancel while it planned
                 plan = Plan(plan.subtasks, cancelled_planning(job, self.lead), cut=True)
             elif review.verdict == "reject":
@@ -293,7 +302,8 @@ class LocalBackend:
         async with cancelled_by(self.cancel):
             planned = await plan_followups(report, job, catalogue(self.source), self.lead)
         if planned is not None and self.hooks.on_followups is not None:
-            self.hooks.on_followups(list(planned), self.job_clock.now())
+            # Recorded: those that run (one for a gap a person decided does not).
+            self.hooks.on_followups(split_followups(planned, report)[0], self.job_clock.now())
         return planned
 
     async def synthesize(self, report: CoverageReport) -> CoverageReport:
@@ -321,6 +331,12 @@ class LocalBackend:
     async def lanes(self, n: int, lane: Lane, left: float | None) -> None:
         assert self.clock is not None
         self._deadline_at = None if left is None else self.clock.now() + left
+        if left is not None and left <= 0:
+            # The deadline has passed (a plan approved by timeout at it): no lane starts,
+            # and the flow settles the batch as queued deadline gaps with 0 attempts, as
+            # the workflow's zero timer does (a cut at once still let each lane's first
+            # subtask begin its attempt).
+            return
         with self.clock.move_on_after(left):
             async with cancelled_by(self.cancel), anyio.create_task_group() as tg:
                 self._tg = tg
@@ -376,6 +392,11 @@ class LocalBackend:
     def cut_decision(self, subtask_id: str) -> Decision | None:
         """The ``by: deadline`` decision of ``subtask_id``'s wait, when the deadline cut it."""
         return self.cut.pop(subtask_id, None)
+
+    def rounds_of(self, subtask_id: str) -> int | None:
+        """The rounds ``subtask_id``'s subagent has run (None: it has none here)."""
+        run = self.live.get(subtask_id) or self.decidable.get(subtask_id)
+        return None if run is None else run.rounds
 
     def again(self, spec: SubtaskSpec) -> None:
         # (A resumed run's escalated subagent is its restored run, never counted here.)
@@ -668,7 +689,7 @@ async def run_research(
         backend.waits = flow.waits
         unlisten = None
         if desk is not None and on_decision is not None:
-            unlisten = desk.listen(_recording(on_decision, backend.now))
+            unlisten = desk.listen(_recording(on_decision, backend.now, backend.rounds_of))
         try:
             report = await _run_flow(flow, scenario, desk)
         finally:
@@ -681,14 +702,19 @@ async def run_research(
 
 
 def _recording(
-    hook: DecisionHook, now: Callable[[], float]
+    hook: DecisionHook, now: Callable[[], float], rounds: Callable[[str], int | None]
 ) -> Callable[[str, dict[str, Any]], None]:
     """A desk listener handing its escalation events to ``hook`` (the run store records
-    them as events of the subtask), at job time."""
+    them as events of the subtask), at job time. A ``decision.needed`` carries the
+    escalated subagent's ``rounds`` too: a resumed run tells a ``retry`` whose new result
+    was counted (more rounds) from one not run yet, even when it escalated the same way
+    without a call (``engine/resume.py`` ``recorded_decisions``)."""
 
     def heard(event: str, data: dict[str, Any]) -> None:
         if event == DECISION_NEEDED and "escalation" in data:
-            hook(data["escalation"]["subtask_id"], event, now(), data)
+            sid = data["escalation"]["subtask_id"]
+            n = rounds(sid)
+            hook(sid, event, now(), data if n is None else {**data, "rounds": n})
         elif event == DECISION_MADE and "decision" in data:
             hook(data["decision"]["subtask_id"], event, now(), data)
 

@@ -51,7 +51,7 @@ from coordinator.decision import answered, with_change
 from coordinator.job import JobSpec
 from coordinator.lead.decompose import failed_decomposition, with_lead_gap
 from coordinator.lead.extractive import with_extractive_answer
-from coordinator.lead.followups import with_followups
+from coordinator.lead.followups import with_followups, with_skipped_followups
 from coordinator.lead.research import planned_job
 from coordinator.report import (
     CoverageReport,
@@ -69,6 +69,7 @@ from coordinator.rules import (
     follows_up,
     followup_job,
     next_round_starts,
+    split_followups,
     time_left,
 )
 from shared.escalation import Escalation
@@ -279,7 +280,7 @@ class Flow:
         # store records it: a resumed run lists it as it was).
         self.on_change = on_change
         # What decided a subtask's wait that the deadline cut (None: nothing, it stays
-        # undecided): the local backend's ``by: deadline`` decision.
+        # undecided): the backend's ``by: deadline`` decision (docs/design.md §17).
         self.cut_decision = cut_decision
         self.decisions: list[Decision] = []
         # A person's decisions under way: the subtask's status and the job's coverage
@@ -326,22 +327,37 @@ class Flow:
         return await backend.record(self.decided(backend.tokens(report)))
 
     async def follow_up(self, report: CoverageReport, job: JobSpec) -> CoverageReport:
-        """``report`` after one round of follow-ups planned from its gaps (docs/design.md §11)."""
+        """``report`` after one round of follow-ups planned from its gaps (docs/design.md §11).
+
+        The lead plans from the report with a person's decisions so far: a gap a person
+        decided (``accept``, ``stop``, ``answer``) is their word on it, and one a
+        person's ``use_tool``/``requery`` continuation filled is filled, so the lead is
+        not shown it and a follow-up planned for it anyway does not run; the gap says so
+        (``skipped_followups``) (docs/design.md §17, :func:`coordinator.rules.settled`)."""
         backend = self.backend
         if backend.cancelled():
             return report  # a cancelled run starts nothing more, follow-ups included
+        shown = self._with_persons(report)
         specs = backend.known_followups()
         if specs is None:
-            if not asks_for_followups(report, job.deadline_s, backend.now(), cancelled=False):
+            if not asks_for_followups(shown, job.deadline_s, backend.now(), cancelled=False):
                 return report
-            specs = await backend.plan_followups(report, job)
+            specs = await backend.plan_followups(shown, job)
             if specs is None:
                 return report  # cancelled while it planned them
+        specs, skipped = split_followups(specs, shown)
         if not specs:
-            return report
+            return with_skipped_followups(report, skipped)
         # The same deadline, concurrency and routing as the job's, their own rounds.
         extra = await self.beside(report, followup_job(job, specs))
-        return with_followups(report, extra, specs)
+        return with_skipped_followups(with_followups(report, extra, specs), skipped)
+
+    def _with_persons(self, report: CoverageReport) -> CoverageReport:
+        """``report`` with the decisions made so far among its ``decisions``, those still
+        under way included (in the order made per subtask): what the lead plans from."""
+        made = [*self.decisions, *(d for d, _, _ in self._acting.values()),
+                *(d for d, _, _ in self._continuing.values())]
+        return report.model_copy(update={"decisions": [*report.decisions, *made]})
 
     async def beside(self, report: CoverageReport, job: JobSpec) -> CoverageReport:
         """The fan-out of ``job``'s follow-ups beside ``report``, the job's so far."""
@@ -585,9 +601,10 @@ class Flow:
         await backend.lanes(n_lanes, first_lane if waiters else lane,
                             time_left(job.deadline_s, backend.now()))
         for sid, result in held.items():
-            # The deadline or a cancel fell while a person had not decided. A backend that
-            # decides a wait the deadline cut (the local one: accepted ``by: deadline``)
-            # has it carried out, so it is listed with what it changed; else undecided.
+            # The deadline or a cancel fell while a person had not decided. A wait the
+            # deadline cut is decided by the backend (accepted ``by: deadline``, on both
+            # engines) and carried out, so it is listed with what it changed; a cancel's
+            # stays undecided.
             decision = self.cut_decision(sid) if self.cut_decision is not None else None
             if decision is None:
                 await self.add(rows, result, ask=False)

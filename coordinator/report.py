@@ -92,6 +92,9 @@ class Gap(BaseModel):
     # The escalation whose decision settled this gap (``accept``: kept, decided); the
     # report's ``decisions`` say who and when (docs/design.md §17).
     decided: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The follow-ups the lead planned for this gap that did not run: a person had decided
+    # it, or their continuation had filled it (docs/design.md §17).
+    skipped_followups: list[str] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class Section(BaseModel):

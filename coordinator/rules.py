@@ -10,7 +10,8 @@ once, here:
   whether another round starts (:func:`next_round_starts`), and how a subagent still
   running when the job is cut hands up (:func:`cut`);
 - **follow-ups**: whether the lead plans them (:func:`follows_up`, :func:`asks_for_followups`)
-  and for which gaps (:func:`open_gaps`), and the job they run as (:func:`followup_job`);
+  and for which gaps (:func:`open_gaps`: never one a person decided, :func:`settled`,
+  :func:`split_followups`), and the job they run as (:func:`followup_job`);
 - **the lead's position**: what a checkpoint keeps of where the lead stands
   (:func:`lead_position`), so a resumed run (local) or the lead's next activity
   (Temporal) continues from there;
@@ -43,6 +44,7 @@ __all__ = [
     "CutTrigger",
     "asks_for_followups",
     "budget_shares",
+    "closed",
     "cut",
     "follows_up",
     "followup_job",
@@ -52,10 +54,15 @@ __all__ = [
     "open_gaps",
     "past_deadline",
     "retried_later",
+    "review_wait",
+    "settled",
+    "split_followups",
     "time_left",
 ]
 
 CutTrigger = Literal["deadline", "cancelled"]
+# A person's decisions that settle a gap for the lead (docs/design.md §17, ``settled``).
+_SETTLING = frozenset({"accept", "stop", "answer"})
 
 
 # -- retry later ----------------------------------------------------------------------
@@ -82,6 +89,15 @@ def past_deadline(deadline_s: float | None, now: float) -> bool:
     """Whether the job's deadline has passed at job time ``now``: from then nothing starts."""
     left = time_left(deadline_s, now)
     return left is not None and left <= 0
+
+
+def review_wait(wait_s: float | None, deadline_s: float | None, now: float) -> float | None:
+    """How long the lead's plan may wait for a person's review from job time ``now``:
+    ``job.escalations.wait_s``, never past the job's deadline (a wait never holds the
+    job past it, docs/design.md §17); None: no bound. Both engines bound it so, and a
+    review that times out either way is approved ``by: timeout``."""
+    bounds = [b for b in (wait_s, time_left(deadline_s, now)) if b is not None]
+    return max(min(bounds), 0.0) if bounds else None
 
 
 def next_round_starts(deadline_s: float | None, now: float, *, cancelled: bool) -> bool:
@@ -115,10 +131,58 @@ def handed_up(run: SubagentRun, now: float, by: str | None) -> None:
 # -- follow-ups (docs/design.md §11) ----------------------------------------------------------
 
 
+def settled(report: CoverageReport) -> dict[str, str]:
+    """The subtasks a person's decision settled, by id, each with the escalation decided
+    (its subtask id when the decision names none), from ``report.decisions`` in the
+    order made (docs/design.md §17).
+
+    A decision is the person's word on that gap, so the lead plans no follow-up for it:
+    ``accept`` keeps the gap, ``stop`` ends the run, ``answer`` fills it with the
+    person's finding. A decision ``by: timeout`` or ``by: deadline`` is the person's too
+    (``on_timeout`` says what their silence means). ``use_tool``/``requery`` say how to
+    fill it: their continuation runs before the lead's follow-ups, and a gap it filled is
+    no longer open (:func:`open_gaps`); one it did not fill stays open to the lead, whose
+    follow-up serves what the person asked for, a filled gap. ``retry`` settles nothing:
+    the subtask ran again and its new result is its own (one that escalated again was
+    decided again). A handler's bare choice (no ``do``) is no person's decision.
+    """
+    last: dict[str, tuple[str, str]] = {}
+    for decision in report.decisions:
+        if decision.do is not None:
+            last[decision.subtask_id] = (decision.do,
+                                         decision.escalation or decision.subtask_id)
+    return {sid: eid for sid, (do, eid) in last.items() if do in _SETTLING}
+
+
 def open_gaps(report: CoverageReport) -> list[Gap]:
-    """The gaps a follow-up may be planned for (the lead's own failed plan is not one:
-    its degraded plan already researched the question)."""
-    return [g for g in report.gaps if g.subtask_id != LEAD]
+    """The gaps a follow-up may be planned for: not the lead's own failed plan (its
+    degraded plan already researched the question), not one already filled (a person's
+    ``use_tool``/``requery`` continuation filled it), and not one a person decided
+    (:func:`settled`)."""
+    decided = settled(report)
+    return [g for g in report.gaps
+            if g.subtask_id != LEAD and not g.filled_by and g.subtask_id not in decided]
+
+
+def closed(report: CoverageReport) -> list[str]:
+    """The subtasks a follow-up is not planned for though it may name them: those a
+    person decided and the gaps already filled (a scripted lead plans by its script,
+    whatever it was shown; such a follow-up is checked, then dropped)."""
+    shown = {g.subtask_id for g in open_gaps(report)}
+    filled = [g.subtask_id for g in report.gaps if g.subtask_id != LEAD and g.filled_by]
+    return [sid for sid in dict.fromkeys([*settled(report), *filled]) if sid not in shown]
+
+
+def split_followups(
+    specs: Sequence[SubtaskSpec], report: CoverageReport
+) -> tuple[list[SubtaskSpec], list[SubtaskSpec]]:
+    """``specs``, the follow-ups the lead planned from ``report``, as those that run and
+    those that do not: planned for a subtask :func:`closed` names. The run store
+    records only those that run; the report says what did not
+    (``Gap.skipped_followups``)."""
+    shut = set(closed(report))
+    kept = [s for s in specs if s.followup_of not in shut]
+    return kept, [s for s in specs if s.followup_of in shut]
 
 
 def follows_up(job: JobSpec, *, lead: bool, lead_failed: bool, lead_plans: bool) -> bool:

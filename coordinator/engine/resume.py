@@ -241,15 +241,23 @@ def recorded_decisions(store: RunStore, run_id: str) -> list[Decided]:
 
     A decision is done when its change was recorded, or when it was a ``retry`` whose
     subtask's committed result is no longer the escalated one (it ran again and was
-    counted, its change not recorded yet); else it was under way when the run stopped.
+    counted, its change not recorded yet): it has run more rounds than the escalated
+    subagent had (the ``decision.needed``'s ``rounds``), so a retry that made no call and
+    escalated the same way is done too; a store without ``rounds`` (recorded before it
+    was) is read by the result's escalation: none, or another trigger. Else it was under
+    way when the run stopped.
     """
     made: dict[str, Decision] = {}
     changed: dict[str, Decision] = {}
     triggers: dict[str, Any] = {}
+    rounds: dict[str, int] = {}
     for event in store.events(run_id):
         kind, data = event["kind"], event.get("decision")
         if kind == DECISION_NEEDED and isinstance(event.get("escalation"), dict):
-            triggers[str(event["escalation"].get("id"))] = event["escalation"].get("trigger")
+            eid = str(event["escalation"].get("id"))
+            triggers[eid] = event["escalation"].get("trigger")
+            if isinstance(event.get("rounds"), int):
+                rounds[eid] = event["rounds"]
         elif kind in (DECISION_MADE, DECISION_CHANGED) and isinstance(data, dict):
             decision = Decision.model_validate(data)
             if decision.escalation is None:
@@ -265,7 +273,8 @@ def recorded_decisions(store: RunStore, run_id: str) -> list[Decided]:
         done = esc_id in changed
         if not done and decision.do == "retry":
             escalated = result.escalation if result is not None else None
-            done = escalated is None or escalated.trigger != triggers.get(esc_id)
+            done = escalated is None or escalated.trigger != triggers.get(esc_id) or (
+                esc_id in rounds and result is not None and result.rounds > rounds[esc_id])
         out.append(Decided(changed.get(esc_id, decision), result, done))
     return out
 

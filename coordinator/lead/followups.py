@@ -8,6 +8,13 @@ unique, tools are known); a bad plan goes back once with every problem named. A 
 that answers in words, plans none, plans badly twice or cannot be reached runs no
 follow-up: the report stays what the fan-out made it.
 
+The lead is shown only the gaps still open (:func:`coordinator.rules.open_gaps`): never
+one a person decided (``accept``, ``stop``, ``answer``: the decision is the person's word
+on that gap, docs/design.md §17), nor one a person's ``use_tool``/``requery``
+continuation filled. A plan naming such a subtask anyway (a scripted lead plans by its
+script) is not refused for it: the follow-up is checked as any, and the run drops it
+(:func:`coordinator.rules.split_followups`) and says so on the gap (``skipped_followups``).
+
 Follow-ups run as model-planned subtasks of weight 0 (``followup_of: GAP_ID``). One that
 is covered — complete or empty, which for a model-planned subtask with tools means an ok
 envelope, the no_evidence rule of docs/design.md §7 — fills its gap: the gap gets ``filled_by`` and
@@ -24,7 +31,7 @@ from typing import Any
 from coordinator.job import JobSpec
 from coordinator.lead.decompose import _ID, QUESTION, LeadContext, planned_subtasks
 from coordinator.report import CoverageReport, Gap, combine
-from coordinator.rules import open_gaps
+from coordinator.rules import closed, open_gaps
 from subagents.models.base import (
     AssistantMessage,
     ToolResultMessage,
@@ -102,11 +109,14 @@ def check_followups(
     gap_ids: Sequence[str],
     known_tools: Sequence[str],
     taken: Sequence[str],
+    decided: Sequence[str] = (),
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The follow-ups of a plan, and every problem with them.
 
     ``taken`` are the ids already in the job (its subtasks); a follow-up may not reuse
-    one, nor ``lead`` or ``question``.
+    one, nor ``lead`` or ``question``. ``decided``: subtasks not shown as gaps (a person
+    decided them, or they are filled); a follow-up ``for`` one is no problem here (the
+    run drops it).
     """
     raw = args.get("followups") if isinstance(args, dict) else None
     if not isinstance(raw, list):
@@ -128,7 +138,7 @@ def check_followups(
         gap, fid, query, tools = item.get("for"), item.get("id"), item.get("query"), item.get(
             "tools"
         )
-        if gap not in gap_ids:
+        if gap not in gap_ids and gap not in decided:
             problems.append(
                 f"{where}.for: {gap!r} is not a gap (gaps: {', '.join(gap_ids) or 'none'})"
             )
@@ -156,7 +166,9 @@ def check_followups(
 async def plan_followups(
     report: CoverageReport, job: JobSpec, catalogue: Sequence[ToolSpec], lead: LeadContext
 ) -> list[SubtaskSpec]:
-    """The follow-ups the lead plans for ``report``'s gaps; none when it cannot plan."""
+    """The follow-ups the lead plans for ``report``'s open gaps (none when it cannot
+    plan); a follow-up for a subtask a person decided is among them when planned, for
+    the run to drop (:func:`coordinator.rules.split_followups`)."""
     gaps = open_gaps(report)
     if not gaps:
         return []
@@ -182,7 +194,8 @@ async def plan_followups(
             plan: list[dict[str, Any]] = []
             problems = ["the arguments are not a JSON object"]
         else:
-            plan, problems = check_followups(args, job, gap_ids, names, taken)
+            plan, problems = check_followups(args, job, gap_ids, names, taken,
+                                             decided=closed(report))
         if not problems:
             return followup_specs(plan, job)
         if round_ == 2:
@@ -204,6 +217,25 @@ def followup_specs(plan: Sequence[dict[str, Any]], job: JobSpec) -> list[Subtask
         s.model_copy(update={"followup_of": p["for"]})
         for s, p in zip(specs, plan, strict=True)
     ]
+
+
+def with_skipped_followups(
+    report: CoverageReport, skipped: Sequence[SubtaskSpec]
+) -> CoverageReport:
+    """``report`` with each gap's ``skipped_followups``: the follow-ups the lead planned
+    for it that did not run, because a person had decided it or their continuation had
+    filled it (docs/design.md §17).
+    Unchanged when none was skipped."""
+    if not skipped:
+        return report
+    by_gap: dict[str, list[str]] = {}
+    for spec in skipped:
+        if spec.followup_of is not None:
+            by_gap.setdefault(spec.followup_of, []).append(spec.id)
+    gaps = [g.model_copy(update={"skipped_followups": [*(g.skipped_followups or []),
+                                                        *by_gap[g.subtask_id]]})
+            if g.subtask_id in by_gap else g for g in report.gaps]
+    return report.model_copy(update={"gaps": gaps})
 
 
 def with_followups(

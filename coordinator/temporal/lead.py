@@ -25,7 +25,7 @@ from typing import Any
 from coordinator.job import JobSpec
 from coordinator.lead import LeadContext, catalogue, decompose, lead_subtask, plan_followups
 from coordinator.lead.decompose import rejected_gap
-from coordinator.rules import lead_position
+from coordinator.rules import lead_position, split_followups
 from coordinator.store.events import event_data, followups_data, plan_data
 from coordinator.store.writer import StoreWriter
 from coordinator.temporal.payloads import (
@@ -222,7 +222,9 @@ async def plan_job_followups(
         if inp.lead is not None:
             state["lead"] = _stored(inp.lead)
         writer.checkpoint(inp.run_id, LEAD, state)
-        writer.event(inp.run_id, session, LEAD, "followups", at, followups_data(out.followups))
+        # Recorded as locally: those that run (one for a gap a person decided does not).
+        kept = split_followups(out.followups, inp.report)[0]
+        writer.event(inp.run_id, session, LEAD, "followups", at, followups_data(kept))
         await writer.flush()
     return out
 

@@ -28,8 +28,9 @@ here), publishes it (the ``waiting`` query) and waits for the door's ``decided``
 carrying the whole :class:`~coordinator.report.Decision`, bounded by a durable timer of
 ``job.escalations.wait_s`` after which it is decided ``by: timeout`` (``on_timeout``).
 The lane gives its slot to a new lane meanwhile (the flow's :meth:`spawn`); the deadline
-or a cancel ends the wait undecided. The escalation waiting and its decision (a person's
-or the timer's) are recorded as ``decision.needed``/``decision.made`` events of its
+ends the wait decided ``accept`` ``by: deadline`` as locally, a cancel ends it
+undecided. The escalation waiting and its decision (a person's, the timer's or the
+deadline's) are recorded as ``decision.needed``/``decision.made`` events of its
 subtask (the ``record_decision`` activity), as a local run's desk records them. The flow
 then carries the decision out: ``retry`` runs the subagent's next round from the state
 its escalated round brought back (an attended round keeps it), ``use_tool``/``requery``
@@ -67,13 +68,13 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from coordinator.checkpoint import spent_in
-    from coordinator.decision import TIMEOUT, DecisionRequest, decide, pending_item
+    from coordinator.decision import DEADLINE, TIMEOUT, DecisionRequest, decide, pending_item
     from coordinator.flow import Flow, Lane, Plan
     from coordinator.job import JobSpec
     from coordinator.people import DECISION_MADE, DECISION_NEEDED
     from coordinator.plan_review import PlanEditError, PlanReview, apply_plan_edit, parse_review
     from coordinator.report import CoverageReport, Decision, with_tokens
-    from coordinator.rules import CutTrigger, retried_later
+    from coordinator.rules import CutTrigger, retried_later, review_wait
     from coordinator.store.events import event_data
     from coordinator.temporal.activities import REQUESTS_QUERY, FanoutActivities
     from coordinator.temporal.budget import Allowance, WorkflowBudget
@@ -131,6 +132,9 @@ class FanoutWorkflow:
         self._since: dict[str, float] = {}  # when each waiting escalation began to wait
         self._made: dict[str, Decision] = {}
         self._again: dict[str, int] = {}
+        # Waits the job's deadline cut, decided ``accept`` ``by: deadline``, by subtask:
+        # the flow carries each out once the lanes end (``Flow(cut_decision=)``).
+        self._cut_decided: dict[str, Decision] = {}
         # The lead's plan waiting for a person's review (the ``plan`` query), and the
         # review once made (the ``review_plan`` update).
         self._plan_wait: dict[str, Any] | None = None
@@ -276,7 +280,7 @@ class FanoutWorkflow:
         # The job's token meter: every round and lead activity brings back its spend.
         self._budget = WorkflowBudget(inp.job.budget)
         await self._catalogue()
-        return await Flow(self, self).run(inp.job)
+        return await Flow(self, self, cut_decision=self.cut_decision).run(inp.job)
 
     async def _catalogue(self) -> None:
         """Record the job's MCP and research tools' catalogue first, as a local run does
@@ -371,11 +375,9 @@ class FanoutWorkflow:
         ``job.escalations.wait_s``, never past the job's deadline, after which the plan
         is approved ``by: timeout``, as a local run's desk approves it. A cancel ends
         the wait unreviewed (None)."""
-        wait = job.escalation_wait()
-        bounds = [b for b in (wait.wait_s, None if job.deadline_s is None
-                              else job.deadline_s - self.now()) if b is not None]
-        timeout = None if not bounds else timedelta(
-            seconds=max(min(bounds) / self._inp.speed, 0.001))
+        bound = review_wait(job.escalation_wait().wait_s, job.deadline_s, self.now())
+        timeout = None if bound is None else timedelta(
+            seconds=max(bound / self._inp.speed, 0.001))
         self._plan_wait = {
             "subtasks": [s.model_dump(mode="json") for s in subtasks],
             "defaults": job.defaults.model_dump(mode="json"),
@@ -514,8 +516,10 @@ class FanoutWorkflow:
         """A person's decision on ``escalation``: offered with its id and options (the
         ``waiting`` query), waited for until the door's ``decided`` signal or, after
         ``job.escalations.wait_s`` (a durable timer), decided ``by: timeout``. The
-        deadline or a cancel ends the wait undecided, as it cuts a round; None when no
-        person is attached."""
+        deadline ends the wait decided ``accept`` ``by: deadline`` (recorded then, carried
+        out by the flow once the lanes end: :meth:`cut_decision`), as a local run's desk
+        decides it (docs/design.md §17); a cancel (or a person's stop) ends it undecided,
+        as it cuts a round. None when no person is attached."""
         if not self.attended:
             return None
         sid = spec.id
@@ -532,6 +536,8 @@ class FanoutWorkflow:
             seconds=max(wait.wait_s / self._inp.speed, 0))
         try:
             try:
+                # (``_cut`` is set when the lanes' deadline timer fires, or at a cancel:
+                # the wait never outlasts the job's deadline.)
                 await workflow.wait_condition(
                     lambda: eid in self._made or self._cut.is_set() or self._cancelled,
                     timeout=timeout,
@@ -542,18 +548,33 @@ class FanoutWorkflow:
             else:
                 got = self._made.get(eid)
                 if got is None:
-                    # Cut while it waited: the lane ends, the escalation stays undecided.
-                    raise asyncio.CancelledError
-                # The person's own seconds (the desk's, from the run's start at the door),
-                # as locally: the order decisions are listed in is the order they were made.
-                made = got if got.at_s is not None else got.model_copy(
-                    update={"at_s": self.now()})
+                    if self._cancelled:
+                        # Cancelled while it waited: the lane ends, the escalation stays
+                        # undecided.
+                        raise asyncio.CancelledError
+                    # The deadline ended the wait: the gap is kept, and said to be so
+                    # (``accept``, whatever ``on_timeout`` says: docs/design.md §17).
+                    made = decide(offered, DecisionRequest(escalation=eid, do="accept"),
+                                  by=DEADLINE, at=self._at(), at_s=self.now())
+                    self._cut_decided[sid] = made
+                else:
+                    # The person's own seconds (the desk's, from the run's start at the
+                    # door), as locally: decisions are listed in the order made.
+                    made = got if got.at_s is not None else got.model_copy(
+                        update={"at_s": self.now()})
         finally:
             del self._waiting[eid]
             del self._since[eid]
         await self._record_decision(sid, DECISION_MADE,
                                     {"decision": made.model_dump(mode="json")})
+        if sid in self._cut_decided:
+            raise asyncio.CancelledError  # the lane ends as the deadline cut it
         return made
+
+    def cut_decision(self, subtask_id: str) -> Decision | None:
+        """The ``by: deadline`` decision of ``subtask_id``'s wait, when the deadline cut
+        it (the flow's ``cut_decision``, as the local backend's)."""
+        return self._cut_decided.pop(subtask_id, None)
 
     async def _record_decision(self, sid: str, kind: str, data: dict[str, Any]) -> None:
         """Record ``kind`` (an escalation waits, or is decided) as an event of subtask

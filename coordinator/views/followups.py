@@ -1,7 +1,9 @@
 """One line per gap the lead followed up (docs/design.md §11), the same in every view.
 
 "patents — access denied → filled by patents_web (web_search)", or "… → not filled
-(follow-up patents_web: gap)" when the follow-up did not cover it either; the gap's cause
+(follow-up patents_web: gap)" when the follow-up did not cover it either, or "… → not
+followed up, a person decided it (accept, patents:1): the lead's patents_web did not run"
+when the lead planned one for a gap a person had decided (docs/design.md §17); the gap's cause
 in plain words (:mod:`coordinator.views.words`). Built from the report's wire form, so
 the terminal, Markdown and HTML views say the same words.
 """
@@ -37,6 +39,13 @@ def followup_outcomes(report: Mapping[str, Any]) -> dict[str, str]:
     outcomes: dict[str, str] = {}
     for gap in report.get("gaps", []):
         sid = str(gap.get("subtask_id"))
+        skipped = gap.get("skipped_followups") or []
+        if skipped:
+            note = (f"{_decided_by(report, sid)}: the lead's "
+                    f"{', '.join(str(s) for s in skipped)} did not run")
+            if sid not in planned:
+                outcomes[sid] = f"not followed up, {note}"
+                continue
         if sid not in planned:
             continue
         filled = gap.get("filled_by") or []
@@ -49,7 +58,19 @@ def followup_outcomes(report: Mapping[str, Any]) -> dict[str, str]:
         else:
             tried = ", ".join(f"{r.get('id')}: {r.get('status')}" for r in planned[sid])
             outcomes[sid] = f"not filled (follow-up {tried})"
+        if skipped:
+            outcomes[sid] += f"; {note}"
     return outcomes
+
+
+def _decided_by(report: Mapping[str, Any], subtask_id: str) -> str:
+    """"a person decided it (accept, patents:1)": the last decision on ``subtask_id``."""
+    made = [d for d in report.get("decisions", [])
+            if d.get("subtask_id") == subtask_id and d.get("do")]
+    if not made:
+        return "a person decided it"
+    last = made[-1]
+    return f"a person decided it ({last.get('do')}, {last.get('escalation') or subtask_id})"
 
 
 def followup_lines(report: Mapping[str, Any]) -> dict[str, str]:

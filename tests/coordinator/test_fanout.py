@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from coordinator.fanout import run_job
 from coordinator.job import JobSpec
+from coordinator.jobfile.loader import load_scenario
+from coordinator.replay import replay
 from coordinator.report import CoverageReport, Gap, SubtaskOutcome
 from coordinator.routing import RecordingHandler
 from shared import AnyioClock, SeededTraceIds
@@ -20,6 +24,8 @@ from subagents.simulated.spec import ParamSpec, ResponseSpec, SimToolSpec
 from subagents.simulated.tools import SimulatedTools
 from subagents.spec import CallStep, PlanStep, SubtaskSpec
 from subagents.toolsource import StaticTools
+
+REVIEW_PLAN = Path(__file__).parent / "data" / "review_plan.yaml"
 
 pytestmark = pytest.mark.anyio
 
@@ -584,3 +590,21 @@ async def test_the_same_job_twice_gives_the_same_report() -> None:
     second = await once()
     assert first == second
     assert json.loads(first)["elapsed_s"] > 0
+
+
+def test_a_plan_waiting_for_review_is_approved_by_timeout_at_the_deadline(
+    tmp_path: Path,
+) -> None:
+    """A plan nobody reviews waits wait_s (600 s) but never past the job's deadline
+    (20 s): it is approved by timeout then, as on Temporal, and the cut subtasks are
+    deadline gaps; the job does not run on to 600 s (docs/design.md §17)."""
+    spec = yaml.safe_load(REVIEW_PLAN.read_text(encoding="utf-8"))
+    spec["job"].update({"review_plan": True, "deadline_s": 20,
+                        "escalations": {"wait_s": 600, "on_timeout": "accept"}})
+    spec["people"] = [{"after_s": 1000, "review_plan": "reject"}]  # comes too late
+    path = tmp_path / "review_plan.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    report = replay(load_scenario(path)).report
+    assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [
+        ("market", "deadline"), ("patents", "deadline")]
+    assert report["elapsed_s"] < 600  # (20 s, and the lead's answer after it)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from coordinator.job import JobSpec
-from coordinator.report import CoverageReport, assemble_report
+from coordinator.report import CoverageReport, Decision, assemble_report
 from coordinator.routing import RoutingTable
 from coordinator.rules import (
     asks_for_followups,
@@ -22,6 +22,8 @@ from coordinator.rules import (
     open_gaps,
     past_deadline,
     retried_later,
+    settled,
+    split_followups,
     time_left,
 )
 from shared.categories import ErrorCategory
@@ -106,6 +108,59 @@ def test_the_leads_own_gap_is_not_open_for_followups() -> None:
     """Follow-ups are planned for the subtasks' gaps, not for a lead that could not plan."""
     report = _report(_escalated("validation", sid="a"), _escalated("internal", sid=LEAD))
     assert [g.subtask_id for g in open_gaps(report)] == ["a"]
+
+
+def _decided(sid: str, *dos: str | None) -> list[Decision]:
+    """Decisions on ``sid`` in the order made (None: a handler's bare choice)."""
+    return [Decision(subtask_id=sid, choice=str(do), do=do,
+                     escalation=None if do is None else f"{sid}:{n}")
+            for n, do in enumerate(dos, 1)]
+
+
+@pytest.mark.parametrize(("dos", "open_"), [
+    pytest.param(("accept",), False, id="accept"),
+    pytest.param(("stop",), False, id="stop"),
+    pytest.param(("use_tool",), True, id="use_tool"),  # (its continuation did not fill it)
+    pytest.param(("requery",), True, id="requery"),
+    pytest.param(("answer",), False, id="answer"),
+    pytest.param(("retry",), True, id="retry"),
+    pytest.param(("retry", "accept"), False, id="retry-then-accept"),
+    pytest.param((None,), True, id="a-handlers-choice"),
+])
+def test_a_gap_a_person_decided_is_not_open_for_followups(
+    dos: tuple[str | None, ...], open_: bool
+) -> None:
+    """A person's accept, stop or answer is their word on the gap (docs/design.md §17);
+    a retry (the subtask's new result is its own), a use_tool or requery whose
+    continuation did not fill it, or a handler's bare choice leaves it open."""
+    report = _report(_escalated("permission", sid="a"), _escalated("validation", sid="b"))
+    report = report.model_copy(update={"decisions": _decided("a", *dos)})
+    assert [g.subtask_id for g in open_gaps(report)] == (["a", "b"] if open_ else ["b"])
+    assert ("a" in settled(report)) is not open_
+
+
+def test_a_followup_planned_for_a_decided_gap_does_not_run() -> None:
+    """split_followups keeps the follow-ups of open gaps and sets apart those planned for
+    a gap a person decided (a scripted lead plans by its script)."""
+    report = _report(_escalated("permission", sid="a"), _escalated("validation", sid="b"))
+    report = report.model_copy(update={"decisions": _decided("a", "accept")})
+    planned = [_spec("a_web").model_copy(update={"followup_of": "a"}),
+               _spec("b_web").model_copy(update={"followup_of": "b"})]
+    kept, skipped = split_followups(planned, report)
+    assert ([s.id for s in kept], [s.id for s in skipped]) == (["b_web"], ["a_web"])
+
+
+def test_a_gap_a_persons_continuation_filled_is_not_followed_up() -> None:
+    """A gap a person's use_tool continuation filled is not open, and a follow-up
+    planned for it anyway is set apart; an unfilled one stays open to the lead."""
+    report = _report(_escalated("permission", sid="a"), _escalated("validation", sid="b"))
+    gaps = [g.model_copy(update={"filled_by": ["a-decided-1"]}) if g.subtask_id == "a"
+            else g for g in report.gaps]
+    report = report.model_copy(update={"gaps": gaps,
+                                       "decisions": _decided("a", "use_tool")})
+    assert [g.subtask_id for g in open_gaps(report)] == ["b"]
+    planned = [_spec("a_web").model_copy(update={"followup_of": "a"})]
+    assert [s.id for s in split_followups(planned, report)[1]] == ["a_web"]
 
 
 @given(

@@ -41,13 +41,15 @@ class _LoopWriter(StoreWriter):
 
 class _DyingWriter(_LoopWriter):
     """A :class:`_LoopWriter` whose process is as good as killed once ``subtask``'s
-    escalated result is committed: every write after that is dropped, never committed
-    (what a SIGKILL in the instant after the commit leaves in the store)."""
+    ``nth`` escalated result is committed: every write after that is dropped, never
+    committed (what a SIGKILL in the instant after the commit leaves in the store)."""
 
-    def __init__(self, backend: Any, subtask: str) -> None:
+    def __init__(self, backend: Any, subtask: str, nth: int = 1) -> None:
         super().__init__(backend)
         self.subtask = subtask
+        self.nth = nth
         self.dead = False
+        self.died = anyio.Event()
 
     def enqueue(self, op: Callable[[Tx], T], *, first: bool = False) -> Future[T]:
         if not self.dead:
@@ -64,17 +66,22 @@ class _DyingWriter(_LoopWriter):
                             result: dict[str, Any], state: dict[str, Any]) -> None:
         await super().commit_result(run_id, subtask_id, session, result, state)
         if subtask_id == self.subtask and result.get("escalation") is not None:
-            self.dead = True
+            self.nth -= 1
+            self.dead = self.nth <= 0
+            if self.dead:
+                self.died.set()
 
 
 def _on_the_loop(
     store: RunStore, recorder: RunRecorder, dies_after: str | None = None
 ) -> tuple[RunRecorder, StoreWriter]:
     """``recorder``'s run and session recorded through a :class:`_LoopWriter` (to close
-    once the recorder is); ``dies_after``: a :class:`_DyingWriter` for that subtask."""
+    once the recorder is); ``dies_after``: a :class:`_DyingWriter` for that subtask
+    (``SUBTASK#N``: after its N-th escalated result)."""
     recorder.close()  # (its own writer stops; the run stays this process's)
+    subtask, _, nth = (dies_after or "").partition("#")
     writer = (_LoopWriter(store.backend) if dies_after is None
-              else _DyingWriter(store.backend, dies_after))
+              else _DyingWriter(store.backend, subtask, int(nth or 1)))
     return RunRecorder(store.backend, recorder.run_id, recorder.session, writer=writer), writer
 
 
@@ -100,11 +107,12 @@ def session(
     run there (``stop``: no report); ``then_stop`` stops it right after deciding, before
     the run acts on the decision; ``once_done`` (a subtask id) holds a stop until that
     subtask's subagent is done, ``once_ok`` (``SUBTASK/TOOL``) until a call of that tool
-    by that subtask succeeded; a step with
+    by that subtask succeeded, ``until_dead`` until the ``dies_after`` writer died; a
+    step with
     ``escalation: False`` waits for no escalation. Without steps the session runs to its
-    report (``person`` False: without a desk). ``dies_after`` (a subtask id): the
-    session's store writes stop once that subtask's escalated result is committed, as if
-    the process were killed in that instant."""
+    report (``person`` False: without a desk). ``dies_after`` (a subtask id, or
+    ``SUBTASK#N``): the session's store writes stop once that subtask's (N-th) escalated
+    result is committed, as if the process were killed in that instant."""
     scenario = load_scenario(path)
     text = path.read_text()
     seen: dict[str, Any] = {}
@@ -152,6 +160,8 @@ def session(
                     for condition in (step.get("once_done"), step.get("once_ok")):
                         while condition and condition not in done:
                             await progressed[0].wait()
+                    if step.get("until_dead") and isinstance(writer, _DyingWriter):
+                        await writer.died.wait()
                     if step.get("stop") or step.get("then_stop"):
                         # The run stops where it stands (its waits are cut: a decision
                         # made now is recorded, and nothing acts on it).

@@ -13,9 +13,10 @@ from typing import Any
 
 import anyio
 import pytest
+import yaml
 
 from coordinator.engine import Hooks, LocalExecutor, RunRequest, Start
-from coordinator.engine.resume import recorded_waits
+from coordinator.engine.resume import recorded_decisions, recorded_waits
 from coordinator.jobfile.loader import load_scenario
 from coordinator.people import Desk
 from coordinator.report import CoverageReport
@@ -25,6 +26,7 @@ from tests.coordinator.engine.sessions import session as _session
 
 WAITS = Path(__file__).parents[1] / "data" / "person_waits.yaml"
 DECIDES = Path(__file__).parents[1] / "data" / "person_decides.yaml"  # two escalate
+BUDGET = Path(__file__).parents[3] / "scenarios" / "model_budget.yaml"
 
 
 async def _pending(desk: Desk) -> dict[str, Any]:
@@ -322,3 +324,28 @@ def test_a_wait_the_deadline_cuts_is_decided_by_the_deadline(tmp_path: Path) -> 
     assert (gap.subtask_id, gap.decided) == ("patents", "patents:1")
     made = [e for e in store.events(run_id) if e["kind"] == "decision.made"]
     assert [(e["at"], e["decision"]["by"]) for e in made] == [(5.0, "deadline")]
+
+
+def test_a_retry_that_made_no_call_is_read_back_done(tmp_path: Path) -> None:
+    """model_budget.yaml with a person: e (its job budget spent, 0 attempts) is decided
+    retry, runs again without a call and escalates the same way; the process is killed
+    the instant that result is committed (before what the retry changed is recorded).
+    The resumed run reads the retry as done (its subtask ran again and was counted), so
+    e does not run a third time; the retry is listed once."""
+    budget = tmp_path / "model_budget.yaml"
+    spec = yaml.safe_load(BUDGET.read_text())
+    spec.pop("expect")
+    spec["job"]["escalations"] = {"wait_s": 60, "on_timeout": "accept"}
+    budget.write_text(yaml.safe_dump(spec, sort_keys=False))
+    store = RunStore(tmp_path / "runs.sqlite")
+    run_id, _ = _session(store, budget, None, [
+        {"subtask": "e", "decide": {"do": "retry"}},
+        {"escalation": False, "until_dead": True, "stop": True}], dies_after="e#2")
+    assert store.results(run_id)["e"]["rounds"] == 2  # the retry's result is committed
+    [retry] = [d for d in recorded_decisions(store, run_id) if d.decision.subtask_id == "e"]
+    assert retry.done
+    _, report = _session(store, budget, run_id, [], person=False)
+    assert report is not None
+    assert [e["kind"] for e in store.events(run_id)
+            if e["session"] == 2 and e["subtask_id"] == "e" and e["kind"] == "state"] == []
+    assert [d.escalation for d in report.decisions if d.do == "retry"] == ["e:1"]

@@ -6,7 +6,8 @@ temporal --address A --task-queue Q [--namespace N]] [--choose] [--decide SUBTAS
 (``ARG``: the question, whose model block is read from ``--model-file``, or the job
 file) and prints its report as JSON (with ``--cancel-on``, the stored partial one);
 ``--speed`` is ``run_file``'s (simulated latencies that many times faster); ``--review``
-an ``on_plan`` returning that JSON (``"approve"``, ``"reject"`` or ``{"edit": ...}``). A
+an ``on_plan`` returning that JSON (``"approve"``, ``"reject"`` or ``{"edit": ...}``), or
+never returning for ``--review never`` (the plan waits until its timeout). A
 process of its own, leaving with ``os._exit``: a Temporal client in pytest's own process
 can abort it while it finalizes (temporalio/sdk-python#300), as ``submit.py`` says.
 """
@@ -50,7 +51,11 @@ async def _main(args: argparse.Namespace, model: Any) -> dict[str, Any]:
         choose = person
     # --review JSON: an on_plan that reviews the lead's plan so (docs/design.md §17).
     review: Any = None
-    if args.review is not None:
+    if args.review == "never":
+
+        async def review(subtasks: Any) -> Any:
+            await anyio.sleep_forever()
+    elif args.review is not None:
         verdict = json.loads(args.review)
 
         def review(subtasks: Any) -> Any:

@@ -49,6 +49,16 @@ PARITY = [
     pytest.param(LIBRARY / "deadline.yaml", ("--choose", "--speed", "4"), id="deadline"),
     # MCP and research tools: an MCP server over stdio and a folder of documents.
     pytest.param(DATA / "mcp_and_docs.yaml", ("--choose",), id="mcp_and_docs"),
+    # A wait the deadline cuts (docs/design.md §17): a person attached who decides
+    # nothing (--decide for no such subtask), both waits decided accept, by: deadline.
+    pytest.param(DATA / "deadline_cuts_a_wait.yaml", ("--decide", "nobody=accept",
+                                                      "--speed", "2"),
+                 id="deadline_cuts_a_wait"),
+    # A gap a person decided is not followed up (docs/design.md §17): patents accepted,
+    # the lead's follow-up for it dropped and said so, news' follow-up run.
+    pytest.param(DATA / "accepted_not_followed_up.yaml", ("--decide", "patents=accept",
+                                                          "--speed", "4"),
+                 id="accepted_not_followed_up"),
 ]
 # Where the engines differ by design, the report is compared without it:
 # model_budget's subagents stopped while running hand up on what the workflow lent
@@ -167,6 +177,20 @@ def test_both_engines_give_the_same_report_and_trace(
     assert on_temporal[2] == local[2]
     # A person's escalations are recorded alike: what waited, what was decided.
     assert decided["temporal"] == decided["local"]
+    if request.node.callspec.id == "deadline_cuts_a_wait":
+        # (Compared alike above; here, that it is the deadline that decided them.)
+        made = {d["escalation"]: (d["do"], d["by"]) for d in on_temporal[1]["decisions"]}
+        assert made == {"patents:1": ("accept", "deadline"),
+                        "licence_prices:1": ("accept", "deadline")}
+        assert {g["subtask_id"]: g.get("decided") for g in on_temporal[1]["gaps"]} == {
+            "patents": "patents:1", "licence_prices": "licence_prices:1"}
+    if request.node.callspec.id == "accepted_not_followed_up":
+        # (Alike above; here, that the accepted gap's follow-up did not run, and why.)
+        assert [r["id"] for r in on_temporal[1]["subtasks"]] == [
+            "market", "patents", "news", "news_web"]
+        gaps = {g["subtask_id"]: g for g in on_temporal[1]["gaps"]}
+        assert gaps["patents"]["skipped_followups"] == ["patents_db"]
+        assert gaps["news"]["filled_by"] == ["news_web"]
     if load_scenario(path).mcp_servers:
         # The job's tool catalogue is its first event, its MCP and docs tools in it.
         assert on_temporal[2]["lead"][0] == "catalogue"
@@ -385,5 +409,30 @@ def test_a_plan_review_is_carried_out_the_same_on_both_engines(
     if verdict == "reject":
         assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [
             ("lead", "plan_rejected")]
+    for n in (0, 1):
+        assert without_times(runs["temporal"][n]) == without_times(runs["local"][n])
+
+
+def test_a_plan_nobody_reviews_waits_no_longer_than_the_deadline_on_both_engines(
+    temporal: str, tmp_path: Path
+) -> None:
+    """A plan whose reviewer never answers waits wait_s (120 s) but never past the
+    job's deadline (20 s) on either engine: approved by timeout then, its subtasks cut
+    as deadline gaps, the same report on both (docs/design.md §17)."""
+    spec = yaml.safe_load(REVIEW_PLAN.read_text(encoding="utf-8"))
+    spec["job"].update({"deadline_s": 20, "escalations": {"wait_s": 120, "on_timeout": "accept"}})
+    path = tmp_path / "review_plan.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    runs = {}
+    for engine in ("local", "temporal"):
+        store_path = tmp_path / f"{engine}.sqlite"
+        report = run_door(path, store_path, engine, temporal, "--review", "never",
+                          "--speed", "10")
+        store = RunStore(store_path)
+        (row,) = store.runs()
+        runs[engine] = (report, store.get(row.id).report)
+        assert report["elapsed_s"] < 120  # the deadline ended the wait, not wait_s
+        assert [(g["subtask_id"], g["trigger"]) for g in report["gaps"]] == [
+            ("market", "deadline"), ("patents", "deadline")]
     for n in (0, 1):
         assert without_times(runs["temporal"][n]) == without_times(runs["local"][n])
