@@ -41,6 +41,14 @@ async def _until(session: ClientSession, run_id: str, done: Any) -> dict[str, An
         await anyio.sleep(0.1)
 
 
+async def _started(session: ClientSession, text: str) -> str:
+    """The id of the run ``run_job`` started for the job ``text`` (not waited for)."""
+    started = await session.call_tool("run_job", {"job": text, "wait_s": 0})
+    assert not started.is_error, text_of(started)
+    run_id: str = started.structured_content["run_id"]
+    return run_id
+
+
 async def test_a_decision_through_mcp_on_temporal_is_carried_out(
     dev_server: DevServer, workers: Workers, tmp_path: Path,
 ) -> None:
@@ -51,9 +59,7 @@ async def test_a_decision_through_mcp_on_temporal_is_carried_out(
     with anyio.fail_after(120):
         async with over_stdio(tmp_path, "--executor", "temporal", "--address",
                               dev_server.address, "--task-queue", QUEUE) as session:
-            started = await session.call_tool("run_job", {"job": text, "wait_s": 0})
-            assert not started.is_error, text_of(started)
-            run_id = started.structured_content["run_id"]
+            run_id = await _started(session, text)
             waiting = await _until(session, run_id, lambda r: r.get("pending", {}).get(
                 "escalations"))
             [esc] = waiting["pending"]["escalations"]
@@ -85,9 +91,7 @@ async def test_cancel_run_on_temporal_ends_a_waiting_run_with_its_partial_report
     with anyio.fail_after(120):
         async with over_stdio(tmp_path, "--executor", "temporal", "--address",
                               dev_server.address, "--task-queue", QUEUE) as session:
-            started = await session.call_tool("run_job", {"job": text, "wait_s": 0})
-            assert not started.is_error, text_of(started)
-            run_id = started.structured_content["run_id"]
+            run_id = await _started(session, text)
             await _until(session, run_id, lambda r: r.get("pending", {}).get("escalations"))
             cancelled = await session.call_tool("cancel_run", {"run_id": run_id})
             assert not cancelled.is_error, text_of(cancelled)
