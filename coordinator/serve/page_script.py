@@ -381,9 +381,16 @@ SCRIPT: Final = r"""
     for (const esc of pending.escalations || []) addCard(cur, esc);
     showPlan(cur, pending.plan);
   }
+  // A snapshot asked before a decision.needed/decision.made that arrived while it was on
+  // its way is older than what the page shows: it is asked again rather than shown.
   async function loadPending(cur) {
-    const res = await api(runPath(cur.id) + "/pending");
-    if (res.ok) showPending(cur, await res.json());
+    for (let tries = 0; tries < 5; tries++) {
+      const seen = cur.deskSeq;
+      const res = await api(runPath(cur.id) + "/pending");
+      if (!res.ok) return;
+      const pending = await res.json();
+      if (cur.deskSeq === seen) { showPending(cur, pending); return; }
+    }
   }
   function countPending(cur) {
     const n = cur.cards.size + (cur.plan ? 1 : 0);
@@ -540,6 +547,7 @@ SCRIPT: Final = r"""
   $("plan-reject").addEventListener("click", () => review(current, "reject"));
   function onDesk(cur, kind, data) {
     if (cur !== current) return;
+    cur.deskSeq += 1;
     if (kind === "decision.needed") {
       if (data.escalation) addCard(cur, data.escalation);
       if (data.plan) showPlan(cur, data.plan);
@@ -581,7 +589,7 @@ SCRIPT: Final = r"""
     if (!res.ok) { $("run").hidden = true; return; }
     const run = await res.json();
     const cur = { id, rows: new Map(), lastSeq: 0, es: null, ended: false, timer: null,
-                  cards: new Map(), plan: null };
+                  cards: new Map(), plan: null, deskSeq: 0 };
     current = cur;
     $("run").hidden = false;
     $("run-id").textContent = id;

@@ -138,3 +138,49 @@ def test_a_bad_plan_edit_is_said_under_the_plan(svc: Local, page: Any) -> None:
     finally:
         svc.cancel(run_id)
 
+
+
+def test_a_pending_snapshot_older_than_the_stream_does_not_hide_the_plan(
+    svc: Local, page: Any
+) -> None:
+    """The snapshot of what waits, asked when the stream opens, can come back after a
+    decision.needed that arrived live: it is older, so the page asks again instead of
+    hiding the plan the stream showed (the race that once failed CI)."""
+    held: list[tuple[Any, Any]] = []
+
+    def hold_first(route: Any) -> None:
+        if held:
+            route.continue_()
+            return
+        held.append((route, route.fetch()))  # the server's answer: nothing waits yet
+
+    page.route("**/pending", hold_first)
+    run_id = svc.submit(held_job(review_plan=True))
+    try:
+        _open(page, svc, run_id)
+        while not held:
+            page.wait_for_timeout(20)
+        assert held[0][1].json()["plan"] is None
+        desk = svc.desk(run_id)
+        specs = [SubtaskSpec.model_validate(s) for s in held_job()["job"]["subtasks"]]
+
+        async def review() -> Any:
+            return await desk.review_plan(specs, tools=["slow"], planner="scripted")
+
+        reviewed = svc.start(review)
+        page.wait_for_selector("#plan-review", state="visible")  # from the stream
+        route, stale = held[0]
+
+        def asked_again(response: Any) -> bool:
+            return bool(response.url.endswith("/pending") and response.request != route.request)
+
+        with page.expect_response(asked_again) as again:
+            route.fulfill(response=stale)
+        assert again.value.json()["plan"] is not None
+        page.wait_for_function("() => !document.getElementById('plan-review').hidden")
+        assert page.locator("#plan-table tr.plan-row").count() == 4
+        page.click("#plan-reject")
+        assert reviewed.result(timeout=20).verdict == "reject"
+    finally:
+        page.unroute("**/pending")
+        svc.cancel(run_id)
