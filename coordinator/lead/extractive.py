@@ -49,6 +49,7 @@ from subagents.research.relevance import (
     Segment,
     Terms,
     contradicting,
+    held_terms,
     introduces,
     refers_back,
     segments,
@@ -167,6 +168,7 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
         context = terms.present(f"{item.title} {item.heading}")
         segs = segments(text)
         against = contradicting(query, text, segs)
+        said = held_terms(terms, text, segs)
         announced: float | None = None  # the score of a sentence announcing this one
         before: float | None = None  # the score of the sentence before, in its paragraph
         for at in range(len(segs)):
@@ -178,7 +180,9 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
                 announced = before = None
                 continue  # the same words from another passage or another name
             seen.add(key)
-            hits = terms.present(text[seg.start:seg.end])
+            hits = said[at]
+            if seg.start < segs[at].start:  # with the sentence it refers back to
+                hits = [a or b for a, b in zip(hits, said[at - 1], strict=True)]
             score = sum(w * lw * (1.0 if h else 0.9 if c else 0.0) for w, lw, h, c in
                         zip(terms.weights, local, hits, context, strict=True))
             # A long sentence holds more words by its length alone: the denser one wins.

@@ -44,6 +44,7 @@ __all__ = [
     "content_words",
     "contradicting",
     "contradicts",
+    "held_terms",
     "introduces",
     "segments",
 ]
@@ -279,11 +280,13 @@ def answering_coverage(terms: Terms, text: str, context: str = "",
     in it, or a command, for "value" and "way"; a segment announcing a command counts
     as holding it). The terms of a question found together, in what would answer it."""
     segs = segments(text)
+    around = terms.present(context)
     best = 0.0
-    for i, seg in enumerate(segs):
+    for i, hits in enumerate(held_terms(terms, text, segs)):
         if asks is not None and not _of_kind(text, segs, i, asks):
             continue
-        best = max(best, terms.coverage(f"{context}\n{text[seg.start:seg.end]}"))
+        best = max(best, sum(w for w, h, c in zip(terms.weights, hits, around, strict=True)
+                             if h or c))
     return best
 
 
@@ -446,7 +449,7 @@ def best_window(
     in_heading = terms.present(heading) if heading else [False] * len(terms.words)
     weights = [w * (0.5 if h else 1.0) for w, h in zip(terms.weights, in_heading,
                                                         strict=True)]
-    hits = [terms.present(text[s.start:s.end]) for s in segs]
+    hits = held_terms(terms, text, segs)
     against = contradicting(query, text, segs)
     hits = [[False] * len(weights) if a else h for a, h in zip(against, hits, strict=True)]
     kinds = [asks is not None and _of_kind(text, segs, k, asks) for k in range(len(segs))]
@@ -551,14 +554,84 @@ def contradicting(query: str, text: str, segs: list[Segment]) -> list[bool]:
     against = [bool(query) and contradicts(query, text[s.start:s.end]) for s in segs]
     if not any(against):
         return against
-    entry = 0  # where the entry of segment k began (0: before the first, the page's own)
-    entries: list[int] = []
+    # Where the entry of segment k began (0: before the first, the page's own).
+    entries = [0 if e is None else e for e in _entries(text, segs)]
+    lost = {entries[k] for k in range(len(segs)) if against[k] and _opens(text, segs[entries[k]])}
+    return [a or entries[k] in lost for k, a in enumerate(against)]
+
+
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+
+
+def _entries(text: str, segs: list[Segment]) -> list[int | None]:
+    """Per segment: the index of the segment opening the entry it belongs to (a label, or
+    a labelled segment, and what follows it up to the next), None before the first."""
+    entry: int | None = None
+    out: list[int | None] = []
     for k, seg in enumerate(segs):
         if _opens(text, seg):
             entry = k
-        entries.append(entry)
-    lost = {entries[k] for k in range(len(segs)) if against[k] and _opens(text, segs[entries[k]])}
-    return [a or entries[k] in lost for k, a in enumerate(against)]
+        out.append(entry)
+    return out
+
+
+def _label(text: str, seg: Segment) -> str:
+    """The label lines an entry begins with ("-u", "--include-untracked")."""
+    names: list[str] = []
+    for line in text[seg.start:seg.end].split("\n"):
+        if not line.strip():
+            continue
+        if len(names) == _CHAIN or not _term_like(line):
+            break
+        names.append(line)
+    return "\n".join(names) or text[seg.start:seg.end].split("\n", 1)[0][:80]
+
+
+_GRAMMAR = "[|("  # what an option follows in a synopsis: "[-x]", "(--continue | --skip)"
+
+
+def _listed(lowered: str, option: str) -> bool:
+    """Whether every mention of ``option`` in ``lowered`` is an alternative of a usage
+    line ("[-x]", "| --skip"), not prose about it (true when there is none)."""
+    at = lowered.find(option)
+    while at >= 0:
+        before = lowered[:at].rstrip()[-1:]
+        after = lowered[at + len(option):at + len(option) + 1]
+        if not (after.isalnum() or after in "_-") and (not before or before not in _GRAMMAR):
+            return False
+        at = lowered.find(option, at + 1)
+    return True
+
+
+def held_terms(terms: Terms, text: str, segs: list[Segment]) -> list[list[bool]]:
+    """Per segment of ``text``: which of ``terms`` it holds, an option of the question
+    counted only where it is the subject. In the entry of another option (a definition
+    list's "-r: … the default is not to do -x …"), a mention of the question's option
+    ("-x") says what that other option does, not what ``-x`` does: it is not held there.
+    An entry with no option in its label, or the option's own entry, holds it as said."""
+    hits = [terms.present(text[s.start:s.end]) for s in segs]
+    options = [k for k, word in enumerate(terms.words) if word.startswith("-")]
+    if not options:
+        return hits
+    for k, seg in enumerate(segs):
+        lowered = text[seg.start:seg.end].lower()
+        for o in options:
+            if hits[k][o] and all(_listed(lowered, stem) for stem in terms.stems[o].split("|")):
+                hits[k][o] = False  # "[-n] [-x] [--ff]": a synopsis lists it, says nothing
+    entries = _entries(text, segs)
+    labels: dict[int, str] = {}
+    for k, entry in enumerate(entries):
+        if entry is None or not any(hits[k][o] for o in options):
+            continue
+        if entry not in labels:
+            labels[entry] = _label(text, segs[entry]).lower()
+        label = labels[entry]
+        if not _OPTION.search(label):
+            continue  # an entry named by words ("Undo a commit"): what it says counts
+        for o in options:
+            if hits[k][o] and not any(_holds(label, stem) for stem in terms.stems[o].split("|")):
+                hits[k][o] = False
+    return hits
 
 
 def _opens(text: str, seg: Segment) -> bool:

@@ -261,3 +261,39 @@ def test_the_answer_never_leads_with_what_destroys_what_the_user_keeps(tmp_path:
     text, _ = extractive_answer(_report(UNDO_QUESTION, _finding(found.results)))
     assert text is not None and "reset --soft HEAD^" in text, text
     assert "--hard" not in text and "permanently" not in text, text
+
+
+OPTION_QUESTION = "What does tool pick -x do?"
+# The synopsis lists -x and the -r entry mentions it: neither says what -x does.
+OPTION_PAGE = (
+    "<html><head><title>tool-pick(1)</title></head><body><h1>tool-pick(1)</h1>\n"
+    "<h2>SYNOPSIS</h2>\n<pre>tool pick [--edit] [-n] [-x] [--ff] &lt;commit&gt;</pre>\n"
+    "<h2>OPTIONS</h2>\n<dl>"
+    "<dt>-r</dt>\n<dd><p>It used to be that the tool pick command defaulted to do -x "
+    "described above, and -r was to disable it. Now the default is not to do -x so this "
+    "option is a no-op.</p></dd>\n"
+    "<dt>-x</dt>\n<dd><p>When recording the commit, append a line that says (picked from "
+    "commit ...) to the original message.</p></dd>\n"
+    "</dl></body></html>\n")
+
+
+def test_an_option_is_answered_by_its_own_entry_not_a_mention(tmp_path: Path) -> None:
+    """"What does -x do?": the synopsis's "[-x]" and the -r entry's "not to do -x" hold
+    the option's name, not what it does; the answer quotes -x's own entry, and a page
+    with only the mentions does not claim to answer."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tool-pick.html").write_text(OPTION_PAGE)
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    found = index.find(OPTION_QUESTION, 5)
+    index.close()
+    text, _ = extractive_answer(_report(OPTION_QUESTION, _finding(found.results)))
+    assert text is not None and "picked from commit" in text, text
+    assert "no-op" not in text, text
+    assert found.match["matched"] is True
+    mentions = OPTION_PAGE.replace(
+        "<dt>-x</dt>\n<dd><p>When recording the commit, append a line that says (picked "
+        "from commit ...) to the original message.</p></dd>\n", "")
+    assert _judged(tmp_path / "2", {"tool-pick.html": mentions}, OPTION_QUESTION)[
+        "matched"] is False

@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
-from subagents.research.relevance import Terms, best_window, introduces, refers_back, segments
+from subagents.research.relevance import (
+    Terms,
+    best_window,
+    held_terms,
+    introduces,
+    refers_back,
+    segments,
+)
 
 
 def _window(text: str, question: str, asks: str | None = None, limit: int = 800) -> str:
@@ -83,3 +90,18 @@ def test_a_window_begins_with_the_sentence_its_first_refers_back_to() -> None:
     assert refers_back(text, segments(text), len(segments(text)) - 1)
     assert not refers_back("One thing. Another thing.", segments("One thing. Another thing."),
                            1)
+
+
+def test_an_option_is_held_only_where_it_is_the_subject() -> None:
+    """The question's option counts in its own entry and in prose, not in another
+    option's entry nor as an alternative of a usage line."""
+    text = ("SYNOPSIS\n\n    tool pick [-n] [-x] [--ff]\n\nWith the -x option, a line is added.\n\n"
+            "-r\n\nNow the default is not to do -x.\n\n-x\n\nAppend a line.\n\n"
+            "Only without conflicts.")
+    terms = Terms.of("What does -x do?")
+    segs = segments(text)
+    x = terms.words.index("-x")
+    said = {text[s.start:s.end].split("\n")[0]: hits[x]
+            for s, hits in zip(segs, held_terms(terms, text, segs), strict=True)}
+    assert said == {"SYNOPSIS": False, "With the -x option, a line is added.": True,
+                    "-r": False, "-x": True, "Only without conflicts.": False}
