@@ -46,6 +46,7 @@ from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Section, Source, prepend_rows
 from coordinator.sources import Evidence, evidence, number_sources
 from subagents.research.relevance import (
+    NUMBER,
     Segment,
     Terms,
     contradicting,
@@ -188,7 +189,7 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
             # A long sentence holds more words by its length alone: the denser one wins.
             score /= 1.0 + max(0, seg.end - seg.start - _DENSE) / (4 * _DENSE)
             quoted = text[seg.start:seg.end]
-            if numeric and _DIGIT.search(quoted):
+            if numeric and NUMBER.search(quoted):
                 score *= 1.3  # "how many", "what … by default": a value answers
             score += 0.15 * _pairs(terms, quoted)
             # A passage the search ranked higher is a little more likely to answer.
@@ -233,7 +234,6 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
 _ASKS_VALUE = re.compile(
     r"\bhow (?:many|much|long|large|big|old|often)\b|\b(?:default|maximum|minimum|limit|"
     r"port|size|number|exit code|priority)\b", re.IGNORECASE)
-_DIGIT = re.compile(r"\d")
 _BLANK = re.compile(r"\n\s*\n")
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "MATCH_THRESHOLD",
+    "NUMBER",
     "STOPWORDS",
     "WINDOW_CHARS",
     "Segment",
@@ -227,7 +228,9 @@ _ASKS_WAY = re.compile(r"\bhow (?:do|can|could|should|would) (?:i|you|we|one)\b|
 # "$ dpkg -S", "`x`", "PRAGMA", "reportbug(1)", "init.defaultBranch=main".
 _COMMANDISH = re.compile(
     r"(?<![\w-])--?[A-Za-z][\w-]*|\$ |`|\b[A-Z]{3,}\b|\w\(\d\w*\)|[\w.]+=\S")
-_DIGITS = re.compile(r"\d")
+# A number as a value: digits standing alone ("900", "60 days", "1,000,000,000", "0.5"),
+# not digits inside a name ("sqlite3_limit", "utf8", "x86_64", "HEAD~3" is a value).
+NUMBER = re.compile(r"(?<!\w)(?<![A-Za-z_]-)\d+(?:[.,]\d+)*(?![A-Za-z_])")
 
 
 # A question that asks to keep something ("undo the commit but keep the changes", "get
@@ -303,7 +306,7 @@ def _of_kind(text: str, segs: list[Segment], i: int, asks: str) -> bool:
     piece = text[seg.start:seg.end]
     announced = text[segs[i + 1].start:segs[i + 1].end] if introduces(text, segs, i) else ""
     if asks == "value":
-        return _DIGITS.search(_SECTION_NUMBER.sub("", piece) + announced) is not None
+        return NUMBER.search(_SECTION_NUMBER.sub("", piece) + announced) is not None
     if asks == "way":
         return seg.kind == "code" or bool(announced) or _COMMANDISH.search(piece) is not None
     return True

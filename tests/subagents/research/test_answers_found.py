@@ -297,3 +297,15 @@ def test_an_option_is_answered_by_its_own_entry_not_a_mention(tmp_path: Path) ->
         "from commit ...) to the original message.</p></dd>\n", "")
     assert _judged(tmp_path / "2", {"tool-pick.html": mentions}, OPTION_QUESTION)[
         "matched"] is False
+
+
+def test_digits_inside_a_name_are_no_value(tmp_path: Path) -> None:
+    """A value question is not answered by "UTF-16" or "sqlite3_limit()": a value is a
+    number standing alone, as "1,000,000,000" is."""
+    question = "What is the maximum length of a string value?"
+    names = {"a.md": "# Strings\n\nThe maximum length of a UTF-16 string value is set with "
+                     "sqlite3_limit() on x86_64.\n"}
+    assert _judged(tmp_path / "1", names, question)["matched"] is False
+    stated = {"a.md": "# Strings\n\nThe maximum length of a string value is 1,000,000,000 "
+                      "bytes.\n"}
+    assert _judged(tmp_path / "2", stated, question)["matched"] is True
