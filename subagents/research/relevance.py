@@ -45,6 +45,7 @@ __all__ = [
     "content_words",
     "contradicting",
     "contradicts",
+    "entry_labels",
     "held_terms",
     "introduces",
     "segments",
@@ -341,6 +342,7 @@ def segments(text: str) -> list[Segment]:
     label: int | None = None  # where a pending label line starts
     chained = 0  # label lines since it (the names of one entry)
     label_end = 0  # where its last line ends
+    listing = False  # after a paragraph ending with a colon, until a paragraph of prose
     while i < n:
         line = lines[i]
         if not line.strip():
@@ -352,7 +354,7 @@ def segments(text: str) -> list[Segment]:
                 j += 1
             end = offsets[j] + len(lines[j]) if j < n else len(text)
             out.append(Segment(offsets[i], end, "code"))
-            label = None
+            label, listing = None, False
             i = j + 1
             continue
         if _is_code_line(line):
@@ -363,7 +365,7 @@ def segments(text: str) -> list[Segment]:
             start = label if label is not None else offsets[i]
             out.append(Segment(start, offsets[j - 1] + len(lines[j - 1]), "code",
                                label is not None))
-            label = None
+            label, listing = None, False
             i = j
             continue
         # A paragraph of prose: up to a blank line, a fence or a code line.
@@ -374,12 +376,20 @@ def segments(text: str) -> list[Segment]:
         para_start = offsets[i]
         para_end = offsets[j - 1] + len(lines[j - 1])
         para = text[para_start:para_end]
-        if _LIST_ITEM.match(line):
+        # A short line is a label or, after a colon, an item; one ending with a colon
+        # is a sentence announcing what follows ("… is used to set an upper bound on:").
+        # (AsciiDoc's "-S<string>::" is a label).
+        tail = para.rstrip()
+        short = j == i + 1 and len(para.strip()) <= 80 and (
+            not tail.endswith((".", "!", "?", ":")) or tail.endswith("::"))
+        if _LIST_ITEM.match(line) or (short and listing):
+            # "… an upper bound on:" then "The number of columns in a table", "… in an
+            # index": short lines after a colon are its list (a page's <li> without a
+            # bullet), not labels of entries: what follows them is still the same entry.
             start = label if label is not None else para_start
             out.append(Segment(start, para_end, "item", label is not None))
             label = None
-        elif j == i + 1 and len(para.strip()) <= 80 and not para.rstrip().endswith(
-                (".", "!", "?")):
+        elif short:
             if label is not None and not (chained < _CHAIN and _term_like(para)
                                           and _term_like(text[label:para_start])):
                 out.append(Segment(label, label_end, "label"))
@@ -390,6 +400,7 @@ def segments(text: str) -> list[Segment]:
                 chained += 1  # "-u", "--include-untracked": one entry's names
             label_end = para_end
         else:
+            listing = tail.endswith(":")
             first = True
             for s, e in _sentences(para):
                 labelled = first and label is not None
@@ -604,6 +615,22 @@ def _listed(lowered: str, option: str) -> bool:
             return False
         at = lowered.find(option, at + 1)
     return True
+
+
+def entry_labels(text: str, segs: list[Segment]) -> list[str]:
+    """Per segment: the label lines of the entry it belongs to ("Maximum Number Of
+    Columns", "-x"), "" before the first entry: what the entry is about, as a heading
+    says what its section is about."""
+    labels: dict[int, str] = {}
+    out = []
+    for entry in _entries(text, segs):
+        if entry is None:
+            out.append("")
+            continue
+        if entry not in labels:
+            labels[entry] = _label(text, segs[entry])
+        out.append(labels[entry])
+    return out
 
 
 def held_terms(terms: Terms, text: str, segs: list[Segment]) -> list[list[bool]]:

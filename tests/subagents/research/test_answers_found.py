@@ -309,3 +309,28 @@ def test_digits_inside_a_name_are_no_value(tmp_path: Path) -> None:
     stated = {"a.md": "# Strings\n\nThe maximum length of a string value is 1,000,000,000 "
                       "bytes.\n"}
     assert _judged(tmp_path / "2", stated, question)["matched"] is True
+
+
+LIMITS_PAGE = (
+    "<html><head><title>Limits</title></head><body><h1>Limits</h1><ul>\n"
+    "<li><p><b>Maximum Number Of Columns</b></p>\n<p>The MAX_COLUMN parameter sets an "
+    "upper bound on:</p><ul><li>The number of columns in a table</li><li>The number of "
+    "columns in an index</li></ul>\n<p>The default setting for MAX_COLUMN is 2000. Most "
+    "designers never need more than a hundred of them.</p></li>\n"
+    "<li><p><b>Maximum Length Of A String</b></p>\n<p>The maximum number of bytes in a "
+    "string is set by MAX_LENGTH, by default a billion.</p></li></ul></body></html>\n")
+
+
+def test_a_sentence_is_about_what_its_entry_is_named(tmp_path: Path) -> None:
+    """"The default setting … is 2000." names no word of "maximum number of columns";
+    its entry's label does, and the answer quotes it."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "limits.html").write_text(LIMITS_PAGE)
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    question = "What is the maximum number of columns a table can have?"
+    found = index.find(question, 5)
+    index.close()
+    text, _ = extractive_answer(_report(question, _finding(found.results)))
+    assert text is not None and "is 2000." in text, text

@@ -105,3 +105,20 @@ def test_an_option_is_held_only_where_it_is_the_subject() -> None:
             for s, hits in zip(segs, held_terms(terms, text, segs), strict=True)}
     assert said == {"SYNOPSIS": False, "With the -x option, a line is added.": True,
                     "-r": False, "-x": True, "Only without conflicts.": False}
+
+
+def test_short_lines_after_a_colon_are_its_list_not_labels() -> None:
+    """A page's list without bullets ("… an upper bound on:" then short lines) is a list
+    of items: the window goes through it to the value after it, and an AsciiDoc label
+    ("-S<string>::") is still a label."""
+    text = ("Maximum Number Of Columns\n\nThe MAX_COLUMN parameter sets an upper bound "
+            "on:\n\nThe number of columns in a table\n\nThe number of columns in an index"
+            "\n\nThe number of values in an INSERT statement\n\nThe default setting for "
+            "MAX_COLUMN is 2000.\n\nMaximum Depth Of Triggers\n\nIt is 1000.")
+    segs = segments(text)
+    assert [s.kind for s in segs[1:4]] == ["item", "item", "item"]
+    shown = _window(text, "What is the maximum number of columns a table can have?",
+                    "value")
+    assert "is 2000." in shown and "Triggers" not in shown
+    label = "-S<string>::\n\nLook for differences in the number of a string."
+    assert segments(label)[0].labelled
