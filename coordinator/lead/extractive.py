@@ -11,8 +11,10 @@ them (:mod:`coordinator.sources`). Decisions:
   every passage a search returned (several of one document when the search gave
   several), from a page or document read whole, and from a tool's data (as ``key:
   value``). Each is scored against its subtask's query by weighted term coverage, a
-  term found in most candidates counting less, a term of the passage's title or heading
-  counting (nearly) as if the sentence said it, raised a little by its passage's rank. A
+  term found in most candidates counting less, a term of the passage's title or heading,
+  or of the label of the entry the sentence is in ("The default setting … is 2000."
+  under "Maximum Number Of Columns"), counting (nearly) as if the sentence said it,
+  raised a little by its passage's rank. A
   sentence that loses what the question asks to keep (``relevance.contradicts``: "Undo
   commits permanently" for "… but keep the changes") keeps a fifth of its score.
   A sentence that refers back ("… with this code, …") is one candidate with the
@@ -46,9 +48,12 @@ from coordinator.job import JobSpec
 from coordinator.report import CoverageReport, Section, Source, prepend_rows
 from coordinator.sources import Evidence, evidence, number_sources
 from subagents.research.relevance import (
+    NUMBER,
     Segment,
     Terms,
     contradicting,
+    entry_labels,
+    held_terms,
     introduces,
     refers_back,
     segments,
@@ -167,6 +172,11 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
         context = terms.present(f"{item.title} {item.heading}")
         segs = segments(text)
         against = contradicting(query, text, segs)
+        said = held_terms(terms, text, segs)
+        # An entry's label says what its sentences are about, as a heading does ("The
+        # default setting … is 2000." under "Maximum Number Of Columns").
+        about = [[c or h for c, h in zip(context, terms.present(label), strict=True)]
+                 if label else context for label in entry_labels(text, segs)]
         announced: float | None = None  # the score of a sentence announcing this one
         before: float | None = None  # the score of the sentence before, in its paragraph
         for at in range(len(segs)):
@@ -178,13 +188,15 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
                 announced = before = None
                 continue  # the same words from another passage or another name
             seen.add(key)
-            hits = terms.present(text[seg.start:seg.end])
+            hits = said[at]
+            if seg.start < segs[at].start:  # with the sentence it refers back to
+                hits = [a or b for a, b in zip(hits, said[at - 1], strict=True)]
             score = sum(w * lw * (1.0 if h else 0.9 if c else 0.0) for w, lw, h, c in
-                        zip(terms.weights, local, hits, context, strict=True))
+                        zip(terms.weights, local, hits, about[at], strict=True))
             # A long sentence holds more words by its length alone: the denser one wins.
             score /= 1.0 + max(0, seg.end - seg.start - _DENSE) / (4 * _DENSE)
             quoted = text[seg.start:seg.end]
-            if numeric and _DIGIT.search(quoted):
+            if numeric and NUMBER.search(quoted):
                 score *= 1.3  # "how many", "what … by default": a value answers
             score += 0.15 * _pairs(terms, quoted)
             # A passage the search ranked higher is a little more likely to answer.
@@ -229,7 +241,6 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
 _ASKS_VALUE = re.compile(
     r"\bhow (?:many|much|long|large|big|old|often)\b|\b(?:default|maximum|minimum|limit|"
     r"port|size|number|exit code|priority)\b", re.IGNORECASE)
-_DIGIT = re.compile(r"\d")
 _BLANK = re.compile(r"\n\s*\n")
 
 

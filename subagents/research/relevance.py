@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "MATCH_THRESHOLD",
+    "NUMBER",
     "STOPWORDS",
     "WINDOW_CHARS",
     "Segment",
@@ -44,6 +45,8 @@ __all__ = [
     "content_words",
     "contradicting",
     "contradicts",
+    "entry_labels",
+    "held_terms",
     "introduces",
     "segments",
 ]
@@ -226,7 +229,9 @@ _ASKS_WAY = re.compile(r"\bhow (?:do|can|could|should|would) (?:i|you|we|one)\b|
 # "$ dpkg -S", "`x`", "PRAGMA", "reportbug(1)", "init.defaultBranch=main".
 _COMMANDISH = re.compile(
     r"(?<![\w-])--?[A-Za-z][\w-]*|\$ |`|\b[A-Z]{3,}\b|\w\(\d\w*\)|[\w.]+=\S")
-_DIGITS = re.compile(r"\d")
+# A number as a value: digits standing alone ("900", "60 days", "1,000,000,000", "0.5"),
+# not digits inside a name ("sqlite3_limit", "utf8", "x86_64", "HEAD~3" is a value).
+NUMBER = re.compile(r"(?<!\w)(?<![A-Za-z_]-)\d+(?:[.,]\d+)*(?![A-Za-z_])")
 
 
 # A question that asks to keep something ("undo the commit but keep the changes", "get
@@ -279,11 +284,13 @@ def answering_coverage(terms: Terms, text: str, context: str = "",
     in it, or a command, for "value" and "way"; a segment announcing a command counts
     as holding it). The terms of a question found together, in what would answer it."""
     segs = segments(text)
+    around = terms.present(context)
     best = 0.0
-    for i, seg in enumerate(segs):
+    for i, hits in enumerate(held_terms(terms, text, segs)):
         if asks is not None and not _of_kind(text, segs, i, asks):
             continue
-        best = max(best, terms.coverage(f"{context}\n{text[seg.start:seg.end]}"))
+        best = max(best, sum(w for w, h, c in zip(terms.weights, hits, around, strict=True)
+                             if h or c))
     return best
 
 
@@ -300,7 +307,7 @@ def _of_kind(text: str, segs: list[Segment], i: int, asks: str) -> bool:
     piece = text[seg.start:seg.end]
     announced = text[segs[i + 1].start:segs[i + 1].end] if introduces(text, segs, i) else ""
     if asks == "value":
-        return _DIGITS.search(_SECTION_NUMBER.sub("", piece) + announced) is not None
+        return NUMBER.search(_SECTION_NUMBER.sub("", piece) + announced) is not None
     if asks == "way":
         return seg.kind == "code" or bool(announced) or _COMMANDISH.search(piece) is not None
     return True
@@ -335,6 +342,7 @@ def segments(text: str) -> list[Segment]:
     label: int | None = None  # where a pending label line starts
     chained = 0  # label lines since it (the names of one entry)
     label_end = 0  # where its last line ends
+    listing = False  # after a paragraph ending with a colon, until a paragraph of prose
     while i < n:
         line = lines[i]
         if not line.strip():
@@ -346,7 +354,7 @@ def segments(text: str) -> list[Segment]:
                 j += 1
             end = offsets[j] + len(lines[j]) if j < n else len(text)
             out.append(Segment(offsets[i], end, "code"))
-            label = None
+            label, listing = None, False
             i = j + 1
             continue
         if _is_code_line(line):
@@ -357,7 +365,7 @@ def segments(text: str) -> list[Segment]:
             start = label if label is not None else offsets[i]
             out.append(Segment(start, offsets[j - 1] + len(lines[j - 1]), "code",
                                label is not None))
-            label = None
+            label, listing = None, False
             i = j
             continue
         # A paragraph of prose: up to a blank line, a fence or a code line.
@@ -368,12 +376,20 @@ def segments(text: str) -> list[Segment]:
         para_start = offsets[i]
         para_end = offsets[j - 1] + len(lines[j - 1])
         para = text[para_start:para_end]
-        if _LIST_ITEM.match(line):
+        # A short line is a label or, after a colon, an item; one ending with a colon
+        # is a sentence announcing what follows ("… is used to set an upper bound on:").
+        # (AsciiDoc's "-S<string>::" is a label).
+        tail = para.rstrip()
+        short = j == i + 1 and len(para.strip()) <= 80 and (
+            not tail.endswith((".", "!", "?", ":")) or tail.endswith("::"))
+        if _LIST_ITEM.match(line) or (short and listing):
+            # "… an upper bound on:" then "The number of columns in a table", "… in an
+            # index": short lines after a colon are its list (a page's <li> without a
+            # bullet), not labels of entries: what follows them is still the same entry.
             start = label if label is not None else para_start
             out.append(Segment(start, para_end, "item", label is not None))
             label = None
-        elif j == i + 1 and len(para.strip()) <= 80 and not para.rstrip().endswith(
-                (".", "!", "?")):
+        elif short:
             if label is not None and not (chained < _CHAIN and _term_like(para)
                                           and _term_like(text[label:para_start])):
                 out.append(Segment(label, label_end, "label"))
@@ -384,6 +400,7 @@ def segments(text: str) -> list[Segment]:
                 chained += 1  # "-u", "--include-untracked": one entry's names
             label_end = para_end
         else:
+            listing = tail.endswith(":")
             first = True
             for s, e in _sentences(para):
                 labelled = first and label is not None
@@ -446,7 +463,7 @@ def best_window(
     in_heading = terms.present(heading) if heading else [False] * len(terms.words)
     weights = [w * (0.5 if h else 1.0) for w, h in zip(terms.weights, in_heading,
                                                         strict=True)]
-    hits = [terms.present(text[s.start:s.end]) for s in segs]
+    hits = held_terms(terms, text, segs)
     against = contradicting(query, text, segs)
     hits = [[False] * len(weights) if a else h for a, h in zip(against, hits, strict=True)]
     kinds = [asks is not None and _of_kind(text, segs, k, asks) for k in range(len(segs))]
@@ -551,14 +568,100 @@ def contradicting(query: str, text: str, segs: list[Segment]) -> list[bool]:
     against = [bool(query) and contradicts(query, text[s.start:s.end]) for s in segs]
     if not any(against):
         return against
-    entry = 0  # where the entry of segment k began (0: before the first, the page's own)
-    entries: list[int] = []
+    # Where the entry of segment k began (0: before the first, the page's own).
+    entries = [0 if e is None else e for e in _entries(text, segs)]
+    lost = {entries[k] for k in range(len(segs)) if against[k] and _opens(text, segs[entries[k]])}
+    return [a or entries[k] in lost for k, a in enumerate(against)]
+
+
+_OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+
+
+def _entries(text: str, segs: list[Segment]) -> list[int | None]:
+    """Per segment: the index of the segment opening the entry it belongs to (a label, or
+    a labelled segment, and what follows it up to the next), None before the first."""
+    entry: int | None = None
+    out: list[int | None] = []
     for k, seg in enumerate(segs):
         if _opens(text, seg):
             entry = k
-        entries.append(entry)
-    lost = {entries[k] for k in range(len(segs)) if against[k] and _opens(text, segs[entries[k]])}
-    return [a or entries[k] in lost for k, a in enumerate(against)]
+        out.append(entry)
+    return out
+
+
+def _label(text: str, seg: Segment) -> str:
+    """The label lines an entry begins with ("-u", "--include-untracked")."""
+    names: list[str] = []
+    for line in text[seg.start:seg.end].split("\n"):
+        if not line.strip():
+            continue
+        if len(names) == _CHAIN or not _term_like(line):
+            break
+        names.append(line)
+    return "\n".join(names) or text[seg.start:seg.end].split("\n", 1)[0][:80]
+
+
+_GRAMMAR = "[|("  # what an option follows in a synopsis: "[-x]", "(--continue | --skip)"
+
+
+def _listed(lowered: str, option: str) -> bool:
+    """Whether every mention of ``option`` in ``lowered`` is an alternative of a usage
+    line ("[-x]", "| --skip"), not prose about it (true when there is none)."""
+    at = lowered.find(option)
+    while at >= 0:
+        before = lowered[:at].rstrip()[-1:]
+        after = lowered[at + len(option):at + len(option) + 1]
+        if not (after.isalnum() or after in "_-") and (not before or before not in _GRAMMAR):
+            return False
+        at = lowered.find(option, at + 1)
+    return True
+
+
+def entry_labels(text: str, segs: list[Segment]) -> list[str]:
+    """Per segment: the label lines of the entry it belongs to ("Maximum Number Of
+    Columns", "-x"), "" before the first entry: what the entry is about, as a heading
+    says what its section is about."""
+    labels: dict[int, str] = {}
+    out = []
+    for entry in _entries(text, segs):
+        if entry is None:
+            out.append("")
+            continue
+        if entry not in labels:
+            labels[entry] = _label(text, segs[entry])
+        out.append(labels[entry])
+    return out
+
+
+def held_terms(terms: Terms, text: str, segs: list[Segment]) -> list[list[bool]]:
+    """Per segment of ``text``: which of ``terms`` it holds, an option of the question
+    counted only where it is the subject. In the entry of another option (a definition
+    list's "-r: … the default is not to do -x …"), a mention of the question's option
+    ("-x") says what that other option does, not what ``-x`` does: it is not held there.
+    An entry with no option in its label, or the option's own entry, holds it as said."""
+    hits = [terms.present(text[s.start:s.end]) for s in segs]
+    options = [k for k, word in enumerate(terms.words) if word.startswith("-")]
+    if not options:
+        return hits
+    for k, seg in enumerate(segs):
+        lowered = text[seg.start:seg.end].lower()
+        for o in options:
+            if hits[k][o] and all(_listed(lowered, stem) for stem in terms.stems[o].split("|")):
+                hits[k][o] = False  # "[-n] [-x] [--ff]": a synopsis lists it, says nothing
+    entries = _entries(text, segs)
+    labels: dict[int, str] = {}
+    for k, entry in enumerate(entries):
+        if entry is None or not any(hits[k][o] for o in options):
+            continue
+        if entry not in labels:
+            labels[entry] = _label(text, segs[entry]).lower()
+        label = labels[entry]
+        if not _OPTION.search(label):
+            continue  # an entry named by words ("Undo a commit"): what it says counts
+        for o in options:
+            if hits[k][o] and not any(_holds(label, stem) for stem in terms.stems[o].split("|")):
+                hits[k][o] = False
+    return hits
 
 
 def _opens(text: str, seg: Segment) -> bool:

@@ -261,3 +261,76 @@ def test_the_answer_never_leads_with_what_destroys_what_the_user_keeps(tmp_path:
     text, _ = extractive_answer(_report(UNDO_QUESTION, _finding(found.results)))
     assert text is not None and "reset --soft HEAD^" in text, text
     assert "--hard" not in text and "permanently" not in text, text
+
+
+OPTION_QUESTION = "What does tool pick -x do?"
+# The synopsis lists -x and the -r entry mentions it: neither says what -x does.
+OPTION_PAGE = (
+    "<html><head><title>tool-pick(1)</title></head><body><h1>tool-pick(1)</h1>\n"
+    "<h2>SYNOPSIS</h2>\n<pre>tool pick [--edit] [-n] [-x] [--ff] &lt;commit&gt;</pre>\n"
+    "<h2>OPTIONS</h2>\n<dl>"
+    "<dt>-r</dt>\n<dd><p>It used to be that the tool pick command defaulted to do -x "
+    "described above, and -r was to disable it. Now the default is not to do -x so this "
+    "option is a no-op.</p></dd>\n"
+    "<dt>-x</dt>\n<dd><p>When recording the commit, append a line that says (picked from "
+    "commit ...) to the original message.</p></dd>\n"
+    "</dl></body></html>\n")
+
+
+def test_an_option_is_answered_by_its_own_entry_not_a_mention(tmp_path: Path) -> None:
+    """"What does -x do?": the synopsis's "[-x]" and the -r entry's "not to do -x" hold
+    the option's name, not what it does; the answer quotes -x's own entry, and a page
+    with only the mentions does not claim to answer."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tool-pick.html").write_text(OPTION_PAGE)
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    found = index.find(OPTION_QUESTION, 5)
+    index.close()
+    text, _ = extractive_answer(_report(OPTION_QUESTION, _finding(found.results)))
+    assert text is not None and "picked from commit" in text, text
+    assert "no-op" not in text, text
+    assert found.match["matched"] is True
+    mentions = OPTION_PAGE.replace(
+        "<dt>-x</dt>\n<dd><p>When recording the commit, append a line that says (picked "
+        "from commit ...) to the original message.</p></dd>\n", "")
+    assert _judged(tmp_path / "2", {"tool-pick.html": mentions}, OPTION_QUESTION)[
+        "matched"] is False
+
+
+def test_digits_inside_a_name_are_no_value(tmp_path: Path) -> None:
+    """A value question is not answered by "UTF-16" or "sqlite3_limit()": a value is a
+    number standing alone, as "1,000,000,000" is."""
+    question = "What is the maximum length of a string value?"
+    names = {"a.md": "# Strings\n\nThe maximum length of a UTF-16 string value is set with "
+                     "sqlite3_limit() on x86_64.\n"}
+    assert _judged(tmp_path / "1", names, question)["matched"] is False
+    stated = {"a.md": "# Strings\n\nThe maximum length of a string value is 1,000,000,000 "
+                      "bytes.\n"}
+    assert _judged(tmp_path / "2", stated, question)["matched"] is True
+
+
+LIMITS_PAGE = (
+    "<html><head><title>Limits</title></head><body><h1>Limits</h1><ul>\n"
+    "<li><p><b>Maximum Number Of Columns</b></p>\n<p>The MAX_COLUMN parameter sets an "
+    "upper bound on:</p><ul><li>The number of columns in a table</li><li>The number of "
+    "columns in an index</li></ul>\n<p>The default setting for MAX_COLUMN is 2000. Most "
+    "designers never need more than a hundred of them.</p></li>\n"
+    "<li><p><b>Maximum Length Of A String</b></p>\n<p>The maximum number of bytes in a "
+    "string is set by MAX_LENGTH, by default a billion.</p></li></ul></body></html>\n")
+
+
+def test_a_sentence_is_about_what_its_entry_is_named(tmp_path: Path) -> None:
+    """"The default setting … is 2000." names no word of "maximum number of columns";
+    its entry's label does, and the answer quotes it."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "limits.html").write_text(LIMITS_PAGE)
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    question = "What is the maximum number of columns a table can have?"
+    found = index.find(question, 5)
+    index.close()
+    text, _ = extractive_answer(_report(question, _finding(found.results)))
+    assert text is not None and "is 2000." in text, text

@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
-from subagents.research.relevance import Terms, best_window, introduces, refers_back, segments
+from subagents.research.relevance import (
+    Terms,
+    best_window,
+    held_terms,
+    introduces,
+    refers_back,
+    segments,
+)
 
 
 def _window(text: str, question: str, asks: str | None = None, limit: int = 800) -> str:
@@ -83,3 +90,35 @@ def test_a_window_begins_with_the_sentence_its_first_refers_back_to() -> None:
     assert refers_back(text, segments(text), len(segments(text)) - 1)
     assert not refers_back("One thing. Another thing.", segments("One thing. Another thing."),
                            1)
+
+
+def test_an_option_is_held_only_where_it_is_the_subject() -> None:
+    """The question's option counts in its own entry and in prose, not in another
+    option's entry nor as an alternative of a usage line."""
+    text = ("SYNOPSIS\n\n    tool pick [-n] [-x] [--ff]\n\nWith the -x option, a line is added.\n\n"
+            "-r\n\nNow the default is not to do -x.\n\n-x\n\nAppend a line.\n\n"
+            "Only without conflicts.")
+    terms = Terms.of("What does -x do?")
+    segs = segments(text)
+    x = terms.words.index("-x")
+    said = {text[s.start:s.end].split("\n")[0]: hits[x]
+            for s, hits in zip(segs, held_terms(terms, text, segs), strict=True)}
+    assert said == {"SYNOPSIS": False, "With the -x option, a line is added.": True,
+                    "-r": False, "-x": True, "Only without conflicts.": False}
+
+
+def test_short_lines_after_a_colon_are_its_list_not_labels() -> None:
+    """A page's list without bullets ("… an upper bound on:" then short lines) is a list
+    of items: the window goes through it to the value after it, and an AsciiDoc label
+    ("-S<string>::") is still a label."""
+    text = ("Maximum Number Of Columns\n\nThe MAX_COLUMN parameter sets an upper bound "
+            "on:\n\nThe number of columns in a table\n\nThe number of columns in an index"
+            "\n\nThe number of values in an INSERT statement\n\nThe default setting for "
+            "MAX_COLUMN is 2000.\n\nMaximum Depth Of Triggers\n\nIt is 1000.")
+    segs = segments(text)
+    assert [s.kind for s in segs[1:4]] == ["item", "item", "item"]
+    shown = _window(text, "What is the maximum number of columns a table can have?",
+                    "value")
+    assert "is 2000." in shown and "Triggers" not in shown
+    label = "-S<string>::\n\nLook for differences in the number of a string."
+    assert segments(label)[0].labelled
