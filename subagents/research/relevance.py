@@ -229,8 +229,8 @@ _ASKS_WAY = re.compile(r"\bhow (?:do|can|could|should|would) (?:i|you|we|one)\b|
 # "$ dpkg -S", "`x`", "PRAGMA", "reportbug(1)", "init.defaultBranch=main".
 _COMMANDISH = re.compile(
     r"(?<![\w-])--?[A-Za-z][\w-]*|\$ |`|\b[A-Z]{3,}\b|\w\(\d\w*\)|[\w.]+=\S")
-# A number as a value: digits standing alone ("900", "60 days", "1,000,000,000", "0.5"),
-# not digits inside a name ("sqlite3_limit", "utf8", "x86_64", "HEAD~3" is a value).
+# A number as a value: digits standing alone ("900", "60 days", "1,000,000,000", "0.5",
+# "HEAD~3"), not digits inside a name ("sqlite3_limit", "utf8", "x86_64", "UTF-16").
 NUMBER = re.compile(r"(?<!\w)(?<![A-Za-z_]-)\d+(?:[.,]\d+)*(?![A-Za-z_])")
 
 
@@ -648,16 +648,12 @@ def held_terms(terms: Terms, text: str, segs: list[Segment]) -> list[list[bool]]
         for o in options:
             if hits[k][o] and all(_listed(lowered, stem) for stem in terms.stems[o].split("|")):
                 hits[k][o] = False  # "[-n] [-x] [--ff]": a synopsis lists it, says nothing
-    entries = _entries(text, segs)
-    labels: dict[int, str] = {}
-    for k, entry in enumerate(entries):
-        if entry is None or not any(hits[k][o] for o in options):
+    for k, label in enumerate(entry_labels(text, segs)):
+        if not any(hits[k][o] for o in options):
             continue
-        if entry not in labels:
-            labels[entry] = _label(text, segs[entry]).lower()
-        label = labels[entry]
+        label = label.lower()
         if not _OPTION.search(label):
-            continue  # an entry named by words ("Undo a commit"): what it says counts
+            continue  # none, or an entry named by words ("Undo a commit"): it counts
         for o in options:
             if hits[k][o] and not any(_holds(label, stem) for stem in terms.stems[o].split("|")):
                 hits[k][o] = False

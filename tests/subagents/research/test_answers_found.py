@@ -14,6 +14,7 @@ from coordinator.lead.extractive import extractive_answer
 from coordinator.report import Answer, CoverageReport, Section, SubtaskOutcome
 from shared.envelope import Finding, ToolResult
 from subagents.research.docindex import DocIndex
+from subagents.research.docsearch import Found
 from subagents.research.relevance import Terms, contradicts, segments
 
 QUESTION = "How long does the cache helper keep my password by default?"
@@ -163,7 +164,9 @@ def test_segments_keep_code_blocks_and_labels_whole() -> None:
     assert Terms.of("how long is the timeout").coverage(text[segs[1].start:segs[1].end]) == 1.0
 
 
-def _judged(tmp_path: Path, pages: dict[str, str], question: str) -> dict[str, Any]:
+def _found(tmp_path: Path, pages: dict[str, str], question: str) -> Found:
+    """What a lexical search of ``pages``, indexed under ``tmp_path``, finds for
+    ``question`` (something, at least)."""
     docs = tmp_path / "docs"
     docs.mkdir(parents=True)
     for name, text in pages.items():
@@ -173,7 +176,11 @@ def _judged(tmp_path: Path, pages: dict[str, str], question: str) -> dict[str, A
     found = index.find(question, 5)
     index.close()
     assert found.results
-    return found.match
+    return found
+
+
+def _judged(tmp_path: Path, pages: dict[str, str], question: str) -> dict[str, Any]:
+    return _found(tmp_path, pages, question).match
 
 
 def test_words_scattered_over_a_passage_do_not_answer(tmp_path: Path) -> None:
@@ -205,13 +212,7 @@ def test_a_how_to_question_is_answered_by_a_command_announced(tmp_path: Path) ->
             "configure it as the following.\n\n    APT::Acquire::http::Dl-Limit \"800\";\n\n"
             "Other settings are described elsewhere in this manual.\n")
     question = "How can I limit the download bandwidth of APT?"
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "apt.md").write_text(page)
-    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
-    index.refresh()
-    found = index.find(question, 5)
-    index.close()
+    found = _found(tmp_path, {"apt.md": page}, question)
     assert found.match["matched"] is True and found.match["asks"] == "way"
     assert "Dl-Limit" in found.results[0]["snippet"]
     text, _ = extractive_answer(_report(question, _finding(found.results)))
@@ -249,14 +250,7 @@ def test_the_answer_never_leads_with_what_destroys_what_the_user_keeps(tmp_path:
     """"Undo the last commit but keep the changes": the example that undoes commits
     permanently shares more words with the question, and is neither the snippet shown
     for the page nor any line of the extractive answer; the one that keeps them is."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "tool-reset.html").write_text(UNDO_PAGE)
-    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
-    index.refresh()
-    found = index.find(UNDO_QUESTION, 5)
-    index.close()
-    assert found.results
+    found = _found(tmp_path, {"tool-reset.html": UNDO_PAGE}, UNDO_QUESTION)
     assert "--hard" not in found.results[0]["snippet"], found.results[0]["snippet"]
     text, _ = extractive_answer(_report(UNDO_QUESTION, _finding(found.results)))
     assert text is not None and "reset --soft HEAD^" in text, text
@@ -281,13 +275,7 @@ def test_an_option_is_answered_by_its_own_entry_not_a_mention(tmp_path: Path) ->
     """"What does -x do?": the synopsis's "[-x]" and the -r entry's "not to do -x" hold
     the option's name, not what it does; the answer quotes -x's own entry, and a page
     with only the mentions does not claim to answer."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "tool-pick.html").write_text(OPTION_PAGE)
-    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
-    index.refresh()
-    found = index.find(OPTION_QUESTION, 5)
-    index.close()
+    found = _found(tmp_path, {"tool-pick.html": OPTION_PAGE}, OPTION_QUESTION)
     text, _ = extractive_answer(_report(OPTION_QUESTION, _finding(found.results)))
     assert text is not None and "picked from commit" in text, text
     assert "no-op" not in text, text
@@ -324,13 +312,7 @@ LIMITS_PAGE = (
 def test_a_sentence_is_about_what_its_entry_is_named(tmp_path: Path) -> None:
     """"The default setting … is 2000." names no word of "maximum number of columns";
     its entry's label does, and the answer quotes it."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "limits.html").write_text(LIMITS_PAGE)
-    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
-    index.refresh()
     question = "What is the maximum number of columns a table can have?"
-    found = index.find(question, 5)
-    index.close()
+    found = _found(tmp_path, {"limits.html": LIMITS_PAGE}, question)
     text, _ = extractive_answer(_report(question, _finding(found.results)))
     assert text is not None and "is 2000." in text, text
