@@ -43,7 +43,8 @@ def finding_sources(finding: Finding) -> list[tuple[str, str | None, str | None,
     return [(key, url, path, title) for key, url, path, title, *_ in _items(finding)]
 
 
-_Item = tuple[str, str | None, str | None, str, Any, str, int | None]
+_Pieces = tuple[tuple[int, int, float], ...]
+_Item = tuple[str, str | None, str | None, str, Any, str, int | None, _Pieces]
 
 
 def _items(finding: Finding) -> list[_Item]:
@@ -61,16 +62,16 @@ def _items(finding: Finding) -> list[_Item]:
         text = data.get("text") if isinstance(data, dict) else data
         title = given_by(finding.by, finding.at)
         return [(f"tool:{PERSON}:{finding.by}:{finding.at}", finding.url, None, title, text,
-                 "", None)]
+                 "", None, ())]
     if finding.url is not None or finding.path is not None:
         text = data.get("text") if isinstance(data, dict) else None
         body = text if isinstance(text, str) else data
         if finding.url is not None:
             return [(f"url:{finding.url}", finding.url, None, finding.title or finding.url, body,
-                     "", None)]
+                     "", None, ())]
         assert finding.path is not None
         return [(f"path:{finding.path}", None, finding.path, finding.title or finding.path, body,
-                 "", None)]
+                 "", None, ())]
     kind = _SEARCH_TOOLS.get(finding.tool)
     if kind is not None and isinstance(data, dict) and isinstance(data.get("results"), list):
         out: list[_Item] = []
@@ -86,12 +87,29 @@ def _items(finding: Finding) -> list[_Item]:
             heading = heading.rsplit("›", 1)[-1].strip() if isinstance(heading, str) else ""
             start = item.get("start")
             start = start if isinstance(start, int) and not isinstance(start, bool) else None
+            pieces = _pieces(item.get("pieces"), len(snippet))
             if kind == "url":
-                out.append((f"url:{where}", where, None, title, snippet, heading, None))
+                out.append((f"url:{where}", where, None, title, snippet, heading, None, pieces))
             else:
-                out.append((f"path:{where}", None, where, title, snippet, heading, start))
+                out.append((f"path:{where}", None, where, title, snippet, heading, start,
+                            pieces))
         return out
-    return [(f"tool:{finding.tool}", None, None, finding.tool, data, "", None)]
+    return [(f"tool:{finding.tool}", None, None, finding.tool, data, "", None, ())]
+
+
+def _pieces(value: Any, size: int) -> _Pieces:
+    """A search result's ``pieces`` (``[start, end, similarity]`` of its snippet's parts,
+    docs/design.md §10) as far as they are well formed; any other value, none."""
+    if not isinstance(value, list):
+        return ()
+    out = []
+    for piece in value:
+        if (isinstance(piece, list) and len(piece) == 3
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in piece[:2])
+                and isinstance(piece[2], int | float) and not isinstance(piece[2], bool)
+                and 0 <= piece[0] <= piece[1] <= size):
+            out.append((piece[0], piece[1], float(piece[2])))
+    return tuple(out)
 
 
 def number_sources(sections: Sequence[Section]) -> tuple[list[Source], dict[int, list[int]]]:
@@ -229,6 +247,9 @@ class Evidence:
     document: bool  # a page or document read whole (web.fetch, docs.read), not a snippet
     heading: str = ""  # a search result's section, as its snippet may begin with it
     start: int | None = None  # where a search's passage begins in its document
+    # Where the snippet's parts sit in it and how near each is in meaning to the query
+    # (``(start, end, similarity)``), when the search had embeddings.
+    pieces: tuple[tuple[int, int, float], ...] = ()
 
 
 def evidence(sections: Sequence[Section]) -> list[Evidence]:
@@ -239,11 +260,11 @@ def evidence(sections: Sequence[Section]) -> list[Evidence]:
     for section in sections:
         for finding in section.findings:
             document = finding.url is not None or finding.path is not None
-            for key, _url, _path, title, body, heading, start in _items(finding):
+            for key, _url, _path, title, body, heading, start, pieces in _items(finding):
                 scoped = (section.subtask_id, key) if key.startswith("tool:") else ("", key)
                 n = numbered.setdefault(scoped, len(numbered) + 1)
                 out.append(Evidence(n, section.subtask_id, finding.tool, title, body, document,
-                                    heading, start))
+                                    heading, start, pieces))
     return out
 
 

@@ -46,7 +46,9 @@ from subagents.research.documents import (
     shown,
 )
 from subagents.research.docwriter import (
+    PIECES_FROM,
     SCHEMA_VERSION,
+    VECTORS_TABLE,
     IndexStats,
     IndexWriter,
     create_schema,
@@ -154,7 +156,7 @@ class DocIndex:
         # "auto": hybrid search where the semantic extra is installed; "off" (or the
         # operator's FANOUT_SEMANTIC=off): lexical only.
         self.semantic = "off" if os.environ.get("FANOUT_SEMANTIC") == "off" else semantic
-        self._vectors: tuple[tuple[int, int], Any, Any] | None = None  # (version, ids, matrix)
+        self._vectors: tuple[tuple[int, int], Any, Any] | None = None  # (version, spans, matrix)
         self._vectors_lock = threading.Lock()
         self._ensure_schema()
         if self.semantic != "off":
@@ -230,6 +232,18 @@ class DocIndex:
             version, tables = self._version()
             if version == SCHEMA_VERSION:
                 return  # another process made it while this one waited
+            if version == PIECES_FROM - 1:
+                # Only the vectors changed (one per piece of a passage, not one per
+                # passage): the text stays, the passages are embedded again.
+                conn = self._connect()
+                try:
+                    conn.executescript(
+                        f"BEGIN IMMEDIATE; DROP TABLE vectors; {VECTORS_TABLE}"
+                        "DELETE FROM meta WHERE key = 'model'; "
+                        f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+                finally:
+                    conn.close()
+                return
             if tables:
                 # An index of another version is a cache of the folder: made anew.
                 for suffix in ("", "-wal", "-shm"):
@@ -345,7 +359,8 @@ class DocIndex:
             return docsearch.search(conn, query, limit, dense)
 
     def _dense(self, conn: sqlite3.Connection, query: str) -> docsearch.Dense | None:
-        """The query's semantic similarity to every embedded passage, or None (lexical)."""
+        """The query's semantic similarity to every embedded piece of a passage, or None
+        (lexical)."""
         embedder = self.embedder()
         if embedder is None:
             return None
@@ -356,22 +371,22 @@ class DocIndex:
         with self._vectors_lock:
             cached = self._vectors
             if cached is None or cached[0] != (generation, count):
-                rows = conn.execute("SELECT passage, vec FROM vectors ORDER BY passage")
-                ids, blobs = [], []
-                for pid, vec in rows:
-                    ids.append(int(pid))
+                rows = conn.execute(
+                    "SELECT passage, start, end, vec FROM vectors ORDER BY passage, start")
+                spans, blobs = [], []
+                for pid, start, end, vec in rows:
+                    spans.append((int(pid), int(start), int(end)))
                     blobs.append(vec)
-                if not ids:
+                if not spans:
                     return None
                 matrix = np.frombuffer(b"".join(blobs), dtype="<f2").reshape(
-                    len(ids), embedder.dim).astype(np.float32)
-                cached = self._vectors = ((generation, count), np.asarray(ids), matrix)
-        _key, ids_arr, matrix = cached
+                    len(spans), embedder.dim).astype(np.float32)
+                cached = self._vectors = ((generation, count), np.asarray(spans), matrix)
+        _key, spans_arr, matrix = cached
         q = embedder.encode([query])[0]
-        sims = matrix @ q
         from subagents.research import docsearch
 
-        return docsearch.Dense(ids_arr, sims)
+        return docsearch.Dense(spans_arr[:, 0], spans_arr[:, 1], spans_arr[:, 2], matrix @ q)
 
     def title_of(self, path: str) -> str | None:
         """The indexed title of ``path``, or None when it is not indexed."""

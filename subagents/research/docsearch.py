@@ -151,34 +151,55 @@ def _common(conn: sqlite3.Connection, present: list[str], wanted: int) -> list[t
     return sorted(scored, key=lambda r: r[1])[:wanted]
 
 
-@dataclass(frozen=True, slots=True)
 class Dense:
-    """A query's semantic similarity to every embedded passage: ``sims[i]`` of passage
-    ``ids[i]`` (numpy arrays)."""
+    """A query's semantic similarity to every embedded piece of a passage (numpy arrays,
+    ordered by passage then start): piece ``i`` is characters ``starts[i]:ends[i]`` of
+    passage ``ids[i]``'s text, ``sims[i]`` its cosine similarity to the query. A passage
+    is as similar as its most similar piece."""
 
-    ids: Any
-    sims: Any
+    __slots__ = ("_best", "_firsts", "_passages", "ends", "ids", "sims", "starts")
+
+    def __init__(self, ids: Any, starts: Any, ends: Any, sims: Any) -> None:
+        import numpy as np
+
+        self.ids, self.starts, self.ends, self.sims = ids, starts, ends, sims
+        # Each passage's first piece, the passages, and each one's best similarity.
+        self._firsts: Any = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) \
+            else np.zeros(0, dtype=np.int64)
+        self._passages: Any = ids[self._firsts]
+        self._best: Any = np.maximum.reduceat(sims, self._firsts) if len(ids) else \
+            np.zeros(0, dtype=np.float32)
 
     def top(self, k: int) -> list[int]:
-        """The ``k`` most similar passages, most similar first."""
+        """The ``k`` passages most similar to the query, most similar first."""
         import numpy as np
 
-        k = min(k, len(self.ids))
+        k = min(k, len(self._passages))
         if k <= 0:
             return []
-        best = np.argpartition(-self.sims, k - 1)[:k]
-        return [int(self.ids[i]) for i in best[np.argsort(-self.sims[best])]]
+        best = np.argpartition(-self._best, k - 1)[:k]
+        return [int(self._passages[i]) for i in best[np.argsort(-self._best[best])]]
 
     def of(self, ids: list[int]) -> dict[int, float]:
-        """The similarity of each of ``ids`` that has a vector."""
+        """The similarity of each of ``ids`` that has vectors (its best piece's)."""
         import numpy as np
 
-        where = np.searchsorted(self.ids, ids)
+        where = np.searchsorted(self._passages, ids)
         out = {}
         for pid, at in zip(ids, where, strict=True):
-            if at < len(self.ids) and int(self.ids[at]) == pid:
-                out[pid] = float(self.sims[at])
+            if at < len(self._passages) and int(self._passages[at]) == pid:
+                out[pid] = float(self._best[at])
         return out
+
+    def pieces(self, pid: int, start: int, end: int) -> list[tuple[int, int, float]]:
+        """``(start, end, similarity)`` of passage ``pid``'s pieces that overlap its
+        characters ``start:end``, in order."""
+        import numpy as np
+
+        lo = int(np.searchsorted(self.ids, pid, side="left"))
+        hi = int(np.searchsorted(self.ids, pid, side="right"))
+        return [(int(self.starts[i]), int(self.ends[i]), float(self.sims[i]))
+                for i in range(lo, hi) if self.starts[i] < end and start < self.ends[i]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +262,9 @@ def search(
     similarity = dense.of([c.id for c in cands]) if dense is not None else {}
     _fuse(cands, similarity)
     chosen = _choose(cands, limit)
+    if dense is not None:
+        for c in chosen:
+            c.pieces = dense.pieces(c.id, *c.window)
     _with_sources(conn, chosen)
     results = [c.result() for c in chosen]
     return Found(results, _judgement(terms, chosen, similarity or None, asks))
@@ -253,6 +277,7 @@ _LOOK = 6  # candidates looked at per result wanted (the rest cannot be shown)
 _MORE = 3  # a document's next best passages that raise each of its passages …
 _SPREAD = 0.1  # … each at this fraction of its own
 _RRF = 30  # reciprocal rank fusion's constant (smaller: the top ranks weigh more)
+_FUSION = (1.0, 1.0, 1.0)  # weights of bm25's order, the terms' order, the semantic order
 SEMANTIC_THRESHOLD = 0.45
 """The cosine similarity of query and best passage under which a search with embeddings
 does not count as answering (all-MiniLM-L6-v2; chosen on the benchmark's question sets)."""
@@ -262,7 +287,8 @@ class _Passage:
     """One candidate passage and its scores."""
 
     __slots__ = ("also", "body", "cover", "file", "heading", "id", "kind", "lexical",
-                 "path", "rank", "score", "semantic", "sig", "start", "title", "window")
+                 "path", "pieces", "rank", "score", "semantic", "sig", "start", "title",
+                 "window")
 
     def __init__(self, pid: int, file: int, start: int, path: str, title: str, kind: str,
                  sig: bytes, heading: str, body: str, rank: int, terms: Terms) -> None:
@@ -272,7 +298,8 @@ class _Passage:
         self.cover = terms.coverage(f"{title}\n{heading}\n{body}")
         self.window = (0, len(body))
         self.lexical = self.cover
-        self.semantic: float | None = None
+        self.semantic: float | None = None  # the passage's: its most similar piece's
+        self.pieces: list[tuple[int, int, float]] = []  # the window's, with embeddings
         self.score = 0.0
         self.also: list[str] = []
 
@@ -288,6 +315,13 @@ class _Passage:
         # What the passage holds of the query, and how much of it sits in one window.
         self.lexical = 0.5 * self.cover + 0.5 * inside
 
+    def shown_similarity(self) -> float:
+        """How similar what the snippet shows is to the query: its best piece's
+        similarity (the passage's, without pieces)."""
+        if self.pieces:
+            return max(sim for _, _, sim in self.pieces)
+        return self.semantic or 0.0
+
     def result(self) -> dict[str, Any]:
         start, end = self.window
         out: dict[str, Any] = {
@@ -295,7 +329,15 @@ class _Passage:
             "snippet": self.body[start:end].strip("\n"), "score": round(self.score, 4),
             "start": self.start + start, "match": round(self.cover, 3),
         }
-        if self.semantic is not None:
+        if self.pieces:
+            # What the snippet shows, judged as it is: its pieces' similarities, where
+            # each sits in the snippet (an answer's sentences are weighed by them).
+            lead = len(self.body[start:end]) - len(self.body[start:end].lstrip("\n"))
+            size = len(out["snippet"])
+            out["similarity"] = round(self.shown_similarity(), 3)
+            out["pieces"] = [[max(0, s - start - lead), min(size, e - start - lead),
+                              round(sim, 3)] for s, e, sim in self.pieces]
+        elif self.semantic is not None:
             out["similarity"] = round(self.semantic, 3)
         if self.also:
             out["also"] = self.also
@@ -311,7 +353,7 @@ def _fuse(cands: list[_Passage], similarity: dict[int, float]) -> None:
         for c in cands:
             c.semantic = similarity.get(c.id)
         orders.append(sorted(cands, key=lambda c: (-(c.semantic or -1.0), c.rank)))
-    weights = [1.0, 1.0, 1.0][:len(orders)]
+    weights = _FUSION[:len(orders)]
     for c in cands:
         c.score = 0.0
     for weight, order in zip(weights, orders, strict=True):
@@ -372,19 +414,25 @@ def _choose(cands: list[_Passage], limit: int) -> list[_Passage]:
     chosen: list[_Passage] = []
     per_group: dict[int, int] = {}
     seen_text: set[str] = set()
-    for c in sorted(cands, key=lambda c: -c.score):
-        g = group_of[c.file]
-        if c.file != shown_file[g] or per_group.get(g, 0) >= PER_DOCUMENT:
-            continue
-        start, end = c.window
-        key = " ".join(c.body[start:end].split()).lower()
-        if key in seen_text:
-            continue  # the same words found under another name
-        seen_text.add(key)
-        per_group[g] = per_group.get(g, 0) + 1
-        chosen.append(c)
-        if len(chosen) == limit:
-            break
+    # At most PER_DOCUMENT of a document while others can be shown; when the best
+    # candidates are nearly all one long document (a manual's chapter of 150 passages),
+    # its next best fill the places no other document takes: fewer results than asked
+    # for, while passages that match wait, would hide what answers.
+    for cap in (PER_DOCUMENT, limit):
+        for c in sorted(cands, key=lambda c: -c.score):
+            if len(chosen) == limit:
+                break
+            g = group_of[c.file]
+            if c.file != shown_file[g] or per_group.get(g, 0) >= cap:
+                continue
+            start, end = c.window
+            key = " ".join(c.body[start:end].split()).lower()
+            if key in seen_text:
+                continue  # the same words found under another name (or already chosen)
+            seen_text.add(key)
+            per_group[g] = per_group.get(g, 0) + 1
+            chosen.append(c)
+    chosen.sort(key=lambda c: -c.score)
     for c in chosen:
         names = also.get(group_of[c.file])
         if names:
@@ -440,7 +488,7 @@ def _judgement(terms: Terms, chosen: list[_Passage],
         judged["asks"] = asks
     if similarity is not None and chosen:
         # Judged on both: the similarity (``score``) and the terms of one segment.
-        top = max((c.semantic or 0.0) for c in chosen[:3])
+        top = max(c.shown_similarity() for c in chosen[:3])
         judged.update(matched=top >= SEMANTIC_THRESHOLD and best >= MATCH_THRESHOLD,
                       by="semantic", score=round(top, 3), threshold=SEMANTIC_THRESHOLD,
                       terms=round(best, 3), terms_threshold=MATCH_THRESHOLD)

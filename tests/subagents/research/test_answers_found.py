@@ -3,6 +3,7 @@ document, and the extractive answer quotes its sources' sentences exactly."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -316,3 +317,72 @@ def test_a_sentence_is_about_what_its_entry_is_named(tmp_path: Path) -> None:
     found = _found(tmp_path, {"limits.html": LIMITS_PAGE}, question)
     text, _ = extractive_answer(_report(question, _finding(found.results)))
     assert text is not None and "is 2000." in text, text
+
+
+def test_one_long_document_fills_the_places_no_other_document_takes(tmp_path: Path) -> None:
+    """At most three passages of a document while others can be shown; when only one
+    document matches (a manual's long chapter), its next best passages fill the places
+    asked for instead of leaving them empty."""
+    chapter = "".join(
+        f"<h2>Pinning {i}</h2>\n<p>{'Filler words about other matters. ' * 30}</p>\n"
+        f"<p>Pin priority {i} applies to the release chosen with apt.</p>\n"
+        for i in range(8))
+    found = _found(tmp_path, {"apt.html": f"<html><body><h1>APT</h1>{chapter}</body></html>"},
+                   "Which pin priority does apt give to the chosen release?")
+    assert len(found.results) == 5
+    assert {r["path"] for r in found.results} == {"apt.html"}
+    assert len({r["start"] for r in found.results}) == 5  # five passages, none twice
+
+
+def test_a_where_question_is_answered_by_the_path(tmp_path: Path) -> None:
+    """"Where does … save …?" is answered by the sentence that names the file: of
+    thirteen sentences that hold the question's words alike, it is quoted though it
+    comes last (eight lines are quoted at most)."""
+    question = "Where does the store helper save my passwords?"
+    alike = " ".join(f"The store helper saves passwords on day {k}." for k in range(12))
+    page = (f"# store helper\n\n{alike} The store helper saves passwords to "
+            "~/.helper-credentials.\n")
+    found = _found(tmp_path, {"store.md": page}, question)
+    text, _ = extractive_answer(_report(question, _finding(found.results)))
+    assert text is not None and "~/.helper-credentials" in text, text
+
+
+def test_a_sentence_nearer_in_meaning_is_quoted() -> None:
+    """With embeddings, a search result says how near each piece of its snippet is to the
+    query (``pieces``): of nine sentences that hold the question's words alike, the one
+    in the nearest piece is quoted though it comes last; malformed pieces are ignored,
+    not trusted."""
+    question = "How do I get my stashed changes back without deleting the stash?"
+    alike = [f"The stash keeps changes on day {k}." for k in range(8)]
+    last = "The stash keeps changes until they are applied."
+    snippet = " ".join([*alike, last])
+    cut = snippet.index(last)
+    result = {"path": "stash.html", "title": "git-stash", "heading": "COMMANDS",
+              "snippet": snippet, "start": 0}
+    near = [[0, cut - 1, 0.41], [cut, len(snippet), 0.78]]
+    text, _ = extractive_answer(_report(question, _finding([{**result, "pieces": near}])))
+    assert text is not None and last in text, text
+    bad: list[Any] = [[cut, 10_000, 0.9], ["a", 3, 0.9], [cut, 2, 0.9], [cut, cut + 9, True],
+                      "x", [cut, len(snippet)]]
+    text, _ = extractive_answer(_report(question, _finding([{**result, "pieces": bad}])))
+    assert text is not None and last not in text, text
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_TEXT)
+def test_the_pieces_of_a_passage_cover_its_segments_in_order(text: str) -> None:
+    """What is embedded of a passage: every segment in exactly one piece, in order, each
+    piece at most PIECE_CHARS long unless it is one segment."""
+    from subagents.research.docwriter import PIECE_CHARS, pieces
+
+    spans = pieces(text)
+    assert spans and all(0 <= s < e <= len(text) or (s, e) == (0, len(text))
+                         for s, e in spans)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    segs = segments(text)
+    for seg in segs:
+        holding = [sp for sp in spans if sp[0] <= seg.start and seg.end <= sp[1]]
+        assert len(holding) == 1, (seg, spans)
+    for s, e in spans:
+        inside = [seg for seg in segs if s <= seg.start and seg.end <= e]
+        assert e - s <= PIECE_CHARS or len(inside) <= 1

@@ -4,6 +4,7 @@ beside the FTS index, fused with bm25; lexical, and saying so, when turned off."
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,79 @@ def test_semantic_off_is_lexical_and_says_so(tmp_path: Path) -> None:
     found = index.find("remove a branch from the server", 5)
     assert found.match["by"] == "terms" and "similarity" not in found.results[0]
     index.close()
+
+
+LONG_PAGE = (
+    "# Stash\n\n## Commands\n\n"
+    + "".join(f"Entry {k} records notes about the weather of day {k} in the garden, the "
+              "rain and the sun, and what the birds sang. " for k in range(12))
+    + "\n\nTo take your saved work back out while leaving the saved copy in place, use "
+      "the apply command.\n")
+
+
+@pytest.mark.usefixtures("semantic_on")
+def test_a_long_passage_is_embedded_by_its_pieces_and_found_where_it_answers(
+    tmp_path: Path,
+) -> None:
+    """A passage longer than the model reads (128 word pieces) is embedded piece by
+    piece: the sentence at its end, which shares no word with the query, is in the
+    nearest piece; the result says where each piece sits in the snippet and how near it
+    is, and the extractive answer quotes it."""
+    from coordinator.lead.extractive import extractive_answer
+    from shared.envelope import Finding, ToolResult
+    from subagents.research.docwriter import PIECE_CHARS
+    from tests.subagents.research.test_answers_found import _report
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "stash.md").write_text(LONG_PAGE)
+    index = DocIndex.for_folder(docs, tmp_path / "store")
+    stats = index.refresh()
+    assert stats.embedded == stats.passages
+    conn = sqlite3.connect(index.db_path)
+    spans = conn.execute("SELECT passage, start, end FROM vectors").fetchall()
+    conn.close()
+    assert len(spans) > stats.passages  # more pieces than passages
+    assert all(end - start <= PIECE_CHARS for _, start, end in spans)
+    question = "How can I restore stashed changes without dropping them?"
+    found = index.find(question, 5)
+    index.close()
+    top = found.results[0]
+    assert "apply command" in top["snippet"]
+    pieces = top["pieces"]
+    assert pieces and all(0 <= s < e <= len(top["snippet"]) for s, e, _ in pieces)
+    start, end, sim = max(pieces, key=lambda p: p[2])
+    assert "apply command" in top["snippet"][start:end]
+    assert top["similarity"] == sim
+    finding = Finding.from_result(ToolResult.success("docs.search", {"results": [top]},
+                                                     trace_id="tr_1"), {})
+    text, _ = extractive_answer(_report(question, finding))
+    assert text is not None and "use the apply command" in text, text
+
+
+@pytest.mark.usefixtures("semantic_on")
+def test_an_index_of_the_last_version_keeps_its_text_and_is_embedded_again(
+    tmp_path: Path,
+) -> None:
+    """An index made before passages were embedded by pieces (version 5: one vector a
+    passage) is not made anew: its text stays and its passages are embedded again."""
+    from subagents.research.docwriter import PIECES_FROM, SCHEMA_VERSION
+
+    docs = _folder(tmp_path)
+    index = DocIndex.for_folder(docs, tmp_path / "store")
+    first = index.refresh()
+    index.close()
+    conn = sqlite3.connect(index.db_path)
+    conn.executescript(
+        "DROP TABLE vectors; CREATE TABLE vectors (passage INTEGER PRIMARY KEY, vec BLOB "
+        f"NOT NULL); PRAGMA user_version = {PIECES_FROM - 1};")
+    conn.close()
+    again = DocIndex.for_folder(docs, tmp_path / "store")
+    stats = again.refresh()
+    assert stats.unchanged == first.added and stats.updated == stats.added == 0
+    assert stats.embedded == first.passages
+    conn = sqlite3.connect(again.db_path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+    assert again.find("erasing something stored remotely", 5).results[0]["path"] == "push.md"
+    again.close()
