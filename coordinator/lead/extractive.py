@@ -51,6 +51,7 @@ from subagents.research.relevance import (
     NUMBER,
     Segment,
     Terms,
+    asks_for,
     contradicting,
     entry_labels,
     held_terms,
@@ -80,9 +81,16 @@ _TEXT_CHARS = 20_000  # of a document read whole, looked at for sentences
 _DENSE = 120  # characters a segment may have before its length lowers its score
 _CONTRADICTED = 0.2  # of its score a sentence keeps that loses what the question keeps
 # A sentence's similarity to the question (its piece's) above the floor, times the
-# weight, is added to its score: measured on the answers benchmark's sets, the weight at
-# which meaning decides between sentences that hold the question's words alike.
-_MEANING = 5.0
+# weight, is added to its score, before the kind of answer asked for multiplies it.
+# Measured on the answers benchmark's sets: a "how do I" question is asked in the
+# user's words about a task and answered in a manual's words about an option ("stash
+# the new files I haven't added" — "-u, --include-untracked"), where meaning decides
+# more (5: git .68 → .76 against 3); a question naming the property it asks about
+# ("the maximum number of columns", "the default threading mode") is answered in its
+# own words, where MiniLM's similarity is the noisier judge (5 there: sqlite .74 → .63,
+# and a wrong answer claiming coverage).
+_MEANING = 3.0
+_MEANING_WAY = 5.0
 _MEANING_FLOOR = 0.3
 
 
@@ -170,6 +178,7 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
     sources and documents have them."""
     terms = Terms.of(query)
     numeric = _ASKS_VALUE.search(query) is not None
+    meaning = _MEANING_WAY if asks_for(query) == "way" else _MEANING
     place = _ASKS_PLACE.search(query) is not None
     cands: list[tuple[float, int, Evidence, str, Segment]] = []
     texts = [passage(item) for item in items]
@@ -208,6 +217,12 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
             # A long sentence holds more words by its length alone: the denser one wins.
             score /= 1.0 + max(0, seg.end - seg.start - _DENSE) / (4 * _DENSE)
             quoted = text[seg.start:seg.end]
+            # Near the question in meaning (the search's embeddings of the snippet's
+            # pieces): what the words alone miss ("like pop, but do not remove the
+            # state" for "… back without deleting the stash").
+            score += meaning * max(0.0, _similarity(item, segs[at].start, seg.end)
+                                   - _MEANING_FLOOR)
+            # The kind of answer asked for, of two sentences alike in words and meaning.
             if numeric and NUMBER.search(quoted):
                 score *= 1.3  # "how many", "what … by default": a value answers
             if place and _PATH.search(quoted):
@@ -215,11 +230,6 @@ def _pick(items: list[Evidence], query: str, count: int) -> list[tuple[Evidence,
             score += 0.15 * _pairs(terms, quoted)
             # A passage the search ranked higher is a little more likely to answer.
             score += 0.1 / (1 + rank)
-            # Near the question in meaning (the search's embeddings of the snippet's
-            # pieces): what the words alone miss ("like pop, but do not remove the
-            # state" for "… back without deleting the stash").
-            score += _MEANING * max(0.0, _similarity(item, segs[at].start, seg.end)
-                                    - _MEANING_FLOOR)
             if against[at]:
                 # "Undo commits permanently: git reset --hard" for "undo … but keep the
                 # changes": the question's words, and the opposite of its answer.
