@@ -335,8 +335,9 @@ class _Passage:
             lead = len(self.body[start:end]) - len(self.body[start:end].lstrip("\n"))
             size = len(out["snippet"])
             out["similarity"] = round(self.shown_similarity(), 3)
-            out["pieces"] = [[max(0, s - start - lead), min(size, e - start - lead),
-                              round(sim, 3)] for s, e, sim in self.pieces]
+            spans = [(max(0, s - start - lead), min(size, e - start - lead), sim)
+                     for s, e, sim in self.pieces]
+            out["pieces"] = [[a, b, round(sim, 3)] for a, b, sim in spans if a < b]
         elif self.semantic is not None:
             out["similarity"] = round(self.semantic, 3)
         if self.also:
