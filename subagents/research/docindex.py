@@ -232,9 +232,10 @@ class DocIndex:
             version, tables = self._version()
             if version == SCHEMA_VERSION:
                 return  # another process made it while this one waited
-            if version == PIECES_FROM - 1:
+            if version == PIECES_FROM - 1 and SCHEMA_VERSION == PIECES_FROM:
                 # Only the vectors changed (one per piece of a passage, not one per
-                # passage): the text stays, the passages are embedded again.
+                # passage): the text stays, the passages are embedded again. (A later
+                # version makes a version-5 index anew: this step alone would not do.)
                 conn = self._connect()
                 try:
                     conn.executescript(

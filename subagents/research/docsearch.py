@@ -157,17 +157,17 @@ class Dense:
     passage ``ids[i]``'s text, ``sims[i]`` its cosine similarity to the query. A passage
     is as similar as its most similar piece."""
 
-    __slots__ = ("_best", "_firsts", "_passages", "ends", "ids", "sims", "starts")
+    __slots__ = ("_best", "_passages", "ends", "ids", "sims", "starts")
 
     def __init__(self, ids: Any, starts: Any, ends: Any, sims: Any) -> None:
         import numpy as np
 
         self.ids, self.starts, self.ends, self.sims = ids, starts, ends, sims
-        # Each passage's first piece, the passages, and each one's best similarity.
-        self._firsts: Any = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) \
-            else np.zeros(0, dtype=np.int64)
-        self._passages: Any = ids[self._firsts]
-        self._best: Any = np.maximum.reduceat(sims, self._firsts) if len(ids) else \
+        # The passages (each one's first piece) and each one's best similarity.
+        firsts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else \
+            np.zeros(0, dtype=np.int64)
+        self._passages: Any = ids[firsts]
+        self._best: Any = np.maximum.reduceat(sims, firsts) if len(ids) else \
             np.zeros(0, dtype=np.float32)
 
     def top(self, k: int) -> list[int]:
@@ -332,7 +332,8 @@ class _Passage:
         if self.pieces:
             # What the snippet shows, judged as it is: its pieces' similarities, where
             # each sits in the snippet (an answer's sentences are weighed by them).
-            lead = len(self.body[start:end]) - len(self.body[start:end].lstrip("\n"))
+            shown = self.body[start:end]
+            lead = len(shown) - len(shown.lstrip("\n"))
             size = len(out["snippet"])
             out["similarity"] = round(self.shown_similarity(), 3)
             spans = [(max(0, s - start - lead), min(size, e - start - lead), sim)
@@ -420,7 +421,7 @@ def _choose(cands: list[_Passage], limit: int) -> list[_Passage]:
     # its next best fill the places no other document takes: fewer results than asked
     # for, while passages that match wait, would hide what answers.
     for cap in (PER_DOCUMENT, limit):
-        for c in sorted(cands, key=lambda c: -c.score):
+        for c in cands:  # best first
             if len(chosen) == limit:
                 break
             g = group_of[c.file]
