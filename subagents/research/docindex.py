@@ -387,7 +387,8 @@ class DocIndex:
         q = embedder.encode([query])[0]
         from subagents.research import docsearch
 
-        return docsearch.Dense(spans_arr[:, 0], spans_arr[:, 1], spans_arr[:, 2], matrix @ q)
+        return docsearch.Dense(spans_arr[:, 0], spans_arr[:, 1], spans_arr[:, 2], matrix @ q,
+                               measure=lambda texts: embedder.encode(texts) @ q)
 
     def title_of(self, path: str) -> str | None:
         """The indexed title of ``path``, or None when it is not indexed."""

@@ -23,10 +23,12 @@ chosen on the query set of ``benchmarks/data/python_docs_queries.json``.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from subagents.research.documents.folder import twin_stem
+from subagents.research.docwriter import piece_text
 from subagents.research.documents.passages import Sketches, same_text, sketches
 from subagents.research.relevance import (
     MATCH_THRESHOLD,
@@ -35,7 +37,9 @@ from subagents.research.relevance import (
     answering_coverage,
     asks_for,
     best_window,
+    compounds,
     content_words,
+    segments,
 )
 
 __all__ = ["BUDGET", "PER_DOCUMENT", "SEMANTIC_THRESHOLD", "STOPWORDS", "WEIGHTS", "Found",
@@ -60,6 +64,8 @@ def query_words(query: str) -> list[str]:
     for word in content_words(query):
         bare = word.lstrip("-").replace("-", " ").split()
         words += [w for w in bare if w not in words]  # FTS5 reads an option as its words
+    # A compound is sought as one word too ("auto-increment": "autoincrement").
+    words += [w for w in compounds(query) if w not in words]
     return words[:32]
 
 
@@ -155,14 +161,19 @@ class Dense:
     """A query's semantic similarity to every embedded piece of a passage (numpy arrays,
     ordered by passage then start): piece ``i`` is characters ``starts[i]:ends[i]`` of
     passage ``ids[i]``'s text, ``sims[i]`` its cosine similarity to the query. A passage
-    is as similar as its most similar piece."""
+    is as similar as its most similar piece. ``measure``, when given, embeds texts now
+    and gives their similarities to the query."""
 
-    __slots__ = ("_best", "_passages", "ends", "ids", "sims", "starts")
+    __slots__ = ("_best", "_passages", "ends", "ids", "measure", "sims", "starts")
 
-    def __init__(self, ids: Any, starts: Any, ends: Any, sims: Any) -> None:
+    def __init__(self, ids: Any, starts: Any, ends: Any, sims: Any,
+                 measure: Callable[[list[str]], Any] | None = None) -> None:
         import numpy as np
 
         self.ids, self.starts, self.ends, self.sims = ids, starts, ends, sims
+        # The query's similarity to texts embedded now (one per text), when the model
+        # is at hand: the first result's sentences are weighed one by one.
+        self.measure = measure
         # The passages (each one's first piece) and each one's best similarity.
         firsts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else \
             np.zeros(0, dtype=np.int64)
@@ -261,16 +272,29 @@ def search(
         c.look_closer(terms, asks, query=query)
     similarity = dense.of([c.id for c in cands]) if dense is not None else {}
     _fuse(cands, similarity)
+    if similarity:
+        # The passage nearest in meaning is shown among the first, whatever the words'
+        # ranks: the fusion's two lexical orders bury a passage only meaning finds
+        # (git-init's "--initial-branch … the initial branch in the newly created
+        # repository" for "choose the name of the first branch when I create a new
+        # repository": 1st by meaning, 200th by bm25, 24th fused). When its words were
+        # not looked at closer (meaning alone found it), it is shown whole: its words do
+        # not say which part answers; its pieces do.
+        nearest = max(cands, key=lambda c: (similarity.get(c.id, -2.0), -c.rank))
+        nearest.score = max(nearest.score, _NEAREST_AT * max(c.score for c in cands))
     chosen = _choose(cands, limit)
     if dense is not None:
         for c in chosen:
             c.pieces = dense.pieces(c.id, *c.window)
+        if chosen and dense.measure is not None:
+            _by_segment(chosen[0], dense.measure)
     _with_sources(conn, chosen)
     results = [c.result() for c in chosen]
     return Found(results, _judgement(terms, chosen, similarity or None, asks))
 
 
 PER_DOCUMENT = 3  # passages of one document among the results, at most
+_NEAREST_AT = 0.8  # of the best fused score, the least the nearest in meaning has
 _DENSE_POOL = 40  # passages nearest in meaning added to bm25's candidates
 _CLOSER = 40  # candidates whose best window is looked for
 _LOOK = 6  # candidates looked at per result wanted (the rest cannot be shown)
@@ -344,6 +368,27 @@ class _Passage:
         if self.also:
             out["also"] = self.also
         return out
+
+
+def _by_segment(c: _Passage, measure: Callable[[list[str]], Any]) -> None:
+    """The first result's snippet weighed segment by segment: each sentence, command or
+    item it shows is embedded now (with the page's title and section, as its pieces
+    were) and joins its pieces with its own similarity.
+
+    A piece of 400 characters is as near as its best part, and a sentence is as near as
+    its piece: the sentence that answers may sit in a piece the rest of which is about
+    something else (sqlite's "SQLITE_TRANSIENT, may be passed to indicate that the
+    object is to be copied" ends a piece of 0.61; the sentences after it begin one of
+    0.74). The first result only: it is where an answer is most often quoted from, and
+    each result costs some ten encodings (about 0.1 s of CPU)."""
+    start, end = c.window
+    segs = [seg for seg in segments(c.body) if seg.start < end and start < seg.end]
+    if not segs:
+        return
+    sims = measure([piece_text(c.title, c.heading, c.body, seg.start, seg.end)
+                    for seg in segs])
+    c.pieces = c.pieces + [(seg.start, seg.end, float(sim))
+                           for seg, sim in zip(segs, sims, strict=True)]
 
 
 def _fuse(cands: list[_Passage], similarity: dict[int, float]) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "answering_coverage",
     "asks_for",
     "best_window",
+    "compounds",
     "content_words",
     "contradicting",
     "contradicts",
@@ -122,11 +123,29 @@ def _stems(word: str) -> str:
 # minutes, "how many" by a number. Added as terms of half a mean weight (a passage that
 # states the duration answers "how long … by default", though it says neither word).
 _ASKS_FOR = (
-    (re.compile(r"\bhow (?:long|much time)\b", re.I),
+    # "How long can a string be?" asks for a length (what a thing can *be*), "how long
+    # does it keep …" for a duration.
+    (re.compile(r"\bhow long (?=(?:can|could|may|might|must|should|will) .{0,60}\bbe\b)",
+                re.I),
+     ("length", "bytes", "characters", "maximum", "limit")),
+    (re.compile(r"\bhow (?:long|much time)\b(?! (?:can|could|may|might|must|should|will) "
+                r".{0,60}\bbe\b)", re.I),
      ("seconds", "minutes", "hours", "days", "timeout", "expire")),
     (re.compile(r"\bhow (?:many|much|large|big)\b|\bmaximum\b|\blimit\b", re.I),
      ("number", "maximum", "limit", "default")),
 )
+
+
+# A word written with hyphens ("auto-increment", "credential-cache"), not an option.
+_COMPOUND = re.compile(r"(?<![\w-])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w-])")
+
+
+def compounds(query: str) -> dict[str, list[str]]:
+    """The words ``query`` writes with hyphens, each as one word ("auto-increment":
+    "autoincrement", as a document may write it), with its halves (["auto",
+    "increment"], the terms it is read as)."""
+    return {m.group(0).lower().replace("-", ""): m.group(0).lower().split("-")
+            for m in _COMPOUND.finditer(query)}
 
 
 def content_words(query: str) -> list[str]:
@@ -192,7 +211,12 @@ class Terms:
             words = [*words, "|".join(extra)]
             raw.append(share)
         norm = sum(raw) or 1.0
-        stems = tuple("|".join(_stems(a) for a in w.split("|")) for w in words)
+        # A compound's later halves are also found in it written as one word ("increment"
+        # of "auto-increment" in "AUTOINCREMENT"; "auto" begins it anyway).
+        joined = {half: whole for whole, halves in compounds(query).items()
+                  for half in halves[1:]}
+        stems = tuple("|".join(_stems(a) for a in [*w.split("|"), *(
+            [joined[w]] if w in joined else [])]) for w in words)
         return cls(tuple(words), stems, tuple(r / norm for r in raw))
 
     def __bool__(self) -> bool:
@@ -541,11 +565,12 @@ def introduces(text: str, segs: list[Segment], i: int) -> bool:
 
 
 # A sentence that refers back to the one before it: it begins with a pronoun or a
-# connective ("It …", "This option …", "Otherwise, …"), or names "this code", "these
-# files" within its first words.
+# connective ("It …", "This option …", "Otherwise, …"), names "this code", "these
+# files" within its first words, or goes on from it ("SQLite will then manage …").
 _REFERS_BACK = re.compile(
     r"\W*(?:(?:this|these|those|that|such|it|its|they|their|them|otherwise|instead|"
-    r"then|however|here|there)\b|(?:\S+\s+){1,5}(?:this|these|those|such)\s+\w)",
+    r"then|however|here|there)\b|(?:\S+\s+){1,5}(?:this|these|those|such)\s+\w|"
+    r"(?:\S+\s+){1,3}then\s+\w)",
     re.IGNORECASE)
 
 
