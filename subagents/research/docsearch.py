@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from subagents.research.documents.folder import twin_stem
-from subagents.research.docwriter import piece_text
 from subagents.research.documents.passages import Sketches, same_text, sketches
+from subagents.research.docwriter import piece_text
 from subagents.research.relevance import (
     MATCH_THRESHOLD,
     STOPWORDS,
@@ -272,17 +272,9 @@ def search(
         c.look_closer(terms, asks, query=query)
     similarity = dense.of([c.id for c in cands]) if dense is not None else {}
     _fuse(cands, similarity)
-    if similarity:
-        # The passage nearest in meaning is shown among the first, whatever the words'
-        # ranks: the fusion's two lexical orders bury a passage only meaning finds
-        # (git-init's "--initial-branch … the initial branch in the newly created
-        # repository" for "choose the name of the first branch when I create a new
-        # repository": 1st by meaning, 200th by bm25, 24th fused). When its words were
-        # not looked at closer (meaning alone found it), it is shown whole: its words do
-        # not say which part answers; its pieces do.
-        nearest = max(cands, key=lambda c: (similarity.get(c.id, -2.0), -c.rank))
-        nearest.score = max(nearest.score, _NEAREST_AT * max(c.score for c in cands))
     chosen = _choose(cands, limit)
+    if similarity and chosen:
+        _with_nearest(cands, chosen, similarity, limit)
     if dense is not None:
         for c in chosen:
             c.pieces = dense.pieces(c.id, *c.window)
@@ -294,7 +286,6 @@ def search(
 
 
 PER_DOCUMENT = 3  # passages of one document among the results, at most
-_NEAREST_AT = 0.8  # of the best fused score, the least the nearest in meaning has
 _DENSE_POOL = 40  # passages nearest in meaning added to bm25's candidates
 _CLOSER = 40  # candidates whose best window is looked for
 _LOOK = 6  # candidates looked at per result wanted (the rest cannot be shown)
@@ -368,6 +359,34 @@ class _Passage:
         if self.also:
             out["also"] = self.also
         return out
+
+
+def _with_nearest(cands: list[_Passage], chosen: list[_Passage],
+                  similarity: dict[int, float], limit: int) -> None:
+    """The passage nearest in meaning is shown, whatever the words' ranks: when the
+    fusion leaves it out, it takes the last place (or a place left empty).
+
+    The fusion's two lexical orders bury a passage only meaning finds: git-init's
+    "--initial-branch … the initial branch in the newly created repository" for "choose
+    the name of the first branch when I create a new repository" is 1st by meaning,
+    200th by bm25 and 24th fused. The last place, not a higher one: MiniLM's nearest is
+    often not the answer, and a higher place pushes out passages that are (measured on
+    the answers benchmark: the 2nd or 3rd place lost one or two answers on git and
+    sqlite; the last place lost none). When its words were not looked at closer
+    (meaning alone found it), it is shown whole: its words do not say which part
+    answers; its pieces do."""
+    nearest = max(cands, key=lambda c: (similarity.get(c.id, -2.0), -c.rank))
+    if nearest in chosen or nearest.id not in similarity or any(
+            _twins(c.path, nearest.path) for c in chosen):
+        return
+    start, end = nearest.window
+    text = " ".join(nearest.body[start:end].split()).lower()
+    if any(" ".join(c.body[c.window[0]:c.window[1]].split()).lower() == text for c in chosen):
+        return  # the same words are shown under another name
+    if len(chosen) == limit:
+        chosen[-1] = nearest
+    else:
+        chosen.append(nearest)
 
 
 def _by_segment(c: _Passage, measure: Callable[[list[str]], Any]) -> None:

@@ -4,6 +4,7 @@ document, and the extractive answer quotes its sources' sentences exactly."""
 from __future__ import annotations
 
 import itertools
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -386,3 +387,119 @@ def test_the_pieces_of_a_passage_cover_its_segments_in_order(text: str) -> None:
     for s, e in spans:
         inside = [seg for seg in segs if s <= seg.start and seg.end <= e]
         assert e - s <= PIECE_CHARS or len(inside) <= 1
+
+
+def test_a_hyphenated_word_is_found_written_as_one(tmp_path: Path) -> None:
+    """"auto-increment" is sought as the documents write it, "AUTOINCREMENT": the page
+    about it is found and quoted, where the halves apart ("auto_vacuum … incremental",
+    a metadata line "auto increment: 0") held the question's words and claimed it."""
+    question = "How do I make a column auto-increment in SQLite?"
+    pages = {
+        "autoinc.html": "<h1>SQLite Autoincrement</h1><p>A column declared INTEGER PRIMARY "
+                        "KEY is filled automatically with an unused integer. The AUTOINCREMENT "
+                        "keyword changes the algorithm that chooses it.</p>",
+        "pragma.html": "<h1>Pragma statements</h1><p>PRAGMA auto_vacuum sets the auto-vacuum "
+                       "mode of a SQLite column store: 0, 1 or incremental.</p>",
+        "metadata.html": "<h1>Column metadata in SQLite</h1><p>The outputs for a column:</p>"
+                         "<pre>  not null: 0\n  primary key: 1\n  auto increment: 0</pre>",
+    }
+    found = _found(tmp_path, pages, question)
+    assert found.results[0]["path"] == "autoinc.html", found.results
+    text, _ = extractive_answer(_report(question, _finding(found.results)))
+    assert text is not None and "declared INTEGER PRIMARY KEY" in text, text
+
+
+def _dense(tmp_path: Path, pages: dict[str, str], near: str,
+           measure: Any = None) -> tuple[Any, Any]:
+    """A lexical index of ``pages`` and a hand-made semantic similarity: every passage of
+    ``near`` at 0.9, every other between 0.1 and 0.3 (one piece a passage)."""
+    import sqlite3
+
+    import numpy as np
+
+    from subagents.research.docsearch import Dense
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in pages.items():
+        (docs / name).write_text(text)
+    index = DocIndex.for_folder(docs, tmp_path / "store", semantic="off")
+    index.refresh()
+    index.close()
+    conn = sqlite3.connect(index.db_path)
+    rows = conn.execute("SELECT p.id, length(t.body), f.path FROM passages p JOIN files f "
+                        "ON f.id = p.file JOIN passage_text t ON t.rowid = p.id "
+                        "ORDER BY p.id").fetchall()
+    dense = Dense(np.array([r[0] for r in rows]), np.zeros(len(rows), dtype=np.int64),
+                  np.array([r[1] for r in rows]),
+                  np.array([0.9 if r[2] == near else 0.1 + 0.2 * ((r[0] * 7919) % 101) / 100
+                            for r in rows], dtype=np.float32),
+                  measure=measure)
+    return conn, dense
+
+
+def test_the_passage_nearest_in_meaning_is_shown(tmp_path: Path) -> None:
+    """A passage far nearer in meaning than any other, which the words rank after sixty
+    others (the fusion's two lexical orders bury it), is shown: last, whole."""
+    from subagents.research.docsearch import search
+
+    question = "How do I choose the name of the first branch when I create a new repository?"
+    # Sixty pages that hold the question's words in other senses, among words of their
+    # own (pages alike would be one text under several names): the words rank them
+    # first, and the page that answers after them.
+    rng = random.Random(7)
+    said = ["choose", "name", "first", "branch", "create", "new", "repository"]
+    letters = "bcdfghjklmnpqrstvwxz"
+
+    def other() -> str:  # a word of its own (letters only: the signature reads words)
+        return "".join(rng.choice(letters) for _ in range(7))
+
+    wordy = {f"manual-{i}.md": f"# Manual {other()}\n\n" + " ".join(
+                 f"{word} {other()} {other()}" for word in said * 2) + ".\n"
+             for i in range(60)}
+    pages = {**wordy, "init.md": "# git-init\n\n--initial-branch=<branch-name>: Use the "
+                                 "specified name for the initial branch.\n"}
+    conn, dense = _dense(tmp_path, pages, "init.md")
+    try:
+        lexical = [r["path"] for r in search(conn, question, 8).results]
+        found = search(conn, question, 8, dense).results
+    finally:
+        conn.close()
+    assert "init.md" not in lexical  # what the words alone show
+    assert len(found) == 8 and found[-1]["path"] == "init.md", found
+    assert "--initial-branch=<branch-name>" in found[-1]["snippet"]
+    assert all(r["path"].startswith("manual-") for r in found[:7])
+
+
+def test_the_first_results_sentences_are_weighed_one_by_one(tmp_path: Path) -> None:
+    """With the model at hand, each sentence the first result shows is embedded at query
+    time: its own similarity joins the pieces', the extractive answer quotes the nearest
+    sentence of alike ones, and no other result is embedded again."""
+    from subagents.research.docsearch import search
+
+    question = "How do I make the binding keep its own copy of the text?"
+    alike = " ".join(f"The binding keeps the text on call {k}." for k in range(8))
+    answer = "Pass the transient constant and the binding copies the text at once."
+    pages = {"bind.md": f"# Binding text\n\n{alike} {answer}\n",
+             "other.md": "# Other binding\n\nThe binding keeps its text elsewhere.\n"}
+    calls: list[list[str]] = []
+
+    def measure(texts: list[str]) -> Any:
+        import numpy as np
+
+        calls.append(texts)
+        return np.array([0.95 if "transient" in t else 0.3 for t in texts])
+
+    conn, dense = _dense(tmp_path, pages, "bind.md", measure)
+    try:
+        found = search(conn, question, 5, dense).results
+    finally:
+        conn.close()
+    top = found[0]
+    assert top["path"] == "bind.md" and len(calls) == 1
+    assert all(t.startswith("Binding text") for t in calls[0])  # with the page's title
+    spans = [(s, e, sim) for s, e, sim in top["pieces"] if sim == 0.95]
+    assert [top["snippet"][s:e] for s, e, _ in spans] == [answer]
+    assert top["similarity"] == 0.95
+    text, _ = extractive_answer(_report(question, _finding(found)))
+    assert text is not None and answer in text, text

@@ -122,3 +122,41 @@ def test_short_lines_after_a_colon_are_its_list_not_labels() -> None:
     assert "is 2000." in shown and "Triggers" not in shown
     label = "-S<string>::\n\nLook for differences in the number of a string."
     assert segments(label)[0].labelled
+
+
+def test_a_sentence_that_goes_on_with_then_refers_back() -> None:
+    """"SQLite will then manage …" goes on from the sentence before it; "then" further in
+    ("… and then returns") does not make a sentence refer back."""
+    text = ("The constant SQLITE_TRANSIENT makes a private copy. SQLite will then manage "
+            "the lifetime of its private copy.")
+    assert refers_back(text, segments(text), 1)
+    other = "The copy is made. The routine copies the text and then returns."
+    assert not refers_back(other, segments(other), 1)
+
+
+def test_how_long_a_thing_can_be_asks_for_a_length_not_a_duration() -> None:
+    """"How long can a string be?" is answered by a length ("the maximum number of
+    bytes"), "how long does it keep …" by a duration; both ask for a value."""
+    from subagents.research.relevance import asks_for
+
+    length = Terms.of("How long can a string or BLOB value be?")
+    assert length.words[-1] == "length|bytes|characters|maximum|limit"
+    assert "long" not in length.words
+    duration = Terms.of("How long does the cache keep my password?")
+    assert duration.words[-1] == "seconds|minutes|hours|days|timeout|expire"
+    assert asks_for("How long can a string be?") == asks_for("How long is it kept?") == "value"
+
+
+def test_a_hyphenated_word_is_also_held_written_as_one() -> None:
+    """"auto-increment" is read as its halves, and its later half is found in the word the
+    documents write ("AUTOINCREMENT"); the search seeks that word too."""
+    from subagents.research.docsearch import query_words
+    from subagents.research.relevance import compounds
+
+    question = "How do I make a column auto-increment?"
+    assert compounds(question) == {"autoincrement": ["auto", "increment"]}
+    assert "autoincrement" in query_words(question)
+    terms = Terms.of(question)
+    assert terms.coverage("The AUTOINCREMENT keyword on a column.") == 1.0
+    assert terms.coverage("The auto-increment of a column.") == 1.0
+    assert compounds("use --no-ff or -x") == {}  # options are no compounds

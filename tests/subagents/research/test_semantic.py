@@ -89,7 +89,7 @@ def test_a_long_passage_is_embedded_by_its_pieces_and_found_where_it_answers(
     """A passage longer than the model reads (128 word pieces) is embedded piece by
     piece: the sentence at its end, which shares no word with the query, is in the
     nearest piece; the result says where each piece sits in the snippet and how near it
-    is, and the extractive answer quotes it."""
+    is (and, for the first result, each sentence), and the extractive answer quotes it."""
     from coordinator.lead.extractive import extractive_answer
     from shared.envelope import Finding, ToolResult
     from subagents.research.docwriter import PIECE_CHARS
@@ -116,6 +116,10 @@ def test_a_long_passage_is_embedded_by_its_pieces_and_found_where_it_answers(
     start, end, sim = max(pieces, key=lambda p: p[2])
     assert "apply command" in top["snippet"][start:end]
     assert top["similarity"] == sim
+    # The first result's sentences were also embedded one by one, at query time.
+    sentence = ("To take your saved work back out while leaving the saved copy in place, "
+                "use the apply command.")
+    assert sentence in [top["snippet"][s:e] for s, e, _ in pieces]
     finding = Finding.from_result(ToolResult.success("docs.search", {"results": [top]},
                                                      trace_id="tr_1"), {})
     text, _ = extractive_answer(_report(question, finding))
