@@ -279,7 +279,7 @@ def search(
         for c in chosen:
             c.pieces = dense.pieces(c.id, *c.window)
         if chosen and dense.measure is not None:
-            _by_segment(chosen[0], dense.measure)
+            _by_segment(chosen[0], dense.measure, terms)
     _with_sources(conn, chosen)
     results = [c.result() for c in chosen]
     return Found(results, _judgement(terms, chosen, similarity or None, asks))
@@ -389,21 +389,25 @@ def _with_nearest(cands: list[_Passage], chosen: list[_Passage],
         chosen.append(nearest)
 
 
-def _by_segment(c: _Passage, measure: Callable[[list[str]], Any]) -> None:
+def _by_segment(c: _Passage, measure: Callable[[list[str]], Any], terms: Terms) -> None:
     """The first result's snippet weighed segment by segment: each sentence, command or
-    item it shows is embedded now (with the page's title and section, as its pieces
-    were) and joins its pieces with its own similarity.
+    item it shows that holds a word of the question is embedded now (with the page's
+    title and section, as its pieces were) and joins its pieces with its own similarity.
 
     A piece of 400 characters is as near as its best part, and a sentence is as near as
     its piece: the sentence that answers may sit in a piece the rest of which is about
     something else (sqlite's "SQLITE_TRANSIENT, may be passed to indicate that the
     object is to be copied" ends a piece of 0.61; the sentences after it begin one of
-    0.74). The first result only: it is where an answer is most often quoted from, and
-    its segments (about four) cost some 0.14 s of CPU a search; every result's would
-    cost several times that, and on the answers benchmark the first three answered
-    nothing the first did not."""
+    0.74). Each segment costs a forward pass of the model (15–30 ms of CPU), so: the
+    first result only (it is where an answer is most often quoted from; on the answers
+    benchmark the first three answered nothing more); a segment that is a piece by
+    itself has its similarity already; one holding none of the question's words keeps
+    its piece's (weighing those too answered nothing more, at a fifth more cost)."""
     start, end = c.window
-    segs = [seg for seg in segments(c.body) if seg.start < end and start < seg.end]
+    known = {(s, e) for s, e, _ in c.pieces}
+    segs = [seg for seg in segments(c.body) if seg.start < end and start < seg.end
+            and (seg.start, seg.end) not in known
+            and any(terms.present(c.body[seg.start:seg.end]))]
     if not segs:
         return
     sims = measure([piece_text(c.title, c.heading, c.body, seg.start, seg.end)

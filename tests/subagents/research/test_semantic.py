@@ -89,7 +89,7 @@ def test_a_long_passage_is_embedded_by_its_pieces_and_found_where_it_answers(
     """A passage longer than the model reads (128 word pieces) is embedded piece by
     piece: the sentence at its end, which shares no word with the query, is in the
     nearest piece; the result says where each piece sits in the snippet and how near it
-    is (and, for the first result, each sentence), and the extractive answer quotes it."""
+    is, and the extractive answer quotes it."""
     from coordinator.lead.extractive import extractive_answer
     from shared.envelope import Finding, ToolResult
     from subagents.research.docwriter import PIECE_CHARS
@@ -116,10 +116,7 @@ def test_a_long_passage_is_embedded_by_its_pieces_and_found_where_it_answers(
     start, end, sim = max(pieces, key=lambda p: p[2])
     assert "apply command" in top["snippet"][start:end]
     assert top["similarity"] == sim
-    # The first result's sentences were also embedded one by one, at query time.
-    sentence = ("To take your saved work back out while leaving the saved copy in place, "
-                "use the apply command.")
-    assert sentence in [top["snippet"][s:e] for s, e, _ in pieces]
+
     finding = Finding.from_result(ToolResult.success("docs.search", {"results": [top]},
                                                      trace_id="tr_1"), {})
     text, _ = extractive_answer(_report(question, finding))
@@ -152,3 +149,37 @@ def test_an_index_of_the_last_version_keeps_its_text_and_is_embedded_again(
     conn.close()
     assert again.find("erasing something stored remotely", 5).results[0]["path"] == "push.md"
     again.close()
+
+
+@pytest.mark.usefixtures("semantic_on")
+def test_the_first_results_sentences_are_embedded_at_query_time(tmp_path: Path) -> None:
+    """The first result's sentences that hold a word of the question are embedded when it
+    is asked, with the page's title and section, as pieces are: each joins ``pieces``
+    with its own similarity, inside the piece that holds it."""
+    import numpy as np
+
+    from subagents.research.docwriter import piece_text
+    from subagents.research.embedding import load_embedder
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    body = ("The binding keeps the text for a while. The binding reads the text once. "
+            "Pass the transient constant and the binding copies the text at once.")
+    (docs / "bind.md").write_text(f"# Binding text\n\n{body}\n")
+    index = DocIndex.for_folder(docs, tmp_path / "store")
+    index.refresh()
+    question = "How do I make the binding keep its own copy of the text?"
+    top = index.find(question, 3).results[0]
+    index.close()
+    spans = {top["snippet"][s:e]: sim for s, e, sim in top["pieces"]}
+    sentence = "Pass the transient constant and the binding copies the text at once."
+    piece = next(text for text in spans if body in text)  # the paragraph's piece
+    assert sentence in spans and spans[sentence] != spans[piece]
+    assert "The binding reads the text once." in spans
+    embedder = load_embedder()
+    assert embedder is not None
+    start = top["snippet"].index(sentence)
+    want = embedder.encode([piece_text(top["title"], top["heading"], top["snippet"], start,
+                                       start + len(sentence))])[0] @ embedder.encode(
+                                           [question])[0]
+    assert np.isclose(spans[sentence], float(want), atol=1e-3)
