@@ -401,11 +401,14 @@ def segments(text: str) -> list[Segment]:
         para_end = offsets[j - 1] + len(lines[j - 1])
         para = text[para_start:para_end]
         # A short line is a label or, after a colon, an item; one ending with a colon
-        # is a sentence announcing what follows ("… is used to set an upper bound on:").
-        # (AsciiDoc's "-S<string>::" is a label).
+        # is a sentence announcing what follows ("… is used to set an upper bound on:"),
+        # and so is one ending "the following" without it ("For example, try the
+        # following" before a session): no entry's name. (AsciiDoc's "-S<string>::" is a
+        # label).
         tail = para.rstrip()
         short = j == i + 1 and len(para.strip()) <= 80 and (
-            not tail.endswith((".", "!", "?", ":")) or tail.endswith("::"))
+            not tail.endswith((".", "!", "?", ":")) or tail.endswith("::")) and \
+            not _FOLLOWING.search(tail)
         if _LIST_ITEM.match(line) or (short and listing):
             # "… an upper bound on:" then "The number of columns in a table", "… in an
             # index": short lines after a colon are its list (a page's <li> without a
@@ -438,6 +441,8 @@ def segments(text: str) -> list[Segment]:
     return out
 
 
+# A line announcing what follows without a colon ("For example, try the following").
+_FOLLOWING = re.compile(r"\b(?:the\s+following|as\s+follows)\s*$", re.IGNORECASE)
 _CHAIN = 4  # label lines that name one entry, at most
 _TERM = re.compile(r"\S+(?:\s+\S+){0,2}")
 

@@ -160,3 +160,17 @@ def test_a_hyphenated_word_is_also_held_written_as_one() -> None:
     assert terms.coverage("The AUTOINCREMENT keyword on a column.") == 1.0
     assert terms.coverage("The auto-increment of a column.") == 1.0
     assert compounds("use --no-ff or -x") == {}  # options are no compounds
+
+
+def test_a_line_ending_the_following_announces_and_names_no_entry() -> None:
+    """"For example, try the following" before a session is no label of an entry (a
+    window would stop before it): it announces the commands, and the window that holds
+    the sentence before goes on through it to them."""
+    text = ("Undeleting open files\n\nEven if you deleted a file, a program that still has "
+            "it open keeps its contents.\n\nFor example, try the following\n\n"
+            "    $ less bar\n    $ rm bar\n    $ cat /proc/4775/fd/4\n")
+    segs = segments(text)
+    line = next(s for s in segs if text[s.start:s.end] == "For example, try the following")
+    assert line.kind == "sentence" and not line.labelled
+    assert introduces(text, segs, segs.index(line))
+    assert "/proc/4775/fd/4" in _window(text, "deleted file program still open contents")
