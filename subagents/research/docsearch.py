@@ -330,6 +330,12 @@ class _Passage:
         # What the passage holds of the query, and how much of it sits in one window.
         self.lexical = 0.5 * self.cover + 0.5 * inside
 
+    def shown_words(self) -> str:
+        """What the snippet says, whitespace and case aside: the same words under two
+        names (or twice) are shown once."""
+        start, end = self.window
+        return " ".join(self.body[start:end].split()).lower()
+
     def shown_similarity(self) -> float:
         """How similar what the snippet shows is to the query: its best piece's
         similarity (the passage's, without pieces)."""
@@ -376,12 +382,10 @@ def _with_nearest(cands: list[_Passage], chosen: list[_Passage],
     (meaning alone found it), it is shown whole: its words do not say which part
     answers; its pieces do."""
     nearest = max(cands, key=lambda c: (similarity.get(c.id, -2.0), -c.rank))
-    if nearest in chosen or nearest.id not in similarity or any(
-            _twins(c.path, nearest.path) for c in chosen):
+    if nearest in chosen or any(_twins(c.path, nearest.path) for c in chosen):
         return
-    start, end = nearest.window
-    text = " ".join(nearest.body[start:end].split()).lower()
-    if any(" ".join(c.body[c.window[0]:c.window[1]].split()).lower() == text for c in chosen):
+    words = nearest.shown_words()
+    if any(c.shown_words() == words for c in chosen):
         return  # the same words are shown under another name
     if len(chosen) == limit:
         chosen[-1] = nearest
@@ -497,8 +501,7 @@ def _choose(cands: list[_Passage], limit: int) -> list[_Passage]:
             g = group_of[c.file]
             if c.file != shown_file[g] or per_group.get(g, 0) >= cap:
                 continue
-            start, end = c.window
-            key = " ".join(c.body[start:end].split()).lower()
+            key = c.shown_words()
             if key in seen_text:
                 continue  # the same words found under another name (or already chosen)
             seen_text.add(key)

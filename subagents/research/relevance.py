@@ -122,14 +122,13 @@ def _stems(word: str) -> str:
 # What a question asks for, beyond its words: "how long" is answered in seconds or
 # minutes, "how many" by a number. Added as terms of half a mean weight (a passage that
 # states the duration answers "how long … by default", though it says neither word).
+# "How long can a string be?" asks for a length (what a thing can *be*), "how long does
+# it keep …" for a duration.
+_CAN_BE = r"(?:can|could|may|might|must|should|will) .{0,60}\bbe\b"
 _ASKS_FOR = (
-    # "How long can a string be?" asks for a length (what a thing can *be*), "how long
-    # does it keep …" for a duration.
-    (re.compile(r"\bhow long (?=(?:can|could|may|might|must|should|will) .{0,60}\bbe\b)",
-                re.I),
+    (re.compile(rf"\bhow long (?={_CAN_BE})", re.I),
      ("length", "bytes", "characters", "maximum", "limit")),
-    (re.compile(r"\bhow (?:long|much time)\b(?! (?:can|could|may|might|must|should|will) "
-                r".{0,60}\bbe\b)", re.I),
+    (re.compile(rf"\bhow (?:long|much time)\b(?! {_CAN_BE})", re.I),
      ("seconds", "minutes", "hours", "days", "timeout", "expire")),
     (re.compile(r"\bhow (?:many|much|large|big)\b|\bmaximum\b|\blimit\b", re.I),
      ("number", "maximum", "limit", "default")),
@@ -441,8 +440,10 @@ def segments(text: str) -> list[Segment]:
     return out
 
 
+# What announces the lines after it: "… the following", "… as follows".
+_ANNOUNCES = r"the\s+following|as\s+follows"
 # A line announcing what follows without a colon ("For example, try the following").
-_FOLLOWING = re.compile(r"\b(?:the\s+following|as\s+follows)\s*$", re.IGNORECASE)
+_FOLLOWING = re.compile(rf"\b(?:{_ANNOUNCES})\s*$", re.IGNORECASE)
 _CHAIN = 4  # label lines that name one entry, at most
 _TERM = re.compile(r"\S+(?:\s+\S+){0,2}")
 
@@ -548,8 +549,7 @@ def best_window(
 # A sentence that announces what follows it ("… as the following:", "… by the
 # following.", "For example:"): the command or list after it is its answer.
 _INTRODUCER = re.compile(
-    r"(?::|\b(?:the\s+following|as\s+follows|like\s+this|for\s+example)\s*[.:]?)\s*$",
-    re.IGNORECASE)
+    rf"(?::|\b(?:{_ANNOUNCES}|like\s+this|for\s+example)\s*[.:]?)\s*$", re.IGNORECASE)
 
 
 def introduces(text: str, segs: list[Segment], i: int) -> bool:
